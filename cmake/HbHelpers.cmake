@@ -1,0 +1,44 @@
+# hb_cc_library / hb_cc_binary / hb_cc_test: small named targets with hb:: aliases, shaped
+# like Abseil's absl_cc_library. Every target gets the project's warning flags.
+#
+#   hb_cc_library(NAME dataset SRCS dataset.cc HDRS dataset.h DEPS hb::json absl::status)
+#     -> target hb_dataset, alias hb::dataset (INTERFACE when there are no SRCS)
+#   hb_cc_test(NAME dataset_test SRCS dataset_test.cc DEPS hb::dataset)
+#     -> one executable, registered with ctest through gtest_discover_tests
+
+function(hb_cc_library)
+  cmake_parse_arguments(HB "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
+  set(target hb_${HB_NAME})
+  if(HB_SRCS)
+    add_library(${target} STATIC ${HB_SRCS} ${HB_HDRS})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${target} PUBLIC ${HB_DEPS})
+    target_compile_options(${target} PRIVATE ${HB_WARNING_FLAGS})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${target} INTERFACE ${HB_DEPS})
+  endif()
+  add_library(hb::${HB_NAME} ALIAS ${target})
+endfunction()
+
+function(hb_cc_binary)
+  cmake_parse_arguments(HB "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${HB_NAME} ${HB_SRCS})
+  target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS})
+  target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
+endfunction()
+
+function(hb_cc_test)
+  cmake_parse_arguments(HB "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${HB_NAME} ${HB_SRCS})
+  target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS} hb::testing GTest::gmock_main)
+  target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
+  if(NOT HB_LABELS)
+    set(HB_LABELS unit)
+  endif()
+  gtest_discover_tests(${HB_NAME}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${HB_LABELS}"
+               ENVIRONMENT "HB_SOURCE_DIR=${PROJECT_SOURCE_DIR};HB_BINARY_DIR=${PROJECT_BINARY_DIR};TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
+endfunction()

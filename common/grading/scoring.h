@@ -1,0 +1,104 @@
+// Scoring and aggregation exactly as the reference (SPEC §7-§9).
+//
+// Per task: score = (sum of points of met items) / (sum of positive points), unclipped.
+// Per task metrics: "overall_score", each example tag (= the task score), each rubric tag
+// scored on its own items (omitted when it has no positive item), in the reference's insertion
+// order. Aggregation: for each key, the mean clipped to [0, 1], ":n_samples" and
+// ":bootstrap_std" (1,000 resamples, each mean clipped, population std). The bootstrap draws
+// from numpy's legacy RandomState(seed) exactly as `np.random.seed(seed)` followed by the
+// reference's `np.random.choice` calls would, so a seeded reference run gives the same digits.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+// Ordered (insertion order) metric name -> value, as a Python dict.
+using OrderedMetrics = std::vector<std::pair<std::string, double>>;
+
+// SPEC §7: sum(points of met items) / sum(points > 0). std::nullopt when no item has positive
+// points. `met[i]` belongs to `items[i]`; the sizes must match.
+std::optional<double> CalculateScore(const std::vector<RubricItem>& items,
+                                     const std::vector<bool>& met);
+
+// SPEC §8: the flat metrics map of one graded task. kInvalidArgument naming `prompt_id` when
+// the task's positive points sum to 0 (the reference asserts), or when sizes differ.
+absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
+                                         const std::vector<std::string>& example_tags,
+                                         const std::vector<RubricItem>& items,
+                                         const std::vector<bool>& met);
+
+// One aggregated statistic set.
+struct MetricSummary {
+  std::string name;
+  double mean = 0;           // clipped to [0, 1]
+  int64_t n_samples = 0;
+  double bootstrap_std = 0;  // population std of clipped bootstrap means
+};
+
+struct AggregateResult {
+  // The top-line score: the clipped mean of the per-task scores.
+  double score = 0;
+  // Every key in the reference's order (first appearance across tasks; "score" right after
+  // the first task's keys). Includes "score" itself; see ReferenceMetricsMap.
+  std::vector<MetricSummary> metrics;
+};
+
+struct AggregateOptions {
+  int bootstrap_samples = 1000;
+  // numpy legacy seed (np.random.seed); must fit in 32 bits.
+  uint32_t seed = 0;
+};
+
+// SPEC §9 over `tasks` (each the OrderedMetrics of one graded task, in task order).
+AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
+                          const AggregateOptions& options);
+
+// The reference's final metrics map: for each key `k` (in order) `k`, `k:n_samples`,
+// `k:bootstrap_std`, with `score` removed (it is the top line) but `score:n_samples` and
+// `score:bootstrap_std` kept (SPEC §9 quirk). n_samples values are integral doubles.
+OrderedMetrics ReferenceMetricsMap(const AggregateResult& result);
+
+// numpy's legacy RandomState (MT19937 seeded by init_genrand) and the pieces of numpy the
+// bootstrap needs, bit for bit.
+class NumpyRandomState {
+ public:
+  explicit NumpyRandomState(uint32_t seed);
+  uint32_t NextUint32();
+  // randint(0, high) for 1 <= high <= 2^32, by masked rejection as numpy's legacy path.
+  uint64_t RandInt(uint64_t high);
+
+ private:
+  uint32_t mt_[624];
+  int pos_;
+};
+
+// numpy.mean / numpy.std (ddof 0) with numpy's pairwise summation, bit for bit.
+double NumpyMean(const std::vector<double>& values);
+double NumpyStd(const std::vector<double>& values);
+
+// The bootstrap standard deviation of the clipped mean of `values` (SPEC §9), drawing from
+// `rng`.
+double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomState& rng);
+
+// Paired bootstrap of the difference of clipped means between two checkpoints graded on the
+// same tasks: `a[i]` and `b[i]` are the two task scores of task i. Returns the observed
+// difference clip(mean(b)) - clip(mean(a)) and the 2.5% / 97.5% percentiles of `samples`
+// resampled differences (numpy "linear" percentile), seeded like Aggregate.
+struct PairedDifference {
+  double difference = 0;
+  double ci_low = 0;
+  double ci_high = 0;
+  int64_t n = 0;
+};
+PairedDifference PairedBootstrap(const std::vector<double>& a, const std::vector<double>& b,
+                                 const AggregateOptions& options);
+
+}  // namespace hb

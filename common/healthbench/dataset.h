@@ -1,0 +1,68 @@
+// Loading and validating the official HealthBench JSONL files (main, Hard, Consensus; plain or
+// gzip), and the reference's `--examples N` selection.
+//
+//   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset("data/oss_eval.jsonl", {}));
+//   for (const Example& example : dataset.examples) ...
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+struct LoadOptions {
+  // When true, an invalid line is skipped and counted in `Dataset::skipped` with its error;
+  // when false (the default) the first invalid line fails the load.
+  bool skip_invalid = false;
+};
+
+// One line that was skipped under `skip_invalid`, with the error that rejected it.
+struct SkippedLine {
+  int line = 0;
+  std::string error;
+};
+
+struct Dataset {
+  std::string path;
+  // sha256 of the file's bytes as stored (compressed bytes for a .gz file).
+  std::string sha256;
+  std::vector<Example> examples;
+  std::vector<SkippedLine> skipped;
+  // prompt_id -> index into `examples`.
+  absl::flat_hash_map<std::string, size_t> index;
+
+  // The example with `prompt_id`, or nullptr.
+  const Example* Find(const std::string& prompt_id) const;
+};
+
+// Loads and validates every record of `path`. A record must have: `prompt`, a non-empty list
+// of {role: string, content: string} whose last turn has role "user"; `rubrics`, a non-empty
+// list of {criterion: string, points: number, tags: list of strings}; `example_tags`, a list of
+// strings; `prompt_id`, a non-empty string unique in the file. Other keys are ignored.
+// Blank lines are errors too (the reference parses every line).
+//
+// Errors are kInvalidArgument with a message of the form
+//   "<path>:<line>: field 'rubrics[3].points': expected a number, got string"
+// kNotFound / kPermissionDenied / kDataLoss come from reading the file (common/base/file.h).
+absl::StatusOr<Dataset> LoadDataset(const std::string& path, const LoadOptions& options);
+
+// Parses one JSONL record (exposed for tests and for loaders of other files). `line` is used
+// in error messages only. Errors as for LoadDataset, without the uniqueness check.
+absl::StatusOr<Example> ParseExample(const std::string& json, const std::string& path, int line);
+
+// The reference's `--examples N` selection: CPython's random.Random(0).sample(range(n), k),
+// returned as 0-based indices in sample order (not file order). When k >= n the reference does
+// not sample at all: returns 0..n-1 in file order. `seed` must be a non-negative integer.
+std::vector<size_t> SampleIndices(size_t n, size_t k, unsigned long seed = 0);
+
+// Keeps the examples chosen by SampleIndices(examples.size(), k), in sample order, and
+// rebuilds the index.
+void SelectExamples(Dataset& dataset, size_t k);
+
+}  // namespace hb

@@ -1,0 +1,72 @@
+// Prompt rendering, byte-exact with the reference (SPEC §4): the conversation a grader sees,
+// the rubric item, the filled grader template, and the task prompt a policy model sees.
+//
+// The grader template is third-party text loaded from a file (never compiled in):
+//   HB_ASSIGN_OR_RETURN(GraderTemplate tmpl, GraderTemplate::Load(path));
+//   std::string prompt = tmpl.Fill(RenderConversation(convo), RenderRubricItem(item));
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+// sha256 of the reference template (SPEC §4.4).
+inline constexpr char kGraderTemplateSha256[] =
+    "2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c";
+
+// The grader prompt template with its `<<conversation>>` and `<<rubric_item>>` placeholders.
+class GraderTemplate {
+ public:
+  // Loads the template from `path` byte for byte. kInvalidArgument when a placeholder is
+  // missing; when `require_reference` is true, also when the sha256 differs from
+  // kGraderTemplateSha256 (the message gives both hashes). Read errors name the path.
+  static absl::StatusOr<GraderTemplate> Load(const std::string& path,
+                                             bool require_reference = true);
+  // From text already in memory (tests); same checks as Load.
+  static absl::StatusOr<GraderTemplate> FromText(std::string text, bool require_reference);
+
+  // Replaces every `<<conversation>>` with `conversation`, then every `<<rubric_item>>` in the
+  // result with `rubric_item` (so a literal `<<rubric_item>>` inside the conversation is
+  // replaced too: SPEC §4.4 quirk 11).
+  std::string Fill(absl::string_view conversation, absl::string_view rubric_item) const;
+
+  const std::string& text() const { return text_; }
+  const std::string& sha256() const { return sha256_; }
+
+ private:
+  GraderTemplate(std::string text, std::string sha256)
+      : text_(std::move(text)), sha256_(std::move(sha256)) {}
+  std::string text_;
+  std::string sha256_;
+};
+
+// The transcript the grader judges: the optional system message, the prompt turns, then the
+// reply as an "assistant" turn.
+std::vector<Message> GradedConversation(const std::vector<Message>& prompt,
+                                        const std::optional<std::string>& system_prompt,
+                                        absl::string_view reply);
+
+// "<role>: <content>" per message, joined by "\n\n" (SPEC §4.2).
+std::string RenderConversation(const std::vector<Message>& messages);
+
+// "[<points_text>] <criterion>" (SPEC §4.3). Uses item.points_text, or PythonPointsText(points)
+// when it is empty.
+std::string RenderRubricItem(const RubricItem& item);
+
+// How Python prints a points value that came from JSON: an integral JSON integer prints as
+// "10"; `is_float` (the JSON literal had a fraction or exponent) prints Python's float repr
+// ("5.0").
+std::string PythonPointsText(double points, bool is_float);
+
+// The task prompt a policy model sees (the environment view). A single-message prompt is
+// returned verbatim (its content); a multi-turn prompt is rendered as "role: content" turns
+// behind a short instruction to reply to the final user turn.
+std::string TaskPromptText(const std::vector<Message>& prompt);
+
+}  // namespace hb

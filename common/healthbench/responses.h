@@ -1,0 +1,34 @@
+// Loading the responses to grade: JSONL, one object per line,
+//   {"prompt_id": str, "response": str, "system_prompt": str (optional)}.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+struct ResponseSet {
+  std::string path;
+  std::string sha256;
+  std::vector<Response> responses;
+  // prompt_id -> index into `responses`.
+  absl::flat_hash_map<std::string, size_t> index;
+
+  // The response for `prompt_id`, or nullptr when the task has none (it is then reported as
+  // not graded, never scored as zero).
+  const Response* Find(const std::string& prompt_id) const;
+};
+
+// Loads `path` and checks it against `dataset`. Every line must be an object with string
+// `prompt_id` and `response` (an empty response is legal), and optional string
+// `system_prompt`. Errors (kInvalidArgument, "<path>:<line>: ..."): invalid JSON, a missing or
+// mistyped field, a prompt_id that is not in the dataset ("unknown prompt_id '...'"), a
+// prompt_id seen twice ("duplicate prompt_id '...' (first on line N)").
+absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset);
+
+}  // namespace hb

@@ -1,0 +1,72 @@
+// The HealthBench data model shared by every binary: conversations, rubric items, examples
+// (tasks), model responses and grader settings. Plain structs; loaders live in dataset.h and
+// responses.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hb {
+
+// One chat turn.
+struct Message {
+  std::string role;
+  std::string content;
+  bool operator==(const Message& o) const { return role == o.role && content == o.content; }
+};
+
+// One physician-written rubric item.
+struct RubricItem {
+  std::string criterion;
+  // The JSON number as a double (integers from -10 to 10 in the official data).
+  double points = 0;
+  // How Python prints the parsed JSON number: "10", "-6", "5.0". This is what the grader
+  // prompt shows (SPEC §4.3), so a float 5.0 stays distinct from the integer 5.
+  std::string points_text;
+  std::vector<std::string> tags;
+};
+
+// `ideal_completions_data` of a record (physician modes only; kept for completeness).
+struct IdealCompletions {
+  std::string ideal_completion;
+  std::string group;
+  std::vector<std::string> ref_completions;
+};
+
+// One HealthBench record: a conversation ending with a user turn and its rubric.
+struct Example {
+  std::string prompt_id;
+  std::vector<Message> prompt;
+  std::vector<RubricItem> rubrics;
+  std::vector<std::string> example_tags;
+  std::optional<IdealCompletions> ideal_completions;
+  // 1-based line of the record in its file.
+  int line = 0;
+};
+
+// One model response to grade: the next assistant turn for `prompt_id`.
+struct Response {
+  std::string prompt_id;
+  std::string response;
+  // The policy's system message, when it had one. It is part of the graded transcript
+  // (SPEC §4.1, quirk 1).
+  std::optional<std::string> system_prompt;
+  int line = 0;
+};
+
+// How the grader model is called (SPEC §5). Defaults are the reference's.
+struct GraderSettings {
+  std::string model = "gpt-4.1-2025-04-14";
+  double temperature = 0.5;
+  int max_tokens = 2048;
+  std::string system_message = "You are a helpful assistant.";
+};
+
+// A grader's judgement of one rubric item.
+struct Verdict {
+  bool criteria_met = false;
+  std::string explanation;
+};
+
+}  // namespace hb

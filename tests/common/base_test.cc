@@ -1,0 +1,64 @@
+#include <string>
+
+#include "common/base/file.h"
+#include "common/base/json.h"
+#include "common/base/sha256.h"
+#include "common/base/status_macros.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::IsOkAndHolds;
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(PythonFloatReprTest, MatchesPythonRepr) {
+  // Expected strings are what CPython 3.11 prints for repr(float(x)).
+  EXPECT_EQ(PythonFloatRepr(5.0), "5.0");
+  EXPECT_EQ(PythonFloatRepr(-6.0), "-6.0");
+  EXPECT_EQ(PythonFloatRepr(0.5), "0.5");
+  EXPECT_EQ(PythonFloatRepr(2.5), "2.5");
+  EXPECT_EQ(PythonFloatRepr(0.1), "0.1");
+  EXPECT_EQ(PythonFloatRepr(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(PythonFloatRepr(0.0001), "0.0001");
+  EXPECT_EQ(PythonFloatRepr(0.00001), "1e-05");
+  EXPECT_EQ(PythonFloatRepr(1e15), "1000000000000000.0");
+  EXPECT_EQ(PythonFloatRepr(1e16), "1e+16");
+  EXPECT_EQ(PythonFloatRepr(1.5e16), "1.5e+16");
+  EXPECT_EQ(PythonFloatRepr(123456.789), "123456.789");
+  EXPECT_EQ(PythonFloatRepr(-0.0), "-0.0");
+  EXPECT_EQ(PythonFloatRepr(0.0), "0.0");
+  EXPECT_EQ(PythonFloatRepr(1e300), "1e+300");
+  EXPECT_EQ(PythonFloatRepr(2.2250738585072014e-308), "2.2250738585072014e-308");
+}
+
+TEST(JsonQuoteTest, EscapesWhatJsonRequires) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
+  EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+}
+
+TEST(JsonNumberTest, IntegralValuesHaveNoFraction) {
+  EXPECT_EQ(JsonNumber(10), "10");
+  EXPECT_EQ(JsonNumber(-6), "-6");
+  EXPECT_EQ(JsonNumber(0.5), "0.5");
+}
+
+TEST(Sha256Test, KnownVector) {
+  EXPECT_EQ(Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(FileTest, ReadsPlainAndReportsMissing) {
+  std::string dir = testing::MakeTempDir();
+  ASSERT_THAT(WriteFileAtomically(dir + "/a.txt", "hello\n"), testing::IsOk());
+  EXPECT_THAT(ReadFile(dir + "/a.txt"), IsOkAndHolds(std::string("hello\n")));
+  EXPECT_THAT(ReadFile(dir + "/missing.txt"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.txt")));
+}
+
+}  // namespace
+}  // namespace hb

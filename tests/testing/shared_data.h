@@ -1,0 +1,30 @@
+// Where tests find the real HealthBench records and the reference template: the `shared/`
+// folder beside the checkout. They are never copied into the project (OpenAI asks that the
+// examples not be reposted; the template is OpenAI's text).
+//
+// HB_SHARED_DIR overrides the location; the default is "<source dir>/../shared". A missing
+// file fails the test loudly (never a skip), naming the variable to set.
+#pragma once
+
+#include <string>
+
+namespace hb::testing {
+
+// The shared folder (no trailing slash).
+std::string SharedDir();
+// "<shared>/data/healthbench/<name>"; fails the current test when the file is missing.
+std::string SharedDataFile(const std::string& name);
+// "<shared>/reference/grader_template.txt"; fails the current test when missing.
+std::string ReferenceTemplatePath();
+// The project's source folder (HB_SOURCE_DIR, set by ctest).
+std::string SourceDir();
+// The build folder (HB_BINARY_DIR, set by ctest): where the binaries are.
+std::string BinaryDir();
+// A fresh, empty temporary directory for this test, under TEST_TMPDIR or /tmp.
+std::string MakeTempDir();
+
+inline constexpr char kMainHead30[] = "2025-05-07-06-14-12_oss_eval.head30.jsonl";
+inline constexpr char kHardHead4[] = "hard_2025-05-08-21-00-10.head4.jsonl";
+inline constexpr char kConsensus104[] = "consensus_2025-05-09-20-00-46.subset104.jsonl";
+
+}  // namespace hb::testing
