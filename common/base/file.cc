@@ -55,7 +55,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     if (n == 0) break;
     contents.append(buffer, static_cast<size_t>(n));
   }
+  // gzread reports a truncated stream as a plain end of file; gzerror still says Z_BUF_ERROR.
+  int zerr = Z_OK;
+  std::string message = gzerror(file, &zerr);
   gzclose(file);
+  if (zerr != Z_OK && zerr != Z_STREAM_END) {
+    return absl::DataLossError(absl::StrCat("cannot read ", path, ": ", message,
+                                            " (truncated or corrupt gzip file?)"));
+  }
   return contents;
 }
 

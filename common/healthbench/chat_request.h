@@ -13,6 +13,15 @@ namespace hb {
 // {"role": "user", "content": <grader_prompt>}], "temperature": ..., "max_tokens": ...}, keys
 // in that order, compact, UTF-8 unescaped. `prompt_cache_key`, when non-empty, is added as
 // "prompt_cache_key" (an OpenAI extension that routes requests sharing a prefix together).
+//
+// Exact bytes (RapidJSON Writer): no whitespace at all; strings keep every byte >= 0x20
+// (non-ASCII UTF-8 and '/' unescaped), escape '"' and '\' with a backslash, \b \t \n \f \r
+// as such and other control bytes as \u00XX (upper-case hex); temperature is the shortest
+// round-trip double and always has a fraction or exponent (0.5 -> 0.5, 1 -> 1.0, 0 -> 0.0;
+// NaN/inf -> null); max_tokens is a plain integer. An empty `system_message` omits the system
+// turn, like the reference sampler (it sends one only when truthy). Example, one line:
+//   {"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"P"}],
+//   "temperature":0.5,"max_tokens":2048,"prompt_cache_key":"k"}
 std::string BuildChatCompletionBody(const GraderSettings& settings,
                                     absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key = "");

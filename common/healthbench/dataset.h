@@ -49,16 +49,35 @@ struct Dataset {
 //
 // Errors are kInvalidArgument with a message of the form
 //   "<path>:<line>: field 'rubrics[3].points': expected a number, got string"
-// kNotFound / kPermissionDenied / kDataLoss come from reading the file (common/base/file.h).
+// Other messages after "<path>:<line>: ": "field 'prompt': missing", "field 'rubrics': empty
+// list", "field 'prompt[2].role': the last turn must be 'user', got 'assistant'", "field
+// 'rubrics[0].tags[1]': duplicate tag 'x'" (tags and example_tags must be unique: the reference
+// asserts it), "field 'prompt_id': duplicate prompt_id 'x' (first on line N)", "expected a JSON
+// object, got array", "blank line" (also for a whitespace-only line), "invalid JSON:
+// <RapidJSON message> at offset N" (offset within the line; invalid UTF-8, NaN and Infinity
+// are invalid). JSON type names are null, boolean, number, string, array, object.
+// kNotFound / kPermissionDenied / kFailedPrecondition / kDataLoss come from reading the file
+// (common/base/file.h).
+//
+// Details: lines split on '\n' only; a final newline is optional; an empty file gives an empty
+// dataset. A repeated key in an object takes its last value (as Python's json.loads).
+// RubricItem::points_text is the integer literal's value ("10", "-6"; "-0" -> "0") or, for a
+// literal with a fraction or exponent, PythonFloatRepr ("5.0", "1e1" -> "10.0"); an integer
+// literal beyond 64 bits prints as a float (Python would print the integer). The sha256 is of
+// the bytes on disk. `ideal_completions_data` must be absent, null or an object; inside it,
+// fields of the wrong type are ignored.
 absl::StatusOr<Dataset> LoadDataset(const std::string& path, const LoadOptions& options);
 
 // Parses one JSONL record (exposed for tests and for loaders of other files). `line` is used
-// in error messages only. Errors as for LoadDataset, without the uniqueness check.
+// in error messages and stored in Example::line. Errors as for LoadDataset, without the
+// uniqueness check.
 absl::StatusOr<Example> ParseExample(const std::string& json, const std::string& path, int line);
 
 // The reference's `--examples N` selection: CPython's random.Random(0).sample(range(n), k),
 // returned as 0-based indices in sample order (not file order). When k >= n the reference does
 // not sample at all: returns 0..n-1 in file order. `seed` must be a non-negative integer.
+// Bit-exact with CPython 3.11 (MT19937 seeded by init_by_array of the seed's 32-bit words;
+// see common/healthbench/python_random.h).
 std::vector<size_t> SampleIndices(size_t n, size_t k, unsigned long seed = 0);
 
 // Keeps the examples chosen by SampleIndices(examples.size(), k), in sample order, and

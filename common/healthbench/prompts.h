@@ -25,7 +25,8 @@ class GraderTemplate {
  public:
   // Loads the template from `path` byte for byte. kInvalidArgument when a placeholder is
   // missing; when `require_reference` is true, also when the sha256 differs from
-  // kGraderTemplateSha256 (the message gives both hashes). Read errors name the path.
+  // kGraderTemplateSha256 (the message gives both hashes: "sha256 expected <ref>, got <x>").
+  // Every error message names the path; read errors keep ReadFile's code (kNotFound, ...).
   static absl::StatusOr<GraderTemplate> Load(const std::string& path,
                                              bool require_reference = true);
   // From text already in memory (tests); same checks as Load.
@@ -55,18 +56,26 @@ std::vector<Message> GradedConversation(const std::vector<Message>& prompt,
 // "<role>: <content>" per message, joined by "\n\n" (SPEC §4.2).
 std::string RenderConversation(const std::vector<Message>& messages);
 
-// "[<points_text>] <criterion>" (SPEC §4.3). Uses item.points_text, or PythonPointsText(points)
-// when it is empty.
+// "[<points_text>] <criterion>" (SPEC §4.3). Uses item.points_text, or, when it is empty,
+// PythonPointsText(points, /*is_float=*/points is not integral): "[-6] x", "[2.5] y".
 std::string RenderRubricItem(const RubricItem& item);
 
 // How Python prints a points value that came from JSON: an integral JSON integer prints as
 // "10"; `is_float` (the JSON literal had a fraction or exponent) prints Python's float repr
-// ("5.0").
+// ("5.0", "1e+20"). A non-integral or non-finite value always prints as a float repr.
 std::string PythonPointsText(double points, bool is_float);
 
-// The task prompt a policy model sees (the environment view). A single-message prompt is
-// returned verbatim (its content); a multi-turn prompt is rendered as "role: content" turns
-// behind a short instruction to reply to the final user turn.
+// The instruction line TaskPromptText puts before a rendered multi-turn prompt (a project
+// choice: the reference sends the message list itself, SPEC §3).
+inline constexpr char kMultiTurnTaskInstruction[] =
+    "Continue the conversation below by writing the assistant's reply to the final user "
+    "message.\n\n";
+
+// The task prompt a policy model sees (the environment view), as one text. A single-message
+// prompt is returned verbatim (its content, whatever its role); an empty or multi-turn prompt
+// is kMultiTurnTaskInstruction followed by RenderConversation(prompt), i.e. exactly
+//   "Continue the conversation below by writing the assistant's reply to the final user
+//   message.\n\nuser: <q1>\n\nassistant: <a1>\n\nuser: <q2>"
 std::string TaskPromptText(const std::vector<Message>& prompt);
 
 }  // namespace hb

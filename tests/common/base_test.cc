@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <string>
 
 #include "common/base/file.h"
@@ -58,6 +59,16 @@ TEST(FileTest, ReadsPlainAndReportsMissing) {
   EXPECT_THAT(ReadFile(dir + "/a.txt"), IsOkAndHolds(std::string("hello\n")));
   EXPECT_THAT(ReadFile(dir + "/missing.txt"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.txt")));
+}
+
+TEST(FileTest, TruncatedGzipIsDataLoss) {
+  std::string dir = testing::MakeTempDir();
+  ASSERT_EQ(std::system(("printf 'line one\\nline two\\n' | gzip -c > " + dir + "/a.gz").c_str()), 0);
+  HB_ASSERT_OK_AND_ASSIGN(std::string whole, ReadFile(dir + "/a.gz"));
+  EXPECT_EQ(whole, "line one\nline two\n");
+  ASSERT_EQ(std::system(("head -c 20 " + dir + "/a.gz > " + dir + "/cut.gz").c_str()), 0);
+  EXPECT_THAT(ReadFile(dir + "/cut.gz"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut.gz")));
 }
 
 }  // namespace

@@ -1,0 +1,112 @@
+#include "common/healthbench/jsonl_file.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/file.h"
+#include "common/base/sha256.h"
+#include "rapidjson/error/en.h"
+
+namespace hb::jsonl_internal {
+namespace {
+
+// The stored bytes, unchanged; nullopt-like failure reported through `ok`.
+bool ReadRaw(const std::string& path, std::string& out) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) out.append(buffer, n);
+  bool ok = std::ferror(file) == 0;
+  std::fclose(file);
+  return ok;
+}
+
+}  // namespace
+
+absl::StatusOr<FileContents> ReadWithSha256(const std::string& path) {
+  FileContents contents;
+  std::string raw;
+  if (!ReadRaw(path, raw)) {
+    // ReadFile produces the project's error codes and messages for the same failure.
+    absl::StatusOr<std::string> again = ReadFile(path);
+    if (!again.ok()) return again.status();
+    return absl::DataLossError(absl::StrCat("cannot read ", path));
+  }
+  contents.sha256 = Sha256Hex(raw);
+  const bool gzip = raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
+                    static_cast<unsigned char>(raw[1]) == 0x8b;
+  if (gzip) {
+    // Decompression (and its kDataLoss errors) is ReadFile's job. The file is read twice, so
+    // a file replaced in between could mismatch its hash; plain files are read once.
+    absl::StatusOr<std::string> text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    contents.text = *std::move(text);
+  } else {
+    contents.text = std::move(raw);
+  }
+  return contents;
+}
+
+std::vector<Line> SplitLines(absl::string_view text) {
+  std::vector<Line> lines;
+  int number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == absl::string_view::npos) end = text.size();
+    lines.push_back(Line{++number, text.substr(start, end - start)});
+    start = end + 1;
+  }
+  return lines;
+}
+
+bool IsBlank(absl::string_view line) {
+  for (char c : line) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+std::string ParseLine(absl::string_view line, rapidjson::Document& doc) {
+  if (IsBlank(line)) return "blank line";
+  doc.Parse<rapidjson::kParseValidateEncodingFlag>(line.data(), line.size());
+  if (doc.HasParseError()) {
+    return absl::StrCat("invalid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
+                        " at offset ", doc.GetErrorOffset());
+  }
+  return "";
+}
+
+const char* TypeName(const rapidjson::Value& value) {
+  switch (value.GetType()) {
+    case rapidjson::kNullType:
+      return "null";
+    case rapidjson::kFalseType:
+    case rapidjson::kTrueType:
+      return "boolean";
+    case rapidjson::kObjectType:
+      return "object";
+    case rapidjson::kArrayType:
+      return "array";
+    case rapidjson::kStringType:
+      return "string";
+    case rapidjson::kNumberType:
+      return "number";
+  }
+  return "unknown";
+}
+
+const rapidjson::Value* FindMember(const rapidjson::Value& object, absl::string_view name) {
+  const rapidjson::Value* found = nullptr;
+  for (auto it = object.MemberBegin(); it != object.MemberEnd(); ++it) {
+    if (absl::string_view(it->name.GetString(), it->name.GetStringLength()) == name) {
+      found = &it->value;
+    }
+  }
+  return found;
+}
+
+}  // namespace hb::jsonl_internal

@@ -1,0 +1,54 @@
+// Internals shared by the JSONL loaders (dataset.cc, responses.cc): reading a file with the
+// sha256 of its stored bytes, splitting it into lines, and naming JSON types in error
+// messages. Not part of the public contract; use dataset.h / responses.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "rapidjson/document.h"
+
+namespace hb::jsonl_internal {
+
+struct FileContents {
+  // The decompressed text.
+  std::string text;
+  // sha256 hex of the bytes as stored on disk (compressed bytes for a gzip file).
+  std::string sha256;
+};
+
+// Reads `path` (plain or gzip, detected by content). Errors are ReadFile's (common/base/file.h).
+absl::StatusOr<FileContents> ReadWithSha256(const std::string& path);
+
+// One line of a JSONL text, without its '\n'. `number` is 1-based.
+struct Line {
+  int number = 0;
+  absl::string_view text;
+};
+
+// Splits `text` on '\n' like a line reader: a final '\n' does not start another line, so a
+// missing trailing newline and a present one give the same lines. The views point into `text`.
+std::vector<Line> SplitLines(absl::string_view text);
+
+// True when `line` holds only JSON whitespace (space, tab, CR) or nothing.
+bool IsBlank(absl::string_view line);
+
+// Parses one line into `doc`. Returns "" on success, otherwise the error text
+// "invalid JSON: <RapidJSON message> at offset N" (or "blank line"). Invalid UTF-8 is an error.
+std::string ParseLine(absl::string_view line, rapidjson::Document& doc);
+
+// "null", "boolean", "number", "string", "array" or "object".
+const char* TypeName(const rapidjson::Value& value);
+
+// The member `name` of `object`, or nullptr. When a key repeats, the last one wins, as in
+// Python's json.loads.
+const rapidjson::Value* FindMember(const rapidjson::Value& object, absl::string_view name);
+
+// The string value of `value` (which must be a string), embedded NULs included.
+inline std::string String(const rapidjson::Value& value) {
+  return std::string(value.GetString(), value.GetStringLength());
+}
+
+}  // namespace hb::jsonl_internal

@@ -1,0 +1,108 @@
+#include "common/healthbench/prompts.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+#include "common/base/file.h"
+#include "common/base/json.h"
+#include "common/base/sha256.h"
+#include "common/base/status_macros.h"
+
+namespace hb {
+namespace {
+
+constexpr absl::string_view kConversationPlaceholder = "<<conversation>>";
+constexpr absl::string_view kRubricItemPlaceholder = "<<rubric_item>>";
+
+}  // namespace
+
+absl::StatusOr<GraderTemplate> GraderTemplate::FromText(std::string text, bool require_reference) {
+  std::string digest = Sha256Hex(text);
+  if (require_reference && digest != kGraderTemplateSha256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("grader template is not the reference template: sha256 expected ",
+                     kGraderTemplateSha256, ", got ", digest));
+  }
+  for (absl::string_view placeholder : {kConversationPlaceholder, kRubricItemPlaceholder}) {
+    if (!absl::StrContains(text, placeholder)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("grader template lacks the placeholder ", placeholder));
+    }
+  }
+  return GraderTemplate(std::move(text), std::move(digest));
+}
+
+absl::StatusOr<GraderTemplate> GraderTemplate::Load(const std::string& path,
+                                                    bool require_reference) {
+  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  absl::StatusOr<GraderTemplate> tmpl = FromText(std::move(text), require_reference);
+  if (!tmpl.ok()) {
+    return absl::Status(tmpl.status().code(), absl::StrCat(path, ": ", tmpl.status().message()));
+  }
+  return tmpl;
+}
+
+std::string GraderTemplate::Fill(absl::string_view conversation,
+                                 absl::string_view rubric_item) const {
+  // Two passes, like the reference's chained str.replace: the second pass also sees the
+  // conversation text (quirk 11). StrReplaceAll, like str.replace, never rescans what it
+  // inserted.
+  std::string with_conversation =
+      absl::StrReplaceAll(text_, {{kConversationPlaceholder, conversation}});
+  return absl::StrReplaceAll(with_conversation, {{kRubricItemPlaceholder, rubric_item}});
+}
+
+std::vector<Message> GradedConversation(const std::vector<Message>& prompt,
+                                        const std::optional<std::string>& system_prompt,
+                                        absl::string_view reply) {
+  std::vector<Message> out;
+  out.reserve(prompt.size() + 2);
+  if (system_prompt.has_value()) out.push_back(Message{"system", *system_prompt});
+  out.insert(out.end(), prompt.begin(), prompt.end());
+  out.push_back(Message{"assistant", std::string(reply)});
+  return out;
+}
+
+std::string RenderConversation(const std::vector<Message>& messages) {
+  std::string out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i > 0) out += "\n\n";
+    absl::StrAppend(&out, messages[i].role, ": ", messages[i].content);
+  }
+  return out;
+}
+
+std::string PythonPointsText(double points, bool is_float) {
+  if (is_float || !std::isfinite(points) || points != std::floor(points)) {
+    return PythonFloatRepr(points);
+  }
+  if (std::fabs(points) < 9.2e18) {
+    return absl::StrCat(static_cast<int64_t>(points));
+  }
+  // An integral double beyond int64: its exact decimal value, as Python's int() would print.
+  return absl::StrFormat("%.0f", points);
+}
+
+std::string RenderRubricItem(const RubricItem& item) {
+  const std::string points =
+      item.points_text.empty()
+          ? PythonPointsText(item.points, item.points != std::floor(item.points))
+          : item.points_text;
+  return absl::StrCat("[", points, "] ", item.criterion);
+}
+
+std::string TaskPromptText(const std::vector<Message>& prompt) {
+  if (prompt.size() == 1) return prompt.front().content;
+  return absl::StrCat(kMultiTurnTaskInstruction, RenderConversation(prompt));
+}
+
+}  // namespace hb

@@ -1,0 +1,81 @@
+#include "common/healthbench/responses.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/healthbench/jsonl_file.h"
+#include "rapidjson/document.h"
+
+namespace hb {
+namespace {
+
+using jsonl_internal::FindMember;
+using jsonl_internal::String;
+using jsonl_internal::TypeName;
+
+absl::StatusOr<Response> ParseResponse(absl::string_view line, const std::string& path,
+                                       int number) {
+  auto error = [&](absl::string_view message) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", number, ": ", message));
+  };
+  rapidjson::Document doc;
+  std::string parse_error = jsonl_internal::ParseLine(line, doc);
+  if (!parse_error.empty()) return error(parse_error);
+  if (!doc.IsObject()) return error(absl::StrCat("expected a JSON object, got ", TypeName(doc)));
+  Response response;
+  response.line = number;
+  for (auto [name, target] :
+       {std::pair<const char*, std::string*>{"prompt_id", &response.prompt_id},
+        {"response", &response.response}}) {
+    const rapidjson::Value* value = FindMember(doc, name);
+    if (value == nullptr) return error(absl::StrCat("field '", name, "': missing"));
+    if (!value->IsString()) {
+      return error(absl::StrCat("field '", name, "': expected a string, got ", TypeName(*value)));
+    }
+    *target = String(*value);
+  }
+  // Optional; null is read as absent (a Python writer's None).
+  const rapidjson::Value* system = FindMember(doc, "system_prompt");
+  if (system != nullptr && !system->IsNull()) {
+    if (!system->IsString()) {
+      return error(
+          absl::StrCat("field 'system_prompt': expected a string, got ", TypeName(*system)));
+    }
+    response.system_prompt = String(*system);
+  }
+  return response;
+}
+
+}  // namespace
+
+const Response* ResponseSet::Find(const std::string& prompt_id) const {
+  auto it = index.find(prompt_id);
+  return it == index.end() ? nullptr : &responses[it->second];
+}
+
+absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset) {
+  HB_ASSIGN_OR_RETURN(jsonl_internal::FileContents contents, jsonl_internal::ReadWithSha256(path));
+  ResponseSet set;
+  set.path = path;
+  set.sha256 = std::move(contents.sha256);
+  for (const jsonl_internal::Line& line : jsonl_internal::SplitLines(contents.text)) {
+    HB_ASSIGN_OR_RETURN(Response response, ParseResponse(line.text, path, line.number));
+    if (dataset.Find(response.prompt_id) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line.number, ": unknown prompt_id '", response.prompt_id, "'"));
+    }
+    auto [it, inserted] = set.index.emplace(response.prompt_id, set.responses.size());
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line.number, ": duplicate prompt_id '", response.prompt_id,
+                       "' (first on line ", set.responses[it->second].line, ")"));
+    }
+    set.responses.push_back(std::move(response));
+  }
+  return set;
+}
+
+}  // namespace hb
