@@ -2,6 +2,7 @@
 #include <string>
 
 #include "common/base/file.h"
+#include "common/base/flags_usage.h"
 #include "common/base/json.h"
 #include "common/base/sha256.h"
 #include "common/base/status_macros.h"
@@ -69,6 +70,16 @@ TEST(FileTest, TruncatedGzipIsDataLoss) {
   ASSERT_EQ(std::system(("head -c 20 " + dir + "/a.gz > " + dir + "/cut.gz").c_str()), 0);
   EXPECT_THAT(ReadFile(dir + "/cut.gz"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut.gz")));
+}
+
+TEST(FlagsTest, HyphenatedNamesBecomeUnderscoresButValuesStay) {
+  const char* argv[] = {"prog", "--llm-base-url=http://a-b/v1", "--max-in-flight", "8",
+                        "-log-level=info", "--out", "/tmp/my-dir", "--", "--not-a-flag"};
+  std::vector<std::string> args =
+      NormalizeFlagNames(9, const_cast<char**>(argv));
+  EXPECT_THAT(args, ::testing::ElementsAre("prog", "--llm_base_url=http://a-b/v1",
+                                           "--max_in_flight", "8", "-log_level=info", "--out",
+                                           "/tmp/my-dir", "--", "--not-a-flag"));
 }
 
 }  // namespace

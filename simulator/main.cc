@@ -1,0 +1,409 @@
+// hb-llm-sim: an OpenAI-compatible chat-completions simulator (see simulator/README.md).
+//
+// Transport only: N libevent loops (one per --threads) accept on one listening socket, hand
+// each request to hb::sim::Simulator, and carry out its SimAction. Delays are evtimers, never a
+// sleeping thread, so thousands of slow requests cost a few KB each.
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "common/base/logging.h"
+#include "event2/buffer.h"
+#include "event2/bufferevent.h"
+#include "event2/event.h"
+#include "event2/http.h"
+#include "event2/keyvalq_struct.h"
+#include "event2/thread.h"
+#include "common/base/flags_usage.h"
+#include "simulator/sim_core.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:8000",
+          "HOST:PORT to listen on; port 0 picks a free port. The first stdout line is "
+          "'listening on HOST:PORT' with the actual port.");
+ABSL_FLAG(int, threads, 0, "Event loops sharing the listening socket; 0 = number of cores.");
+ABSL_FLAG(std::string, api_key, "",
+          "When set, chat requests must carry 'Authorization: Bearer <key>', else 401.");
+ABSL_FLAG(double, latency_ms, 0, "Mean response latency in milliseconds (a timer per request).");
+ABSL_FLAG(double, latency_jitter, 0,
+          "Latency jitter as a fraction of the mean: uniform in [mean*(1-j), mean*(1+j)).");
+ABSL_FLAG(uint64_t, seed, 0,
+          "Seed for latency jitter and fault draws; request n (0-based, arrival order) always "
+          "gets the same draws.");
+ABSL_FLAG(double, fault_429, 0,
+          "Rate of injected 429s (with Retry-After and retry-after-ms headers).");
+ABSL_FLAG(double, fault_500, 0, "Rate of injected 500 responses.");
+ABSL_FLAG(double, fault_503, 0, "Rate of injected 503 responses.");
+ABSL_FLAG(double, fault_malformed, 0, "Rate of 200 replies whose content is not valid JSON.");
+ABSL_FLAG(double, fault_fenced, 0,
+          "Rate of 200 replies whose content is the correct JSON inside ```json ... ```.");
+ABSL_FLAG(double, fault_nonobject, 0,
+          "Rate of 200 replies whose content is a JSON non-object (42, \"criteria_met\", "
+          "[true]).");
+ABSL_FLAG(double, fault_hang, 0, "Rate of requests never answered (held until the client quits).");
+ABSL_FLAG(double, fault_reset, 0,
+          "Rate of requests answered by closing the connection (TCP RST), no response.");
+ABSL_FLAG(int64_t, retry_after_ms, 500, "Retry delay advertised by injected 429s.");
+ABSL_FLAG(int64_t, rpm, 0, "Requests per 60 s window; 0 = unlimited. Excess gets 429.");
+ABSL_FLAG(int64_t, tpm, 0, "Tokens (prompt estimate + max_tokens) per 60 s window; 0 = unlimited.");
+ABSL_FLAG(absl::Duration, prompt_cache_ttl, absl::Minutes(5),
+          "How long a cached prompt prefix stays usable after its last use (e.g. 5m).");
+ABSL_FLAG(std::string, request_log, "",
+          "File to append one JSON line per chat request (time, status, fault, latency_ms, "
+          "prompt_tokens, cached_tokens, verdict).");
+ABSL_FLAG(int64_t, max_body_bytes, 32 << 20, "Largest accepted request body.");
+ABSL_FLAG(int, http_timeout_s, 600,
+          "Idle/read/write timeout of a connection (also bounds --fault-hang holds).");
+ABSL_FLAG(std::string, log_level, "info", "stderr log level: debug, info, warn, error.");
+
+namespace hb::sim {
+namespace {
+
+class RequestLog {
+ public:
+  bool Open(const std::string& path) {
+    file_ = std::fopen(path.c_str(), "a");
+    return file_ != nullptr;
+  }
+  ~RequestLog() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  void Write(const std::string& line) {
+    if (file_ == nullptr) return;
+    absl::MutexLock lock(&mu_);
+    std::fwrite(line.data(), 1, line.size(), file_);
+    std::fputc('\n', file_);
+    std::fflush(file_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::FILE* file_ = nullptr;
+};
+
+struct Server {
+  Simulator* sim;
+  RequestLog* log;
+};
+
+// A request answered later (delay, reset) or never (hang). Owned by itself: freed when the
+// timer fires or the connection closes, whichever is first.
+struct Pending {
+  Server* server;
+  evhttp_request* req;
+  evhttp_connection* conn;
+  event* timer = nullptr;
+  SimAction action;
+};
+
+void SendReply(evhttp_request* req, const SimAction& action) {
+  evkeyvalq* out = evhttp_request_get_output_headers(req);
+  for (const auto& [name, value] : action.headers) {
+    evhttp_add_header(out, name.c_str(), value.c_str());
+  }
+  evbuffer_add(evhttp_request_get_output_buffer(req), action.body.data(), action.body.size());
+  evhttp_send_reply(req, action.status, nullptr, nullptr);
+}
+
+void OnConnectionClosed(evhttp_connection* /*conn*/, void* arg) {
+  auto* pending = static_cast<Pending*>(arg);
+  if (pending->timer != nullptr) event_free(pending->timer);
+  // When the client went away, libevent detaches the unanswered request from the connection
+  // and leaves it to us; when the server shuts down, the connection frees it itself.
+  if (evhttp_request_get_connection(pending->req) == nullptr) {
+    evhttp_request_free(pending->req);
+  }
+  pending->server->sim->AddInFlight(-1);
+  delete pending;
+}
+
+evutil_socket_t ConnectionFd(evhttp_connection* conn) {
+  bufferevent* bev = evhttp_connection_get_bufferevent(conn);
+  return bev != nullptr ? bufferevent_getfd(bev) : -1;
+}
+
+// libevent does not read from a connection while its request waits for our reply, so it
+// cannot notice that a client gave up on a hanging request. Peek at the socket once a second
+// instead, and drop the connection when the peer has closed it.
+void OnHangCheck(evutil_socket_t /*fd*/, short /*what*/, void* arg) {
+  auto* pending = static_cast<Pending*>(arg);
+  const evutil_socket_t fd = ConnectionFd(pending->conn);
+  char byte;
+  const ssize_t n = fd < 0 ? 0 : recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const bool alive =
+      n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+  if (alive) return;
+  event_free(pending->timer);
+  evhttp_connection_set_closecb(pending->conn, nullptr, nullptr);
+  evhttp_connection_free(pending->conn);  // also frees the request
+  pending->server->sim->AddInFlight(-1);
+  delete pending;
+}
+
+void OnTimer(evutil_socket_t /*fd*/, short /*what*/, void* arg) {
+  auto* pending = static_cast<Pending*>(arg);
+  event_free(pending->timer);
+  pending->timer = nullptr;
+  evhttp_connection_set_closecb(pending->conn, nullptr, nullptr);
+  if (pending->action.kind == SimAction::Kind::kReset) {
+    const evutil_socket_t fd = ConnectionFd(pending->conn);
+    if (fd >= 0) {
+      linger lin{1, 0};  // close() then sends RST: the client sees a reset, not a clean EOF
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
+    }
+    evhttp_connection_free(pending->conn);
+  } else {
+    SendReply(pending->req, pending->action);
+  }
+  pending->server->sim->AddInFlight(-1);
+  delete pending;
+}
+
+const char* MethodName(evhttp_cmd_type cmd) {
+  switch (cmd) {
+    case EVHTTP_REQ_GET:
+      return "GET";
+    case EVHTTP_REQ_POST:
+      return "POST";
+    case EVHTTP_REQ_HEAD:
+      return "HEAD";
+    case EVHTTP_REQ_PUT:
+      return "PUT";
+    case EVHTTP_REQ_DELETE:
+      return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+      return "OPTIONS";
+    default:
+      return "OTHER";
+  }
+}
+
+void OnRequest(evhttp_request* req, void* arg) {
+  auto* server = static_cast<Server*>(arg);
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+  evbuffer* in = evhttp_request_get_input_buffer(req);
+  const size_t size = evbuffer_get_length(in);
+  const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
+
+  SimHttpRequest request;
+  request.method = MethodName(evhttp_request_get_command(req));
+  request.path = path == nullptr || *path == '\0' ? "/" : path;
+  request.authorization = auth == nullptr ? "" : auth;
+  request.body = absl::string_view(data, size);
+  SimAction action = server->sim->Handle(request);
+  if (action.is_chat) server->log->Write(action.log_line);
+
+  if (action.kind == SimAction::Kind::kReply && action.delay <= absl::ZeroDuration()) {
+    SendReply(req, action);
+    return;
+  }
+  auto* pending =
+      new Pending{server, req, evhttp_request_get_connection(req), nullptr, std::move(action)};
+  server->sim->AddInFlight(1);
+  evhttp_connection_set_closecb(pending->conn, OnConnectionClosed, pending);
+  event_base* base = evhttp_connection_get_base(pending->conn);
+  if (pending->action.kind == SimAction::Kind::kHang) {
+    pending->timer = event_new(base, -1, EV_PERSIST, OnHangCheck, pending);
+    timeval period{1, 0};
+    evtimer_add(pending->timer, &period);
+    return;
+  }
+  pending->timer = evtimer_new(base, OnTimer, pending);
+  const int64_t us = absl::ToInt64Microseconds(pending->action.delay);
+  timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+  evtimer_add(pending->timer, &tv);
+}
+
+struct Loop {
+  event_base* base = nullptr;
+  evhttp* http = nullptr;
+};
+
+std::vector<Loop>* g_loops = nullptr;
+
+void OnSignal(evutil_socket_t /*sig*/, short /*what*/, void* /*arg*/) {
+  for (Loop& loop : *g_loops) event_base_loopexit(loop.base, nullptr);
+}
+
+// Binds and listens; returns the fd and fills `port` with the actual port, or -1.
+int BindListener(const std::string& host, const std::string& port_text, int* port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port_text.c_str(), &hints, &res) != 0) {
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return -1;
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return fd;
+}
+
+int Run(int argc, char** argv) {
+  hb::ParseFlags(argc, argv,
+      "OpenAI-compatible chat-completions simulator for tests, benchmarks and capacity "
+      "planning.\n\n"
+      "Usage: hb-llm-sim [--listen=127.0.0.1:0] [--latency-ms=200 --latency-jitter=0.2] "
+      "[--fault-429=0.05 ...] [--rpm=500 --tpm=200000]\n\n"
+      "Endpoints: POST /v1/chat/completions (and /chat/completions), GET /healthz, "
+      "GET /metrics.\n"
+      "Verdict: criteria_met = lowest bit of sha256(last user message)[0], unless the message "
+      "contains [[sim:met=true]] / [[sim:met=false]] (the last marker wins).\n"
+      "Flags may be written with hyphens or underscores (--latency-ms == --latency_ms).\n"
+      "See simulator/README.md for the exact rules.");
+  InitLogging(absl::GetFlag(FLAGS_log_level).c_str());
+
+  SimulatorOptions options;
+  options.api_key = absl::GetFlag(FLAGS_api_key);
+  options.latency_ms = absl::GetFlag(FLAGS_latency_ms);
+  options.latency_jitter = absl::GetFlag(FLAGS_latency_jitter);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.faults.status_429 = absl::GetFlag(FLAGS_fault_429);
+  options.faults.status_500 = absl::GetFlag(FLAGS_fault_500);
+  options.faults.status_503 = absl::GetFlag(FLAGS_fault_503);
+  options.faults.malformed = absl::GetFlag(FLAGS_fault_malformed);
+  options.faults.fenced = absl::GetFlag(FLAGS_fault_fenced);
+  options.faults.nonobject = absl::GetFlag(FLAGS_fault_nonobject);
+  options.faults.hang = absl::GetFlag(FLAGS_fault_hang);
+  options.faults.reset = absl::GetFlag(FLAGS_fault_reset);
+  options.retry_after_ms = absl::GetFlag(FLAGS_retry_after_ms);
+  options.rate_limits.rpm = absl::GetFlag(FLAGS_rpm);
+  options.rate_limits.tpm = absl::GetFlag(FLAGS_tpm);
+  options.prompt_cache.ttl = absl::GetFlag(FLAGS_prompt_cache_ttl);
+  for (double rate : {options.faults.status_429, options.faults.status_500,
+                      options.faults.status_503, options.faults.malformed, options.faults.fenced,
+                      options.faults.nonobject, options.faults.hang, options.faults.reset}) {
+    if (!(rate >= 0 && rate <= 1)) {
+      std::fprintf(stderr, "fault rates must be in [0, 1]\n");
+      return 2;
+    }
+  }
+  if (options.latency_ms < 0 || options.latency_jitter < 0 || options.latency_jitter > 1 ||
+      options.retry_after_ms < 0 || options.rate_limits.rpm < 0 || options.rate_limits.tpm < 0) {
+    std::fprintf(stderr,
+                 "--latency-ms, --retry-after-ms, --rpm, --tpm must be >= 0 and "
+                 "--latency-jitter in [0, 1]\n");
+    return 2;
+  }
+
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::fprintf(stderr, "--listen must be HOST:PORT, got '%s'\n", listen.c_str());
+    return 2;
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  const int fd = BindListener(host, listen.substr(colon + 1), &port);
+  if (fd < 0) {
+    std::fprintf(stderr, "cannot listen on %s: %s\n", listen.c_str(), std::strerror(errno));
+    return 1;
+  }
+
+  RequestLog request_log;
+  if (!absl::GetFlag(FLAGS_request_log).empty() &&
+      !request_log.Open(absl::GetFlag(FLAGS_request_log))) {
+    std::fprintf(stderr, "cannot open --request-log %s\n",
+                 absl::GetFlag(FLAGS_request_log).c_str());
+    return 1;
+  }
+
+  std::signal(SIGPIPE, SIG_IGN);
+  evthread_use_pthreads();
+  Simulator simulator(options, &Clock::Real());
+  Server server{&simulator, &request_log};
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+
+  std::vector<Loop> loops(threads);
+  g_loops = &loops;
+  for (Loop& loop : loops) {
+    loop.base = event_base_new();
+    loop.http = evhttp_new(loop.base);
+    evhttp_set_gencb(loop.http, OnRequest, &server);
+    evhttp_set_max_body_size(loop.http, absl::GetFlag(FLAGS_max_body_bytes));
+    evhttp_set_timeout(loop.http, absl::GetFlag(FLAGS_http_timeout_s));
+    evhttp_set_allowed_methods(loop.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                              EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_OPTIONS);
+    // Each loop owns a duplicate of the one listening socket (libevent closes it on free).
+    if (evhttp_accept_socket(loop.http, dup(fd)) != 0) {
+      std::fprintf(stderr, "evhttp_accept_socket failed\n");
+      return 1;
+    }
+  }
+  close(fd);
+  event* sigterm = evsignal_new(loops[0].base, SIGTERM, OnSignal, nullptr);
+  event* sigint = evsignal_new(loops[0].base, SIGINT, OnSignal, nullptr);
+  evsignal_add(sigterm, nullptr);
+  evsignal_add(sigint, nullptr);
+
+  std::printf("listening on %s:%d\n", listen.substr(0, colon).c_str(), port);
+  std::fflush(stdout);
+  HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", listen.substr(0, colon), port, threads);
+
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) {
+    workers.emplace_back([&loops, i] { event_base_dispatch(loops[i].base); });
+  }
+  event_base_dispatch(loops[0].base);
+  for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
+  for (std::thread& t : workers) t.join();
+
+  event_free(sigterm);
+  event_free(sigint);
+  for (Loop& loop : loops) {
+    evhttp_free(loop.http);
+    event_base_free(loop.base);
+  }
+  HB_LOG_INFO("hb-llm-sim stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace hb::sim
+
+int main(int argc, char** argv) { return hb::sim::Run(argc, argv); }
