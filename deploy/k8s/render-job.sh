@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Renders the Jobs that grade one checkpoint: an Indexed grading Job (hb-grade-CHECKPOINT) and
+# its merge Job (hb-merge-CHECKPOINT, created suspended), from jobs/grade-checkpoint/*.yaml.in.
+# Ten checkpoints are ten renders; put the outputs in an overlay (see overlays/grade-example).
+#
+#   deploy/k8s/render-job.sh [options] CHECKPOINT RESPONSES_PATH > ckpt.yaml
+#
+#   CHECKPOINT       the checkpoint's name: lowercase letters, digits and '-', at most 40
+#                    characters (it names the Jobs, the result folder and the responses).
+#   RESPONSES_PATH   its responses file on the hb-inputs volume: absolute under /inputs, or
+#                    relative to /inputs.
+#   --shards N                     completions of the Indexed Job (default 8)
+#   --parallelism N                shards running at once (default: all of them)
+#   --max-in-flight N              gRPC calls in flight per shard (default 64)
+#   --dataset PATH                 dataset on hb-inputs (default
+#                                  /inputs/healthbench/2025-05-07-06-14-12_oss_eval.jsonl)
+#   --backoff-limit-per-index N    counted failures allowed per shard (default 3)
+#   --deadline-seconds N           activeDeadlineSeconds of the grading Job (default 86400)
+#
+# Exit status: 0, or 2 on bad usage (message on stderr, nothing on stdout).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+templates=$here/jobs/grade-checkpoint
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "render-job: $*" >&2; exit 2; }
+positive_int() {  # name value
+  [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || die "$1 must be a positive integer, got '$2'"
+}
+
+shards=8
+parallelism=""
+max_in_flight=64
+dataset=/inputs/healthbench/2025-05-07-06-14-12_oss_eval.jsonl
+backoff_limit_per_index=3
+deadline_seconds=86400
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shards) [ $# -ge 2 ] || die "$1 needs a value"; shards=$2; shift 2 ;;
+    --parallelism) [ $# -ge 2 ] || die "$1 needs a value"; parallelism=$2; shift 2 ;;
+    --max-in-flight) [ $# -ge 2 ] || die "$1 needs a value"; max_in_flight=$2; shift 2 ;;
+    --dataset) [ $# -ge 2 ] || die "$1 needs a value"; dataset=$2; shift 2 ;;
+    --backoff-limit-per-index) [ $# -ge 2 ] || die "$1 needs a value"; backoff_limit_per_index=$2; shift 2 ;;
+    --deadline-seconds) [ $# -ge 2 ] || die "$1 needs a value"; deadline_seconds=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --*) die "unknown option '$1' (see --help)" ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+[ ${#args[@]} -eq 2 ] || die "expected CHECKPOINT RESPONSES_PATH (see --help)"
+checkpoint=${args[0]}
+responses=${args[1]}
+parallelism=${parallelism:-$shards}
+
+[[ $checkpoint =~ ^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$ ]] ||
+  die "CHECKPOINT '$checkpoint' must be 1-40 lowercase letters, digits or '-', starting and ending with a letter or digit"
+positive_int --shards "$shards"
+positive_int --parallelism "$parallelism"
+positive_int --max-in-flight "$max_in_flight"
+positive_int --deadline-seconds "$deadline_seconds"
+[[ $backoff_limit_per_index =~ ^[0-9]{1,3}$ ]] ||
+  die "--backoff-limit-per-index must be an integer >= 0, got '$backoff_limit_per_index'"
+[ "$parallelism" -le "$shards" ] || die "--parallelism ($parallelism) exceeds --shards ($shards)"
+for name in responses dataset; do
+  value=${!name}
+  case "$value" in /*) ;; *) value=/inputs/$value ;; esac
+  # Paths go into YAML plain scalars and a sed replacement: keep them to a safe alphabet.
+  if ! [[ $value =~ ^/inputs/[A-Za-z0-9._/+-]+$ ]] || [[ $value == *..* ]]; then
+    die "$name path '$value' must lie under /inputs and use only letters, digits and ._/+-"
+  fi
+  printf -v "$name" '%s' "$value"
+done
+
+render() {  # template
+  sed -e "s|@CHECKPOINT@|$checkpoint|g" \
+      -e "s|@RESPONSES_PATH@|$responses|g" \
+      -e "s|@DATASET_PATH@|$dataset|g" \
+      -e "s|@SHARDS@|$shards|g" \
+      -e "s|@PARALLELISM@|$parallelism|g" \
+      -e "s|@MAX_IN_FLIGHT@|$max_in_flight|g" \
+      -e "s|@BACKOFF_LIMIT_PER_INDEX@|$backoff_limit_per_index|g" \
+      -e "s|@DEADLINE_SECONDS@|$deadline_seconds|g" "$1" |
+    awk -v n="$shards" -v ckpt="$checkpoint" '
+      $0 == "@SHARD_DIR_ARGS@" {
+        for (i = 0; i < n; i++) printf "            - /results/%s/shard-%d\n", ckpt, i
+        next
+      }
+      { print }'
+}
+
+render "$templates/grade-job.yaml.in"
+echo "---"
+render "$templates/merge-job.yaml.in"

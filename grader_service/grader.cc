@@ -1,0 +1,282 @@
+#include "grader_service/grader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/base/logging.h"
+#include "common/grading/grader_reply.h"
+#include "common/healthbench/chat_request.h"
+
+namespace hb {
+
+// One GradeItem in progress: at most one upstream attempt or one backoff timer at a time.
+// Shared by the attempt callback, the timer and the cancellation callback; `done_` makes the
+// completion exactly-once whichever of them gets there first.
+class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
+ public:
+  Call(Grader& grader, std::string body, std::string request_id, absl::Time deadline,
+       std::shared_ptr<CancellationToken> cancel, ItemCallback callback)
+      : grader_(grader),
+        body_(std::move(body)),
+        request_id_(std::move(request_id)),
+        deadline_(deadline),
+        cancel_(std::move(cancel)),
+        callback_(std::move(callback)) {}
+
+  void Start() {
+    if (cancel_ != nullptr) {
+      std::weak_ptr<Call> weak = weak_from_this();
+      cancel_id_ = cancel_->OnCancel([weak] {
+        if (auto self = weak.lock()) self->OnCancelled();
+      });
+    }
+    StartAttempt();
+  }
+
+ private:
+  void StartAttempt() {
+    ChatRequest request;
+    int attempt;
+    {
+      absl::MutexLock lock(&mu_);
+      if (done_) return;
+      timer_ = 0;
+      const absl::Time now = grader_.clock_.Now();
+      if (now >= deadline_) {
+        FinishLocked(absl::DeadlineExceededError(absl::StrCat(
+            "deadline exceeded before attempt ", attempts_ + 1,
+            last_failure_.empty() ? "" : absl::StrCat("; last failure: ", last_failure_))));
+        return;
+      }
+      attempt = ++attempts_;
+      in_flight_ = true;
+      attempt_start_ = now;
+      request.body = body_;
+      request.timeout = std::min(grader_.config_.attempt_timeout, deadline_ - now);
+      request.deadline = deadline_;
+    }
+    std::weak_ptr<Call> weak = weak_from_this();
+    auto self = shared_from_this();
+    LlmClient::CallId id = grader_.llm_.Complete(
+        std::move(request),
+        [self, attempt](absl::StatusOr<ChatResult> result) { self->OnResult(attempt, std::move(result)); });
+    bool cancel_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (in_flight_ && attempt == attempts_) {
+        upstream_ = id;
+        cancel_now = done_;  // cancelled while Complete was starting
+      }
+    }
+    if (cancel_now) grader_.llm_.Cancel(id);
+  }
+
+  void OnResult(int attempt, absl::StatusOr<ChatResult> result) {
+    absl::MutexLock lock(&mu_);
+    if (done_ || attempt != attempts_) return;
+    in_flight_ = false;
+    upstream_ = 0;
+    const absl::Time now = grader_.clock_.Now();
+    latency_ += now - attempt_start_;
+    AttemptOutcome outcome;
+    absl::Status failure;
+    if (result.ok()) {
+      usage_ += result->usage;
+      if (!result->model.empty()) model_ = result->model;
+      absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
+      if (verdict.ok()) {
+        ItemVerdict out;
+        out.verdict = *std::move(verdict);
+        out.raw_reply = std::move(result->content);
+        out.attempts = attempts_;
+        out.model = model_;
+        out.usage = usage_;
+        out.upstream_latency = latency_;
+        FinishLocked(std::move(out));
+        return;
+      }
+      outcome = {FailureKind::kMalformedReply, std::nullopt};
+      failure = verdict.status();
+    } else {
+      outcome = AttemptOutcomeOf(result.status());
+      failure = result.status();
+    }
+    last_kind_ = outcome.kind;
+    last_failure_ = absl::StrCat(FailureKindName(outcome.kind), ": ", failure.message());
+    if (outcome.kind == FailureKind::kCancelled) {
+      // Not our cancellation (that sets done_ first): the client is shutting down.
+      FinishLocked(absl::UnavailableError(
+          absl::StrCat("upstream call cancelled after ", attempts_, " attempt(s): ",
+                       failure.message())));
+      return;
+    }
+    RetryDecision decision = Decide(grader_.config_.retry, attempts_, outcome, now, deadline_,
+                                    grader_.Jitter());
+    if (decision.retry) {
+      if (grader_.metrics_ != nullptr) grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
+      HB_LOG_DEBUG("grader: request_id={} attempt={} failed ({}); retrying in {}", request_id_,
+                   attempts_, std::string(FailureKindName(outcome.kind)),
+                   absl::FormatDuration(decision.delay));
+      auto self = shared_from_this();
+      timer_ = grader_.scheduler_.Schedule(decision.delay, [self] { self->StartAttempt(); });
+      return;
+    }
+    FinishLocked(GiveUpStatus(decision, failure));
+  }
+
+  absl::Status GiveUpStatus(const RetryDecision& decision, const absl::Status& failure)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (decision.reason == GiveUpReason::kNotRetryable) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("grader backend rejected the request: ", failure.message()));
+    }
+    std::string message = absl::StrFormat("grading failed after %d attempt%s (%s); last failure: %s",
+                                          attempts_, attempts_ == 1 ? "" : "s", decision.detail,
+                                          last_failure_);
+    if (decision.reason == GiveUpReason::kDeadline) return absl::DeadlineExceededError(message);
+    switch (last_kind_) {
+      case FailureKind::kHttp429:
+        return absl::ResourceExhaustedError(message);
+      case FailureKind::kTimeout:
+      case FailureKind::kHttp408:
+        return absl::DeadlineExceededError(message);
+      default:
+        return absl::UnavailableError(message);
+    }
+  }
+
+  void OnCancelled() {
+    LlmClient::CallId upstream = 0;
+    Scheduler::TimerId timer = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (done_) return;
+      upstream = upstream_;
+      timer = timer_;
+      upstream_ = 0;
+      timer_ = 0;
+      FinishLocked(absl::CancelledError(absl::StrCat("grading cancelled by the caller after ",
+                                                     attempts_, " attempt(s)")));
+    }
+    if (upstream != 0) grader_.llm_.Cancel(upstream);
+    if (timer != 0) grader_.scheduler_.CancelTimer(timer);
+  }
+
+  // Marks the call done and runs the callback. The callback must not re-enter this call; it
+  // runs under mu_ so that completion is ordered with cancellation.
+  void FinishLocked(absl::StatusOr<ItemVerdict> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    done_ = true;
+    ItemCallback callback = std::move(callback_);
+    if (cancel_ != nullptr && cancel_id_ != 0) cancel_->Unregister(cancel_id_);
+    if (!result.ok()) {
+      HB_LOG_DEBUG("grader: request_id={} failed: {}", request_id_, result.status().ToString());
+    }
+    callback(std::move(result));
+  }
+
+  Grader& grader_;
+  const std::string body_;
+  const std::string request_id_;
+  const absl::Time deadline_;
+  const std::shared_ptr<CancellationToken> cancel_;
+  CancellationToken::CallbackId cancel_id_ = 0;
+
+  absl::Mutex mu_;
+  ItemCallback callback_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  LlmClient::CallId upstream_ ABSL_GUARDED_BY(mu_) = 0;
+  Scheduler::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time attempt_start_ ABSL_GUARDED_BY(mu_);
+  absl::Duration latency_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  ChatUsage usage_ ABSL_GUARDED_BY(mu_);
+  std::string model_ ABSL_GUARDED_BY(mu_);
+  FailureKind last_kind_ ABSL_GUARDED_BY(mu_) = FailureKind::kConnection;
+  std::string last_failure_ ABSL_GUARDED_BY(mu_);
+};
+
+Grader::Grader(LlmClient& llm, Scheduler& scheduler, Clock& clock, std::function<double()> jitter,
+               GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics)
+    : llm_(llm),
+      scheduler_(scheduler),
+      clock_(clock),
+      jitter_(std::move(jitter)),
+      template_(std::move(grader_template)),
+      config_(std::move(config)),
+      metrics_(metrics) {}
+
+double Grader::Jitter() {
+  absl::MutexLock lock(&jitter_mu_);
+  return jitter_ ? jitter_() : 1.0;
+}
+
+absl::Status Grader::Validate(const GradeItemInput& input) const {
+  const GraderLimits& limits = config_.limits;
+  if (input.conversation.empty()) return absl::InvalidArgumentError("conversation is empty");
+  if (input.conversation.size() > limits.max_conversation_messages) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("conversation has %d messages; the limit is %d",
+                        input.conversation.size(), limits.max_conversation_messages));
+  }
+  for (size_t i = 0; i < input.conversation.size(); ++i) {
+    const Message& m = input.conversation[i];
+    if (m.content.size() > limits.max_message_bytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "conversation[%d].content is %d bytes; the limit is %d", i, m.content.size(),
+          limits.max_message_bytes));
+    }
+    if (m.role.size() > 64) {
+      return absl::InvalidArgumentError(absl::StrFormat("conversation[%d].role is too long", i));
+    }
+  }
+  if (input.conversation.back().role != "user") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the last conversation turn must be from the user, got role '",
+                     input.conversation.back().role, "'"));
+  }
+  if (input.reply.size() > limits.max_message_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat("reply is %d bytes; the limit is %d",
+                                                      input.reply.size(),
+                                                      limits.max_message_bytes));
+  }
+  if (input.item.criterion.empty()) {
+    return absl::InvalidArgumentError("rubric item has no criterion");
+  }
+  if (input.item.criterion.size() > limits.max_message_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rubric item criterion is %d bytes; the limit is %d",
+                        input.item.criterion.size(), limits.max_message_bytes));
+  }
+  if (!std::isfinite(input.item.points)) {
+    return absl::InvalidArgumentError("rubric item points must be a finite number");
+  }
+  return absl::OkStatus();
+}
+
+std::string Grader::RequestBody(const GradeItemInput& input) const {
+  std::string conversation = RenderConversation(
+      GradedConversation(input.conversation, std::nullopt, input.reply));
+  std::string prompt = template_.Fill(conversation, RenderRubricItem(input.item));
+  return BuildChatCompletionBody(config_.settings, prompt, input.prompt_cache_key);
+}
+
+void Grader::GradeItem(const GradeItemInput& input, absl::Time deadline,
+                       std::shared_ptr<CancellationToken> cancel, ItemCallback done) {
+  if (absl::Status valid = Validate(input); !valid.ok()) {
+    done(valid);
+    return;
+  }
+  if (cancel != nullptr && cancel->cancelled()) {
+    done(absl::CancelledError("grading cancelled by the caller before it started"));
+    return;
+  }
+  auto call = std::make_shared<Call>(*this, RequestBody(input), input.request_id, deadline,
+                                     std::move(cancel), std::move(done));
+  call->Start();
+}
+
+}  // namespace hb

@@ -1,0 +1,125 @@
+// Grader: grades one (conversation, reply, rubric item) with the LLM grader, exactly as the
+// reference builds the prompt and parses the answer (SPEC §4-§5), with bounded retries on
+// timers (common/retry) instead of the reference's unbounded loops (SPEC §19 items 3 and 5).
+//
+// A grader that cannot grade never returns a verdict: every failure is an error status.
+//
+//   Grader grader(llm, scheduler, Clock::Real(), jitter, std::move(tmpl), GraderConfig{});
+//   grader.GradeItem(input, deadline, token, [](absl::StatusOr<ItemVerdict> v) { ... });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "common/healthbench/prompts.h"
+#include "common/healthbench/types.h"
+#include "common/retry/retry_policy.h"
+#include "grader_service/cancellation.h"
+#include "grader_service/grader_metrics.h"
+#include "grader_service/llm_client.h"
+#include "grader_service/scheduler.h"
+
+namespace hb {
+
+// Request size limits (a request over a limit is kInvalidArgument, never sent upstream).
+struct GraderLimits {
+  // Per message content, reply and criterion.
+  size_t max_message_bytes = 1 << 20;
+  size_t max_conversation_messages = 512;
+  // Rubric items per GradeReply.
+  size_t max_rubric_items = 512;
+};
+
+// Everything about how grading runs, except the collaborators.
+struct GraderConfig {
+  GraderSettings settings;
+  RetryPolicy retry;
+  GraderLimits limits;
+  // Upper bound of one upstream attempt (the caller's deadline may shorten it).
+  absl::Duration attempt_timeout = absl::Seconds(120);
+};
+
+// One item to grade. `conversation` is the prompt, optionally led by the policy's system
+// message; its last turn must be from the user. `reply` may be empty (it is graded).
+struct GradeItemInput {
+  std::vector<Message> conversation;
+  std::string reply;
+  RubricItem item;
+  // For logs only.
+  std::string request_id;
+  // Passed upstream as "prompt_cache_key" when non-empty.
+  std::string prompt_cache_key;
+};
+
+// A verdict and how it was obtained.
+struct ItemVerdict {
+  Verdict verdict;
+  // The accepted grader reply, verbatim.
+  std::string raw_reply;
+  // Upstream attempts made (1 when the first answer was usable).
+  int attempts = 0;
+  std::string model;
+  // Summed over attempts that returned a body.
+  ChatUsage usage;
+  // Wall time in upstream calls, all attempts.
+  absl::Duration upstream_latency = absl::ZeroDuration();
+};
+
+using ItemCallback = absl::AnyInvocable<void(absl::StatusOr<ItemVerdict>)>;
+
+class Grader {
+ public:
+  // `llm`, `scheduler`, `clock` and `metrics` (optional) are not owned and must outlive the
+  // grader and every call in progress. `jitter` returns uniform draws from [0, 1]; it is
+  // called under the grader's lock, so it need not be thread-safe.
+  Grader(LlmClient& llm, Scheduler& scheduler, Clock& clock, std::function<double()> jitter,
+         GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics = nullptr);
+
+  // Grades one item; `done` runs exactly once: inline for an invalid request, otherwise on the
+  // LLM client's or scheduler's thread. Errors:
+  //   kInvalidArgument    bad request (see Validate);
+  //   kFailedPrecondition the backend rejected the request (HTTP 400/401/403/404/other 4xx,
+  //                       TLS verification), with the backend's message;
+  //   kUnavailable, kResourceExhausted (last failure a 429), kDeadlineExceeded (last failure a
+  //                       timeout, or `deadline` would pass): the retry budget ran out; the
+  //                       message gives the attempts made and the last failure;
+  //   kCancelled          `cancel` was cancelled (the upstream call in flight is cancelled too).
+  // `cancel` may be null.
+  void GradeItem(const GradeItemInput& input, absl::Time deadline,
+                 std::shared_ptr<CancellationToken> cancel, ItemCallback done);
+
+  // kInvalidArgument when `input` cannot be graded: empty conversation, a conversation longer
+  // than the limit, the last turn not from the user, an empty criterion, non-finite points, a
+  // message, reply or criterion over max_message_bytes.
+  absl::Status Validate(const GradeItemInput& input) const;
+
+  // The exact upstream request body for `input` (the same bytes GradeItem sends).
+  std::string RequestBody(const GradeItemInput& input) const;
+
+  const GraderConfig& config() const { return config_; }
+  const GraderTemplate& grader_template() const { return template_; }
+
+ private:
+  class Call;
+  double Jitter();
+
+  LlmClient& llm_;
+  Scheduler& scheduler_;
+  Clock& clock_;
+  absl::Mutex jitter_mu_;
+  std::function<double()> jitter_ ABSL_GUARDED_BY(jitter_mu_);
+  const GraderTemplate template_;
+  const GraderConfig config_;
+  GraderMetrics* const metrics_;
+};
+
+}  // namespace hb

@@ -1,0 +1,256 @@
+#include "grader_service/grader_service_impl.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/grading/scoring.h"
+#include "grader_service/cancellation.h"
+#include "grader_service/grpc_status.h"
+
+namespace hb {
+namespace {
+
+constexpr char kGradeItem[] = "GradeItem";
+constexpr char kGradeReply[] = "GradeReply";
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  std::chrono::system_clock::time_point deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+std::vector<Message> ConversationFromProto(
+    const google::protobuf::RepeatedPtrField<grader_v1::Message>& messages) {
+  std::vector<Message> out;
+  out.reserve(messages.size());
+  for (const grader_v1::Message& m : messages) out.push_back(Message{m.role(), m.content()});
+  return out;
+}
+
+void UsageToProto(const ChatUsage& usage, grader_v1::TokenUsage* out) {
+  out->set_prompt_tokens(usage.prompt_tokens);
+  out->set_cached_prompt_tokens(usage.cached_tokens);
+  out->set_completion_tokens(usage.completion_tokens);
+}
+
+// A unary reactor whose cancellation reaches the grading work through a token. It deletes
+// itself when gRPC is done with it.
+class GraderReactor final : public grpc::ServerUnaryReactor {
+ public:
+  GraderReactor(const char* method, Clock& clock, GraderMetrics* metrics)
+      : method_(method), clock_(clock), metrics_(metrics), start_(clock.Now()) {
+    if (metrics_ != nullptr) metrics_->RpcStarted(method_);
+  }
+
+  const std::shared_ptr<CancellationToken>& token() const { return token_; }
+
+  // Finishes the RPC. Called once; nothing of `this` may be touched after Finish.
+  void Complete(const absl::Status& status) {
+    if (metrics_ != nullptr) metrics_->RpcFinished(method_, status.code(), clock_.Now() - start_);
+    Finish(ToGrpcStatus(status));
+  }
+
+  void OnCancel() override { token_->Cancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  const char* const method_;
+  Clock& clock_;
+  GraderMetrics* const metrics_;
+  const absl::Time start_;
+  const std::shared_ptr<CancellationToken> token_ = std::make_shared<CancellationToken>();
+};
+
+// Collects the verdicts of one GradeReply.
+struct ReplyFanOut {
+  GraderReactor* reactor;
+  const grader_v1::GradeReplyRequest* request;
+  grader_v1::GradeReplyResponse* response;
+  std::vector<RubricItem> items;
+
+  absl::Mutex mu;
+  std::vector<std::optional<ItemVerdict>> verdicts ABSL_GUARDED_BY(mu);
+  size_t remaining ABSL_GUARDED_BY(mu) = 0;
+  absl::Status first_error ABSL_GUARDED_BY(mu);
+  bool failed ABSL_GUARDED_BY(mu) = false;
+
+  // Records item `index`; the last one to arrive finishes the RPC.
+  void Done(size_t index, absl::StatusOr<ItemVerdict> result) {
+    bool cancel_others = false;
+    bool last = false;
+    {
+      absl::MutexLock lock(&mu);
+      if (result.ok()) {
+        verdicts[index] = *std::move(result);
+      } else {
+        // A cancellation we caused is not the interesting error; the caller's own cancel is
+        // reported when nothing else failed.
+        bool ours = failed && result.status().code() == absl::StatusCode::kCancelled;
+        if (!ours && (first_error.ok() ||
+                      first_error.code() == absl::StatusCode::kCancelled)) {
+          first_error = absl::Status(result.status().code(),
+                                     absl::StrCat("rubric item ", index, ": ",
+                                                  result.status().message()));
+        }
+        cancel_others = !failed;
+        failed = true;
+      }
+      last = --remaining == 0;
+    }
+    if (cancel_others) reactor->token()->Cancel();
+    if (last) FinishAll();
+  }
+
+  void FinishAll() {
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu);
+      status = first_error;
+      if (status.ok()) {
+        std::vector<bool> met;
+        ChatUsage total;
+        for (size_t i = 0; i < verdicts.size(); ++i) {
+          ItemVerdictToProto(*verdicts[i], response->add_verdicts());
+          response->mutable_verdicts(static_cast<int>(i))
+              ->set_request_id(absl::StrCat(request->request_id(), "/", i));
+          met.push_back(verdicts[i]->verdict.criteria_met);
+          total += verdicts[i]->usage;
+        }
+        UsageToProto(total, response->mutable_usage());
+        absl::StatusOr<OrderedMetrics> scores =
+            ScoreTask(request->request_id(), /*example_tags=*/{}, items, met);
+        if (!scores.ok()) {
+          status = scores.status();
+        } else {
+          for (const auto& [name, value] : *scores) {
+            if (name == "overall_score") {
+              response->set_score(value);
+            } else {
+              (*response->mutable_tag_scores())[name] = value;
+            }
+          }
+        }
+      }
+    }
+    if (!status.ok()) response->Clear();
+    GraderReactor* r = reactor;
+    delete this;
+    r->Complete(status);
+  }
+};
+
+}  // namespace
+
+RubricItem RubricItemFromProto(const grader_v1::RubricItem& item) {
+  RubricItem out;
+  out.criterion = item.criterion();
+  out.points = item.points();
+  out.points_text = item.points_text();
+  out.tags.assign(item.tags().begin(), item.tags().end());
+  return out;
+}
+
+GradeItemInput GradeItemInputFromProto(const grader_v1::GradeItemRequest& request) {
+  GradeItemInput input;
+  input.conversation = ConversationFromProto(request.conversation());
+  input.reply = request.reply();
+  input.item = RubricItemFromProto(request.rubric_item());
+  input.request_id = request.request_id();
+  input.prompt_cache_key = request.prompt_cache_key();
+  return input;
+}
+
+void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse* response) {
+  response->set_criteria_met(verdict.verdict.criteria_met);
+  response->set_explanation(verdict.verdict.explanation);
+  response->set_attempts(verdict.attempts);
+  response->set_grader_model(verdict.model);
+  UsageToProto(verdict.usage, response->mutable_usage());
+  response->set_upstream_latency_ms(absl::ToDoubleMilliseconds(verdict.upstream_latency));
+  response->set_raw_reply(verdict.raw_reply);
+}
+
+GraderServiceImpl::GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics)
+    : grader_(grader), clock_(clock), metrics_(metrics) {}
+
+grpc::ServerUnaryReactor* GraderServiceImpl::GradeItem(grpc::CallbackServerContext* context,
+                                                       const grader_v1::GradeItemRequest* request,
+                                                       grader_v1::GradeItemResponse* response) {
+  auto* reactor = new GraderReactor(kGradeItem, clock_, metrics_);
+  grader_.GradeItem(GradeItemInputFromProto(*request), DeadlineOf(context), reactor->token(),
+                    [reactor, request, response](absl::StatusOr<ItemVerdict> verdict) {
+                      if (verdict.ok()) {
+                        ItemVerdictToProto(*verdict, response);
+                        response->set_request_id(request->request_id());
+                      }
+                      reactor->Complete(verdict.status());
+                    });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GraderServiceImpl::GradeReply(grpc::CallbackServerContext* context,
+                                                        const grader_v1::GradeReplyRequest* request,
+                                                        grader_v1::GradeReplyResponse* response) {
+  auto* reactor = new GraderReactor(kGradeReply, clock_, metrics_);
+  const size_t n = static_cast<size_t>(request->rubric_items_size());
+  const GraderLimits& limits = grader_.config().limits;
+  absl::Status invalid;
+  if (n == 0) {
+    invalid = absl::InvalidArgumentError("no rubric items");
+  } else if (n > limits.max_rubric_items) {
+    invalid = absl::InvalidArgumentError(absl::StrCat("request has ", n,
+                                                      " rubric items; the limit is ",
+                                                      limits.max_rubric_items));
+  }
+  auto* fan_out = new ReplyFanOut{reactor, request, response, {}};
+  fan_out->items.reserve(n);
+  double positive = 0;
+  for (const grader_v1::RubricItem& item : request->rubric_items()) {
+    fan_out->items.push_back(RubricItemFromProto(item));
+    if (item.points() > 0) positive += item.points();
+  }
+  if (invalid.ok() && !(positive > 0)) {
+    invalid = absl::InvalidArgumentError("the rubric has no item with positive points");
+  }
+  GradeItemInput base;
+  base.conversation = ConversationFromProto(request->conversation());
+  base.reply = request->reply();
+  base.prompt_cache_key = request->prompt_cache_key();
+  if (invalid.ok()) {
+    // Validate the shared part once, so a bad conversation fails before any upstream call.
+    base.item.criterion = "-";
+    invalid = grader_.Validate(base);
+  }
+  if (!invalid.ok()) {
+    delete fan_out;
+    reactor->Complete(invalid);
+    return reactor;
+  }
+  {
+    absl::MutexLock lock(&fan_out->mu);
+    fan_out->verdicts.resize(n);
+    fan_out->remaining = n;
+  }
+  const absl::Time deadline = DeadlineOf(context);
+  for (size_t i = 0; i < n; ++i) {
+    GradeItemInput input;
+    input.conversation = base.conversation;
+    input.reply = base.reply;
+    input.prompt_cache_key = base.prompt_cache_key;
+    input.item = fan_out->items[i];
+    input.request_id = absl::StrCat(request->request_id(), "/", i);
+    grader_.GradeItem(input, deadline, reactor->token(),
+                      [fan_out, i](absl::StatusOr<ItemVerdict> verdict) {
+                        fan_out->Done(i, std::move(verdict));
+                      });
+  }
+  return reactor;
+}
+
+}  // namespace hb

@@ -1,0 +1,67 @@
+// HttpClient: the asynchronous HTTP transport under the LLM client. One implementation links
+// libcurl (curl_http_client.h); tests use hb::testing::FakeHttpClient.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace hb {
+
+// One POST request.
+struct HttpRequest {
+  std::string url;
+  // Extra request headers, sent as given (e.g. {"Content-Type", "application/json"}).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // Whole-request timeout (connect + send + wait + receive).
+  absl::Duration timeout = absl::Seconds(120);
+};
+
+// A complete HTTP response, whatever its status code.
+struct HttpResponse {
+  int status_code = 0;
+  // Response headers in arrival order, names lowercased, values trimmed.
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // Time from submission to the last byte.
+  absl::Duration latency = absl::ZeroDuration();
+
+  // The value of the first header called `name` (lowercase), or nullptr.
+  const std::string* Header(absl::string_view name) const {
+    for (const auto& [key, value] : headers) {
+      if (key == name) return &value;
+    }
+    return nullptr;
+  }
+};
+
+// Receives the outcome of one request, exactly once. An HTTP error status (4xx, 5xx) is an OK
+// response; errors are transport failures: kUnavailable (connection refused or reset, DNS, TLS
+// handshake, empty reply), kDeadlineExceeded (the request's timeout), kCancelled (Cancel or
+// client shutdown), kFailedPrecondition (TLS certificate rejected), kInvalidArgument (bad URL).
+using HttpCallback = absl::AnyInvocable<void(absl::StatusOr<HttpResponse>)>;
+
+class HttpClient {
+ public:
+  // 0 is never a valid id.
+  using CallId = uint64_t;
+
+  virtual ~HttpClient() = default;
+
+  // Starts `request`; `done` runs once on the client's thread (never inline, except after
+  // shutdown, when it runs inline with kCancelled). `done` must not block. Thread-safe.
+  virtual CallId Post(HttpRequest request, HttpCallback done) = 0;
+
+  // Aborts a request in progress: its `done` runs with kCancelled unless it has completed
+  // already (then nothing happens). Thread-safe; never runs `done` inline.
+  virtual void Cancel(CallId id) = 0;
+};
+
+}  // namespace hb

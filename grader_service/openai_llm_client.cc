@@ -1,0 +1,239 @@
+#include "grader_service/openai_llm_client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "rapidjson/document.h"
+#include "rapidjson/error/en.h"
+
+namespace hb {
+namespace {
+
+constexpr size_t kMaxErrorText = 512;
+
+std::string Scrub(std::string text, absl::string_view api_key) {
+  if (!api_key.empty()) absl::StrReplaceAll({{api_key, "[redacted]"}}, &text);
+  if (text.size() > kMaxErrorText) {
+    text.resize(kMaxErrorText);
+    text += "...";
+  }
+  return text;
+}
+
+// The backend's own explanation: error.message from an OpenAI-style error body, else the body.
+std::string BackendMessage(const HttpResponse& response, absl::string_view api_key) {
+  rapidjson::Document doc;
+  doc.Parse(response.body.data(), response.body.size());
+  if (!doc.HasParseError() && doc.IsObject()) {
+    auto error = doc.FindMember("error");
+    if (error != doc.MemberEnd()) {
+      if (error->value.IsObject()) {
+        auto message = error->value.FindMember("message");
+        if (message != error->value.MemberEnd() && message->value.IsString()) {
+          return Scrub(message->value.GetString(), api_key);
+        }
+      } else if (error->value.IsString()) {
+        return Scrub(error->value.GetString(), api_key);
+      }
+    }
+  }
+  return Scrub(std::string(absl::StripAsciiWhitespace(response.body)), api_key);
+}
+
+std::optional<int64_t> IntHeader(const HttpResponse& response, absl::string_view name) {
+  const std::string* value = response.Header(name);
+  int64_t n = 0;
+  if (value != nullptr && absl::SimpleAtoi(*value, &n)) return n;
+  return std::nullopt;
+}
+
+std::string StatusLabel(const absl::StatusOr<HttpResponse>& result) {
+  if (result.ok()) return absl::StrCat(result->status_code);
+  switch (result.status().code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+      return "timeout";
+    case absl::StatusCode::kCancelled:
+      return "cancelled";
+    default:
+      return "connection";
+  }
+}
+
+int64_t Int64Member(const rapidjson::Value& object, const char* name) {
+  if (!object.IsObject()) return 0;
+  auto it = object.FindMember(name);
+  if (it == object.MemberEnd() || !it->value.IsNumber()) return 0;
+  return it->value.IsInt64() ? it->value.GetInt64() : static_cast<int64_t>(it->value.GetDouble());
+}
+
+absl::Status Malformed(std::string message) {
+  return WithAttemptOutcome(absl::UnavailableError(std::move(message)),
+                            {FailureKind::kMalformedReply, std::nullopt});
+}
+
+}  // namespace
+
+std::optional<absl::Duration> RetryAfterOf(const HttpResponse& response) {
+  if (const std::string* ms = response.Header("retry-after-ms")) {
+    double value = 0;
+    if (absl::SimpleAtod(*ms, &value) && value >= 0) return absl::Milliseconds(value);
+  }
+  if (const std::string* s = response.Header("retry-after")) {
+    double value = 0;
+    // An HTTP-date form is rare for APIs and is ignored (the backoff applies).
+    if (absl::SimpleAtod(*s, &value) && value >= 0) return absl::Seconds(value);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
+                                                 absl::string_view api_key) {
+  const int code = response.status_code;
+  if (code < 200 || code >= 300) {
+    std::string message =
+        absl::StrCat("upstream HTTP ", code, ": ", BackendMessage(response, api_key));
+    AttemptOutcome outcome{FailureKind::kOtherHttp4xx, RetryAfterOf(response)};
+    absl::Status status;
+    if (code == 408) {
+      outcome.kind = FailureKind::kHttp408;
+      status = absl::DeadlineExceededError(message);
+    } else if (code == 409) {
+      outcome.kind = FailureKind::kHttp409;
+      status = absl::AbortedError(message);
+    } else if (code == 429) {
+      outcome.kind = FailureKind::kHttp429;
+      status = absl::ResourceExhaustedError(message);
+    } else if (code >= 500) {
+      outcome.kind = FailureKind::kHttp5xx;
+      status = absl::UnavailableError(message);
+    } else if (code == 400) {
+      outcome.kind = FailureKind::kHttp400;
+      status = absl::InvalidArgumentError(message);
+    } else if (code == 401) {
+      outcome.kind = FailureKind::kHttp401;
+      status = absl::UnauthenticatedError(message);
+    } else if (code == 403) {
+      outcome.kind = FailureKind::kHttp403;
+      status = absl::PermissionDeniedError(message);
+    } else if (code == 404) {
+      outcome.kind = FailureKind::kHttp404;
+      status = absl::NotFoundError(message);
+    } else if (code >= 400) {
+      status = absl::FailedPreconditionError(message);
+    } else {
+      // 1xx/3xx as a final answer: the endpoint is misbehaving; treat it as a server error.
+      outcome.kind = FailureKind::kHttp5xx;
+      status = absl::UnavailableError(message);
+    }
+    return WithAttemptOutcome(status, outcome);
+  }
+
+  rapidjson::Document doc;
+  doc.Parse(response.body.data(), response.body.size());
+  if (doc.HasParseError()) {
+    return Malformed(absl::StrCat("upstream reply is not valid JSON: ",
+                                  rapidjson::GetParseError_En(doc.GetParseError()), " at offset ",
+                                  doc.GetErrorOffset()));
+  }
+  if (!doc.IsObject()) return Malformed("upstream reply is not a JSON object");
+  ChatResult result;
+  result.http_status = code;
+  result.latency = response.latency;
+  auto model = doc.FindMember("model");
+  if (model != doc.MemberEnd() && model->value.IsString()) result.model = model->value.GetString();
+  auto usage = doc.FindMember("usage");
+  if (usage != doc.MemberEnd() && usage->value.IsObject()) {
+    result.usage.prompt_tokens = Int64Member(usage->value, "prompt_tokens");
+    result.usage.completion_tokens = Int64Member(usage->value, "completion_tokens");
+    auto details = usage->value.FindMember("prompt_tokens_details");
+    if (details != usage->value.MemberEnd()) {
+      result.usage.cached_tokens = Int64Member(details->value, "cached_tokens");
+    }
+  }
+  result.rate_limit.limit_requests = IntHeader(response, "x-ratelimit-limit-requests");
+  result.rate_limit.remaining_requests = IntHeader(response, "x-ratelimit-remaining-requests");
+  result.rate_limit.limit_tokens = IntHeader(response, "x-ratelimit-limit-tokens");
+  result.rate_limit.remaining_tokens = IntHeader(response, "x-ratelimit-remaining-tokens");
+
+  auto choices = doc.FindMember("choices");
+  if (choices == doc.MemberEnd() || !choices->value.IsArray() || choices->value.Empty() ||
+      !choices->value[0].IsObject()) {
+    return Malformed("upstream reply has no choices");
+  }
+  const rapidjson::Value& choice = choices->value[0];
+  auto message = choice.FindMember("message");
+  if (message == choice.MemberEnd() || !message->value.IsObject()) {
+    return Malformed("upstream reply has no choices[0].message");
+  }
+  auto content = message->value.FindMember("content");
+  if (content == message->value.MemberEnd() || !content->value.IsString()) {
+    // The reference treats null content like any other exception: wait and retry.
+    return Malformed("upstream reply has null content");
+  }
+  result.content.assign(content->value.GetString(), content->value.GetStringLength());
+  return result;
+}
+
+OpenAiLlmClient::OpenAiLlmClient(HttpClient& http, OpenAiLlmClientOptions options)
+    : http_(http),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
+      url_(absl::StrCat(absl::StripSuffix(options_.base_url, "/"), "/chat/completions")) {}
+
+LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback done) {
+  HttpRequest http_request;
+  http_request.url = url_;
+  http_request.headers.emplace_back("Content-Type", "application/json");
+  http_request.headers.emplace_back("Accept", "application/json");
+  if (!options_.api_key.empty()) {
+    http_request.headers.emplace_back("Authorization", absl::StrCat("Bearer ", options_.api_key));
+  }
+  http_request.body = std::move(request.body);
+  http_request.timeout = request.timeout;
+  GraderMetrics* metrics = options_.metrics;
+  if (metrics != nullptr) metrics->UpstreamStarted();
+  const absl::Time start = clock_.Now();
+  return http_.Post(
+      std::move(http_request),
+      [this, metrics, start, done = std::move(done)](absl::StatusOr<HttpResponse> response) mutable {
+        if (metrics != nullptr) metrics->UpstreamFinished(StatusLabel(response), clock_.Now() - start);
+        if (!response.ok()) {
+          absl::Status status = response.status();
+          AttemptOutcome outcome = AttemptOutcomeOf(status);
+          if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+            outcome.kind = FailureKind::kTimeout;
+          } else if (status.code() == absl::StatusCode::kFailedPrecondition ||
+                     status.code() == absl::StatusCode::kInvalidArgument) {
+            // TLS verification or a bad URL: a configuration problem, never retried.
+            outcome.kind = FailureKind::kOtherHttp4xx;
+          }
+          done(WithAttemptOutcome(
+              absl::Status(status.code(), Scrub(std::string(status.message()), options_.api_key)),
+              outcome));
+          return;
+        }
+        absl::StatusOr<ChatResult> result = InterpretChatResponse(*response, options_.api_key);
+        if (metrics != nullptr) {
+          if (result.ok()) {
+            metrics->AddTokens(result->usage.prompt_tokens, result->usage.cached_tokens,
+                               result->usage.completion_tokens);
+          }
+          if (auto v = IntHeader(*response, "x-ratelimit-remaining-requests")) {
+            metrics->SetRateLimitRemaining("requests", static_cast<double>(*v));
+          }
+          if (auto v = IntHeader(*response, "x-ratelimit-remaining-tokens")) {
+            metrics->SetRateLimitRemaining("tokens", static_cast<double>(*v));
+          }
+        }
+        done(std::move(result));
+      });
+}
+
+void OpenAiLlmClient::Cancel(CallId id) { http_.Cancel(id); }
+
+}  // namespace hb

@@ -1,0 +1,61 @@
+// OpenAiLlmClient: LlmClient over the OpenAI chat-completions protocol (OpenAI, Azure OpenAI
+// compatible gateways, vLLM, the bundled simulator), on top of an HttpClient.
+//
+// POSTs the body to "{base_url}/chat/completions" with "Authorization: Bearer <key>" when a
+// key is configured, and turns the answer into a ChatResult or a status with an
+// AttemptOutcome. The key never appears in a status message, a log line or a metric.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/clock.h"
+#include "grader_service/grader_metrics.h"
+#include "grader_service/http_client.h"
+#include "grader_service/llm_client.h"
+
+namespace hb {
+
+struct OpenAiLlmClientOptions {
+  // E.g. "https://api.openai.com/v1" (a trailing '/' is ignored).
+  std::string base_url = "https://api.openai.com/v1";
+  // Sent as a bearer token when non-empty. Never logged.
+  std::string api_key;
+  // Optional; not owned; must outlive the client.
+  GraderMetrics* metrics = nullptr;
+  // For latency; Clock::Real() when null. Not owned.
+  Clock* clock = nullptr;
+};
+
+class OpenAiLlmClient final : public LlmClient {
+ public:
+  // `http` is not owned and must outlive this client.
+  OpenAiLlmClient(HttpClient& http, OpenAiLlmClientOptions options);
+
+  CallId Complete(ChatRequest request, ChatCallback done) override;
+  void Cancel(CallId id) override;
+
+  // The endpoint URL requests go to.
+  const std::string& url() const { return url_; }
+
+ private:
+  HttpClient& http_;
+  OpenAiLlmClientOptions options_;
+  Clock& clock_;
+  std::string url_;
+};
+
+// Maps one HTTP exchange to a ChatResult or an error with an AttemptOutcome (see
+// llm_client.h). `api_key` is scrubbed from every message. Exposed for tests.
+absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
+                                                 absl::string_view api_key);
+
+// Reads "retry-after-ms" (milliseconds) or else "retry-after" (seconds, possibly
+// fractional); std::nullopt when absent or unparsable. Exposed for tests.
+std::optional<absl::Duration> RetryAfterOf(const HttpResponse& response);
+
+}  // namespace hb

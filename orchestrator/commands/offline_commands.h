@@ -1,0 +1,101 @@
+// The offline subcommands of hb-orchestrator: they read files and write files, and never call a
+// grader. main.cc maps flags to these Options structs; each function returns the text to print
+// on success (one or more lines, no trailing newline) or an error whose message is one line.
+//
+// Error codes: kInvalidArgument for bad options and bad input files (with file:line where it
+// applies), kNotFound / kPermissionDenied / kDataLoss from reading, kFailedPrecondition /
+// kPermissionDenied when an output cannot be written. main exits with 2 on any of them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+// `tasks`: the task list a policy model answers. One JSONL line per selected task, in
+// selection order: {"prompt_id", "messages": [{"role","content"}], "prompt_text"} where
+// prompt_text = TaskPromptText(messages).
+struct TasksOptions {
+  std::string dataset;
+  int64_t examples = -1;  // -1: every task; else the reference's --examples N selection
+  std::string out;
+};
+absl::StatusOr<std::string> RunTasks(const TasksOptions& options);
+
+// `dry-run`: every grader request a run would send, without sending it. One JSONL line per
+// rubric row of each task that has a response:
+//   {"prompt_id","rubric_index","request_sha256","request":{...}}
+// where "request" is the exact body BuildChatCompletionBody returns, spliced byte for byte (so
+// the raw text of the value hashes to request_sha256), and prints the row count and a cost
+// estimate.
+//
+// Token estimate: ceil(UTF-8 bytes of the grader messages' contents / 4) per row. Best-case
+// prompt caching assumes every row after the first of a task reuses the prefix it shares with
+// that first row, counted like OpenAI does (only from 1024 tokens on, in 128-token steps).
+struct DryRunOptions {
+  std::string dataset;
+  std::string responses;
+  std::string out;
+  int64_t examples = -1;
+  std::string grader_template;
+  bool require_reference_template = true;
+  GraderSettings grader;
+  std::string prompt_cache_key;
+  double price_input_per_mtok = 2.00;         // USD per million input tokens (gpt-4.1)
+  double price_cached_input_per_mtok = 0.50;  // USD per million cached input tokens
+  double price_output_per_mtok = 8.00;        // USD per million output tokens
+  int64_t est_output_tokens_per_row = 60;
+};
+struct DryRunEstimate {
+  int64_t tasks = 0, tasks_with_response = 0, rows = 0;
+  int64_t input_tokens = 0, cached_input_tokens = 0, output_tokens = 0;
+  double cost_uncached = 0, cost_best_cached = 0;  // USD
+};
+absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options);
+// The text `dry-run` prints for `estimate`.
+std::string FormatDryRunEstimate(const DryRunOptions& options, const DryRunEstimate& estimate);
+absl::StatusOr<std::string> RunDryRun(const DryRunOptions& options);
+
+// `score`: re-scores a checkpoint from a verdict file (no grader calls) and writes the report
+// files of WriteCheckpointReport into `out`.
+struct ScoreOptions {
+  std::string dataset;
+  std::string responses;
+  std::string verdicts;
+  std::string failures;  // optional failures.jsonl
+  std::string out;
+  uint32_t seed = 0;
+  int64_t examples = -1;
+  // The checkpoint name; empty: the responses file name without .gz/.jsonl/.json.
+  std::string checkpoint;
+  // Recorded as the template sha256; empty records "" (unknown).
+  std::string grader_template;
+  bool require_reference_template = true;
+  GraderSettings grader;
+  std::string grader_endpoint;
+  bool simulated = false;
+};
+absl::StatusOr<std::string> RunScore(const ScoreOptions& options);
+
+// `merge`: joins the per-checkpoint outputs of sharded runs. Every `shard_dir` holds
+// <checkpoint>/summary.json and <checkpoint>/verdicts.jsonl (and optionally failures.jsonl).
+// For each checkpoint the shards' provenance must agree (dataset and responses sha256,
+// --examples, template sha256, grader settings, seed, checkpoint index); the dataset and
+// responses are reloaded from the recorded paths (or the overrides) and must still have the
+// recorded sha256. Writes out/<checkpoint>/ exactly as an unsharded run would, and
+// out/comparison.{json,html} when there are several checkpoints (ordered by checkpoint index,
+// then name; the first is the baseline).
+struct MergeOptions {
+  std::string out;
+  std::vector<std::string> shard_dirs;
+  std::string dataset;                           // overrides every recorded dataset path
+  std::map<std::string, std::string> responses;  // checkpoint name -> responses path
+};
+absl::StatusOr<std::string> RunMerge(const MergeOptions& options);
+
+}  // namespace hb

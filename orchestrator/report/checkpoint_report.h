@@ -1,0 +1,105 @@
+// The reports of one graded checkpoint (a set of responses graded against a dataset), and the
+// comparison of several checkpoints graded on the same tasks.
+//
+//   HB_ASSIGN_OR_RETURN(CheckpointResult result,
+//                       WriteCheckpointReport(dataset, responses, verdicts, failures, ctx, dir));
+//
+// WriteCheckpointReport writes into `dir` (created when missing):
+//   tasks.jsonl    one line per task in dataset order: prompt_id, score (null plus an "error"
+//                  string when the task is not graded), completion_id, response, system_prompt,
+//                  metrics (the task's OrderedMetrics, in order), rubric_items [{criterion,
+//                  points, tags, criteria_met, explanation}] (nulls for rows without verdict).
+//   summary.json   checkpoint, score, metrics (ReferenceMetricsMap order and key names), counts,
+//                  usage, provenance; indent 2.
+//   verdicts.jsonl every graded row, sorted by (task in dataset order, rubric_index): the file
+//                  `score --verdicts` and `merge` read back (see verdict_file.h).
+//   failures.jsonl every failed row without a verdict, same order.
+//   report.html    self-contained page; every piece of data text is HTML-escaped.
+//
+// A task is graded when it has a response and a verdict for every rubric row. A task without a
+// response, with a failed row or with a missing row is "not graded": it is reported with its
+// reason and left out of every aggregate (never scored as zero). A row with both a verdict and
+// a failure counts as graded (the failure was retried away).
+//
+// Numbers: scores and metric means print as Python's repr (like the reference's json.dumps);
+// n_samples and counts as integers; NaN as null.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/grading/scoring.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/responses.h"
+#include "common/healthbench/types.h"
+#include "orchestrator/report/verdict_file.h"
+
+namespace hb {
+
+// Everything a report records about how the checkpoint was graded (summary.json "provenance").
+struct ReportContext {
+  // The checkpoint's name (the report title; the folder name in multi-checkpoint runs).
+  std::string checkpoint;
+  std::string dataset_path, dataset_sha256, responses_path, responses_sha256, template_sha256;
+  GraderSettings grader;
+  // numpy seed of the bootstrap (AggregateOptions::seed).
+  uint32_t seed = 0;
+  // The verdicts came from the bundled simulator, not a real grader model (red banner).
+  bool simulated = false;
+  // The run stopped before every row was attempted. The report also marks itself incomplete
+  // when some row of a task with a response has neither a verdict nor a failure.
+  bool incomplete = false;
+  std::string grader_endpoint;
+  // `--examples N` of the run, or -1 for the whole dataset.
+  int64_t examples = -1;
+  // Position of this checkpoint in a multi-checkpoint run (0 = the baseline); `merge` orders
+  // checkpoints by it (then by name) so its comparison matches the unsharded run's.
+  int checkpoint_index = 0;
+  // summary.json "generated_at". Empty: the environment variable HB_FIXED_TIME when set
+  // (tests), else the current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+  std::string generated_at;
+};
+
+// What the caller needs for a comparison or a console summary.
+struct CheckpointResult {
+  std::string checkpoint;
+  // Clipped mean of the graded tasks' scores; NaN when no task is graded.
+  double score = 0;
+  int64_t tasks = 0, graded = 0, not_graded = 0;
+  // rows: rubric rows of the tasks that have a response (the rows a run plans);
+  // graded_rows: those with a verdict; failed_rows: those with a failure and no verdict.
+  int64_t rows = 0, graded_rows = 0, failed_rows = 0;
+  AggregateResult aggregate;
+  // Per task in dataset order; nullopt = not graded.
+  std::vector<std::optional<double>> task_scores;
+  // The dataset's prompt ids in the same order (comparisons pair tasks by them).
+  std::vector<std::string> prompt_ids;
+  // aggregate's "score" bootstrap std (0 when no task is graded).
+  double score_bootstrap_std = 0;
+};
+
+// Scores the checkpoint and writes the five files above into `dir`. Errors:
+// kInvalidArgument when a verdict or failure names a prompt_id not in `dataset`, a rubric index
+// out of range, a duplicate verdict, or a verdict for a task without a response; MakeDirs /
+// WriteFileAtomically errors (naming the path) when `dir` cannot be written.
+absl::StatusOr<CheckpointResult> WriteCheckpointReport(
+    const Dataset& dataset, const ResponseSet& responses, const std::vector<VerdictRow>& verdicts,
+    const std::vector<RowFailure>& failures, const ReportContext& context, const std::string& dir);
+
+// Writes out_dir/comparison.json and out_dir/comparison.html for `results` (the first is the
+// baseline): each checkpoint's score and bootstrap std, and for each other checkpoint the
+// difference to the baseline with a paired-bootstrap 95% CI (PairedBootstrap with `seed`) over
+// the tasks graded in both, and that n. kInvalidArgument when fewer than two results are given
+// or their task lists differ; write errors name the path.
+absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
+                             const std::string& out_dir);
+
+// The tool version recorded in summary.json (PROJECT_VERSION, plus "+git.<describe>" when the
+// build came from a git checkout).
+const char* ToolVersion();
+
+}  // namespace hb

@@ -1,0 +1,274 @@
+#include "orchestrator/report/html_report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace hb {
+namespace {
+
+constexpr char kStyle[] = R"css(
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:72em;
+color:#1d1d1f;line-height:1.4;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:.25em .6em;
+text-align:left;vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;
+font-variant-numeric:tabular-nums}
+.banner{padding:.7em 1em;margin:.6em 0;font-weight:bold;border-radius:4px;color:#fff}
+.simulated{background:#b3261e}.incomplete{background:#b26a00}
+.score{font-size:1.3em}.muted{color:#666}
+.task{border:1px solid #ddd;border-radius:4px;padding:.6em 1em;margin:1em 0}
+.msg{white-space:pre-wrap;margin:.3em 0;padding:.4em .6em;border-left:3px solid #999;
+background:#fafafa;overflow-wrap:anywhere}.msg.reply{border-left-color:#1a73e8}
+.role{font-weight:bold}.met{color:#137333;font-weight:bold}.unmet{color:#b3261e;font-weight:bold}
+.rubric{white-space:pre-wrap;margin:.5em 0;overflow-wrap:anywhere}.error{color:#b3261e}
+)css";
+
+std::string FormatScore(std::optional<double> score) {
+  if (!score.has_value() || std::isnan(*score)) return "n/a";
+  return absl::StrFormat("%.3f", *score);
+}
+
+std::string FormatStd(double value) { return absl::StrFormat("%.3f", value); }
+
+// Percent-encodes everything but unreserved characters, for a relative link.
+std::string UrlPathEscape(absl::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&out, "%%%02X", c);
+    }
+  }
+  return out;
+}
+
+void AppendMetricTable(std::string& out, const std::vector<MetricSummary>& metrics,
+                       absl::string_view prefix, absl::string_view title) {
+  std::vector<const MetricSummary*> rows;
+  for (const MetricSummary& metric : metrics) {
+    if (absl::StartsWith(metric.name, prefix)) rows.push_back(&metric);
+  }
+  absl::StrAppend(&out, "<h2>", HtmlEscape(title), "</h2>\n");
+  if (rows.empty()) {
+    absl::StrAppend(&out, "<p class=\"muted\">none</p>\n");
+    return;
+  }
+  absl::StrAppend(&out,
+                  "<table><tr><th>metric</th><th>mean</th><th>n</th><th>bootstrap std</th></tr>\n");
+  for (const MetricSummary* metric : rows) {
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(metric->name), "</td><td class=\"num\">",
+                    FormatScore(metric->mean), "</td><td class=\"num\">", metric->n_samples,
+                    "</td><td class=\"num\">", FormatStd(metric->bootstrap_std), "</td></tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n");
+}
+
+void AppendMessage(std::string& out, const Message& message, bool reply) {
+  absl::StrAppend(&out, "<div class=\"msg", reply ? " reply" : "", "\"><span class=\"role\">",
+                  HtmlEscape(message.role), ":</span> ", HtmlEscape(message.content), "</div>\n");
+}
+
+std::string TaskAnchor(size_t index) { return absl::StrCat("task-", index + 1); }
+
+void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
+  absl::StrAppend(&out, "<div class=\"task\" id=\"", TaskAnchor(index), "\">\n<h3>#", index + 1,
+                  " <code>", HtmlEscape(task.prompt_id), "</code></h3>\n");
+  if (task.score.has_value()) {
+    absl::StrAppend(&out, "<p class=\"score\">Score: ", FormatScore(task.score), "</p>\n");
+  } else {
+    absl::StrAppend(&out, "<p class=\"error\">Not graded: ", HtmlEscape(task.error), "</p>\n");
+  }
+  if (!task.example_tags.empty()) {
+    std::vector<std::string> tags;
+    for (const std::string& tag : task.example_tags) tags.push_back(HtmlEscape(tag));
+    absl::StrAppend(&out, "<p class=\"muted\">", absl::StrJoin(tags, ", "), "</p>\n");
+  }
+  for (size_t i = 0; i < task.conversation.size(); ++i) {
+    bool reply = task.has_response && i + 1 == task.conversation.size();
+    AppendMessage(out, task.conversation[i], reply);
+  }
+  if (!task.has_response) {
+    absl::StrAppend(&out, "<p class=\"error\">No response for this task.</p>\n");
+  }
+  absl::StrAppend(&out, "<p><b>Rubrics with grades:</b></p>\n");
+  for (size_t i : RubricDisplayOrder(task.rubric)) {
+    const HtmlRubricRow& row = task.rubric[i];
+    std::string verdict;
+    if (row.criteria_met.has_value()) {
+      verdict = *row.criteria_met ? "<span class=\"met\">[True]</span>"
+                                  : "<span class=\"unmet\">[False]</span>";
+    } else if (!row.failure.empty()) {
+      verdict = "<span class=\"unmet\">[failed]</span>";
+    } else {
+      verdict = "<span class=\"muted\">[not graded]</span>";
+    }
+    std::string explanation =
+        row.criteria_met.has_value()
+            ? absl::StrCat("Explanation: ", HtmlEscape(row.explanation))
+            : (!row.failure.empty() ? absl::StrCat("Failure: ", HtmlEscape(row.failure)) : "");
+    absl::StrAppend(&out, "<div class=\"rubric\">", verdict, " [", HtmlEscape(row.points_text),
+                    "] ", HtmlEscape(row.criterion));
+    if (!explanation.empty()) absl::StrAppend(&out, "\n\t", explanation);
+    absl::StrAppend(&out, "</div>\n");
+  }
+  absl::StrAppend(&out, "</div>\n");
+}
+
+}  // namespace
+
+std::string HtmlEscape(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<size_t> WorstTasks(const std::vector<HtmlTask>& tasks, size_t limit) {
+  std::vector<size_t> graded;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].score.has_value()) graded.push_back(i);
+  }
+  std::stable_sort(graded.begin(), graded.end(),
+                   [&](size_t a, size_t b) { return *tasks[a].score < *tasks[b].score; });
+  if (graded.size() > limit) graded.resize(limit);
+  return graded;
+}
+
+std::vector<size_t> RubricDisplayOrder(const std::vector<HtmlRubricRow>& rubric) {
+  std::vector<size_t> order(rubric.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto is_false = [&](size_t i) {
+    return rubric[i].criteria_met.has_value() && !*rubric[i].criteria_met;
+  };
+  std::stable_partition(order.begin(), order.end(), is_false);
+  return order;
+}
+
+std::string RenderHtmlReport(const HtmlReport& report) {
+  std::string out;
+  absl::StrAppend(&out,
+                  "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>HealthBench report: ",
+                  HtmlEscape(report.checkpoint), "</title>\n<style>", kStyle,
+                  "</style>\n</head>\n<body>\n<h1>HealthBench report: ",
+                  HtmlEscape(report.checkpoint), "</h1>\n");
+  if (report.simulated) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
+                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
+  }
+  if (report.incomplete) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner incomplete\">INCOMPLETE: some rubric rows were not "
+                    "graded; the score covers the graded tasks only.</div>\n");
+  }
+  absl::StrAppend(&out, "<p class=\"score\">Score: <b>", FormatScore(report.score), "</b>");
+  if (report.score.has_value()) {
+    absl::StrAppend(&out, " &plusmn; ", FormatStd(report.score_bootstrap_std),
+                    " <span class=\"muted\">(bootstrap std)</span>");
+  }
+  absl::StrAppend(&out, "</p>\n<table>\n");
+  for (const auto& [key, value] : report.facts) {
+    absl::StrAppend(&out, "<tr><th>", HtmlEscape(key), "</th><td>", HtmlEscape(value),
+                    "</td></tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n");
+  AppendMetricTable(out, report.metrics, "theme:", "By theme");
+  AppendMetricTable(out, report.metrics, "axis:", "By axis");
+  absl::StrAppend(&out, "<details><summary>All metrics</summary>\n");
+  AppendMetricTable(out, report.metrics, "", "All metrics");
+  absl::StrAppend(&out, "</details>\n");
+
+  absl::StrAppend(&out, "<h2>Worst tasks</h2>\n");
+  std::vector<size_t> worst = WorstTasks(report.tasks, 10);
+  if (worst.empty()) {
+    absl::StrAppend(&out, "<p class=\"muted\">no graded task</p>\n");
+  } else {
+    absl::StrAppend(&out, "<table><tr><th>#</th><th>prompt_id</th><th>score</th></tr>\n");
+    for (size_t i : worst) {
+      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"#", TaskAnchor(i),
+                      "\"><code>", HtmlEscape(report.tasks[i].prompt_id),
+                      "</code></a></td><td class=\"num\">", FormatScore(report.tasks[i].score),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</table>\n");
+  }
+
+  absl::StrAppend(&out, "<h2>Tasks</h2>\n");
+  for (size_t i = 0; i < report.tasks.size(); ++i) AppendTask(out, report.tasks[i], i);
+  absl::StrAppend(&out, "</body>\n</html>\n");
+  return out;
+}
+
+std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
+                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
+                                 int bootstrap_samples) {
+  std::string out;
+  absl::StrAppend(&out,
+                  "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>HealthBench comparison</title>\n<style>",
+                  kStyle, "</style>\n</head>\n<body>\n<h1>HealthBench comparison</h1>\n");
+  absl::StrAppend(&out,
+                  "<table><tr><th>checkpoint</th><th>score</th><th>bootstrap std</th>"
+                  "<th>graded / tasks</th></tr>\n");
+  for (const HtmlComparisonCheckpoint& c : checkpoints) {
+    absl::StrAppend(&out, "<tr><td><a href=\"", UrlPathEscape(c.checkpoint), "/report.html\">",
+                    HtmlEscape(c.checkpoint), "</a></td><td class=\"num\">", FormatScore(c.score),
+                    "</td><td class=\"num\">", FormatStd(c.bootstrap_std),
+                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td></tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n<h2>Differences to the baseline</h2>\n");
+  absl::StrAppend(&out,
+                  "<p class=\"muted\">Paired bootstrap over the tasks graded in both "
+                  "checkpoints: ",
+                  bootstrap_samples, " resamples, seed ", seed,
+                  ", 95% percentile interval.</p>\n<table><tr><th>baseline</th><th>checkpoint"
+                  "</th><th>difference</th><th>95% CI</th><th>n</th></tr>\n");
+  for (const HtmlComparisonPair& pair : pairs) {
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(pair.baseline), "</td><td>",
+                    HtmlEscape(pair.checkpoint), "</td>");
+    if (pair.difference.has_value()) {
+      absl::StrAppend(&out, "<td class=\"num\">",
+                      absl::StrFormat("%+.3f", pair.difference->difference),
+                      "</td><td class=\"num\">[", absl::StrFormat("%+.3f", pair.difference->ci_low),
+                      ", ", absl::StrFormat("%+.3f", pair.difference->ci_high),
+                      "]</td><td class=\"num\">", pair.difference->n, "</td></tr>\n");
+    } else {
+      absl::StrAppend(&out, "<td>n/a</td><td>n/a</td><td class=\"num\">0</td></tr>\n");
+    }
+  }
+  absl::StrAppend(&out, "</table>\n</body>\n</html>\n");
+  return out;
+}
+
+}  // namespace hb

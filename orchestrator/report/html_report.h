@@ -1,0 +1,88 @@
+// HTML rendering of a checkpoint report and of a comparison. Pages are self-contained (inline
+// CSS, no scripts, no external assets) and every piece of data text (criteria, conversations,
+// replies, explanations, names, paths) goes through HtmlEscape. This is a deliberate deviation
+// from the reference, which splices grader text into a Jinja template unescaped (SPEC §10,
+// quirk 12).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "common/grading/scoring.h"
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+// Escapes & < > " ' as character references.
+std::string HtmlEscape(absl::string_view text);
+
+// One rubric row as the report shows it.
+struct HtmlRubricRow {
+  std::string criterion;
+  std::string points_text;  // "[<points_text>]" as in the grader prompt
+  std::vector<std::string> tags;
+  std::optional<bool> criteria_met;  // nullopt: no verdict
+  std::string explanation;
+  std::string failure;  // non-empty: the row failed with this reason
+};
+
+// One task as the report shows it.
+struct HtmlTask {
+  std::string prompt_id;
+  std::optional<double> score;  // nullopt: not graded
+  std::string error;            // why it is not graded
+  std::vector<std::string> example_tags;
+  // The graded transcript: optional system prompt, the prompt turns, then the reply (when the
+  // task has a response).
+  std::vector<Message> conversation;
+  bool has_response = false;
+  std::vector<HtmlRubricRow> rubric;  // in rubric order; the page puts [False] first
+};
+
+struct HtmlReport {
+  std::string checkpoint;
+  std::optional<double> score;  // nullopt when nothing is graded
+  double score_bootstrap_std = 0;
+  bool simulated = false;
+  bool incomplete = false;
+  std::vector<std::pair<std::string, std::string>> facts;  // counts and provenance, in order
+  std::vector<MetricSummary> metrics;                      // AggregateResult::metrics
+  std::vector<HtmlTask> tasks;                             // dataset order
+};
+
+// The whole report page: title, banners (SIMULATED, INCOMPLETE), score ± bootstrap std, facts,
+// per-theme and per-axis tables (mean, n, bootstrap std), all metrics, the 10 worst graded
+// tasks (lowest score first, ties in dataset order) linking to their sections, then every task
+// with conversation, reply and rubric verdicts ([False] entries first, stable) with
+// explanations.
+std::string RenderHtmlReport(const HtmlReport& report);
+
+// The indices of the `limit` lowest-scoring graded tasks, lowest first, ties in task order.
+std::vector<size_t> WorstTasks(const std::vector<HtmlTask>& tasks, size_t limit);
+
+// The rubric rows in the reference's display order: rows judged not met first, the rest after,
+// each group in rubric order (Python's stable sort on "[False]").
+std::vector<size_t> RubricDisplayOrder(const std::vector<HtmlRubricRow>& rubric);
+
+struct HtmlComparisonCheckpoint {
+  std::string checkpoint;
+  std::optional<double> score;
+  double bootstrap_std = 0;
+  int64_t graded = 0, tasks = 0;
+};
+struct HtmlComparisonPair {
+  std::string baseline, checkpoint;
+  std::optional<PairedDifference> difference;  // nullopt when no task is graded in both
+};
+
+// comparison.html: the checkpoints (each linking to "<checkpoint>/report.html") and the paired
+// differences to the baseline with 95% CIs.
+std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
+                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
+                                 int bootstrap_samples);
+
+}  // namespace hb

@@ -1,0 +1,239 @@
+#include "orchestrator/report/verdict_file.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/base/file.h"
+#include "rapidjson/document.h"
+#include "rapidjson/error/en.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace hb {
+namespace {
+
+const char* TypeName(const rapidjson::Value& value) {
+  switch (value.GetType()) {
+    case rapidjson::kNullType:
+      return "null";
+    case rapidjson::kFalseType:
+    case rapidjson::kTrueType:
+      return "boolean";
+    case rapidjson::kObjectType:
+      return "object";
+    case rapidjson::kArrayType:
+      return "array";
+    case rapidjson::kStringType:
+      return "string";
+    case rapidjson::kNumberType:
+      return "number";
+  }
+  return "unknown";
+}
+
+// Parses one JSONL file line by line; `parse_row` fills the row-specific fields of one object.
+// Shared by verdicts and failures so both report identical errors.
+class RowFileReader {
+ public:
+  RowFileReader(const std::string& path, const Dataset& dataset) : path_(path), dataset_(dataset) {}
+
+  absl::Status Error(int line, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ":", line, ": ", what));
+  }
+
+  absl::StatusOr<const rapidjson::Value*> Field(const rapidjson::Value& object, int line,
+                                                const char* name) const {
+    auto it = object.FindMember(name);
+    if (it == object.MemberEnd()) {
+      return Error(line, absl::StrCat("field '", name, "': missing"));
+    }
+    return &it->value;
+  }
+
+  absl::Status TypeError(int line, const char* name, const char* expected,
+                         const rapidjson::Value& got) const {
+    return Error(line,
+                 absl::StrCat("field '", name, "': expected ", expected, ", got ", TypeName(got)));
+  }
+
+  absl::StatusOr<std::string> String(const rapidjson::Value& object, int line,
+                                     const char* name) const {
+    auto field = Field(object, line, name);
+    if (!field.ok()) return field.status();
+    if (!(*field)->IsString()) return TypeError(line, name, "a string", **field);
+    return std::string((*field)->GetString(), (*field)->GetStringLength());
+  }
+
+  absl::StatusOr<int64_t> OptionalInt(const rapidjson::Value& object, int line, const char* name,
+                                      int64_t fallback) const {
+    auto it = object.FindMember(name);
+    if (it == object.MemberEnd()) return fallback;
+    if (!it->value.IsInt64()) return TypeError(line, name, "an integer", it->value);
+    return it->value.GetInt64();
+  }
+
+  // Validates prompt_id and rubric_index against the dataset and checks for duplicates.
+  absl::Status Key(const rapidjson::Value& object, int line, std::string& prompt_id,
+                   int& rubric_index) {
+    auto id = String(object, line, "prompt_id");
+    if (!id.ok()) return id.status();
+    auto index_field = Field(object, line, "rubric_index");
+    if (!index_field.ok()) return index_field.status();
+    const rapidjson::Value& index = **index_field;
+    if (!index.IsInt64()) return TypeError(line, "rubric_index", "an integer", index);
+    const Example* example = dataset_.Find(*id);
+    if (example == nullptr) return Error(line, absl::StrCat("unknown prompt_id '", *id, "'"));
+    int64_t value = index.GetInt64();
+    if (value < 0 || value >= static_cast<int64_t>(example->rubrics.size())) {
+      return Error(line, absl::StrCat("rubric_index ", value, " out of range for prompt_id '", *id,
+                                      "' (", example->rubrics.size(), " rubric items)"));
+    }
+    auto [it, inserted] = seen_.try_emplace(std::make_pair(*id, static_cast<int>(value)), line);
+    if (!inserted) {
+      return Error(line, absl::StrCat("duplicate row for prompt_id '", *id, "' rubric_index ",
+                                      value, " (first on line ", it->second, ")"));
+    }
+    prompt_id = *std::move(id);
+    rubric_index = static_cast<int>(value);
+    return absl::OkStatus();
+  }
+
+  // Calls `parse_row(object, line)` for each non-blank line.
+  template <typename ParseRow>
+  absl::Status ForEachLine(ParseRow parse_row) {
+    absl::StatusOr<std::string> contents = ReadFile(path_);
+    if (!contents.ok()) return contents.status();
+    int line = 0;
+    for (absl::string_view text : absl::StrSplit(*contents, '\n')) {
+      ++line;
+      if (absl::StripAsciiWhitespace(text).empty()) continue;
+      rapidjson::Document doc;
+      doc.Parse(text.data(), text.size());
+      if (doc.HasParseError()) {
+        return Error(
+            line, absl::StrCat("invalid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
+                               " at offset ", doc.GetErrorOffset()));
+      }
+      if (!doc.IsObject()) {
+        return Error(line, absl::StrCat("expected a JSON object, got ", TypeName(doc)));
+      }
+      absl::Status status = parse_row(static_cast<const rapidjson::Value&>(doc), line);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string path_;
+  const Dataset& dataset_;
+  absl::flat_hash_map<std::pair<std::string, int>, int> seen_;
+};
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void WriteString(JsonWriter& writer, const std::string& value) {
+  writer.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<VerdictRow>> LoadVerdicts(const std::string& path,
+                                                     const Dataset& dataset) {
+  RowFileReader reader(path, dataset);
+  std::vector<VerdictRow> rows;
+  absl::Status status =
+      reader.ForEachLine([&](const rapidjson::Value& object, int line) -> absl::Status {
+        VerdictRow row;
+        absl::Status key = reader.Key(object, line, row.prompt_id, row.rubric_index);
+        if (!key.ok()) return key;
+        auto met = reader.Field(object, line, "criteria_met");
+        if (!met.ok()) return met.status();
+        if (!(*met)->IsBool()) return reader.TypeError(line, "criteria_met", "a boolean", **met);
+        row.criteria_met = (*met)->GetBool();
+        auto explanation = reader.String(object, line, "explanation");
+        if (!explanation.ok()) return explanation.status();
+        row.explanation = *std::move(explanation);
+        auto attempts = reader.OptionalInt(object, line, "attempts", 1);
+        if (!attempts.ok()) return attempts.status();
+        row.attempts = static_cast<int>(*attempts);
+        auto prompt_tokens = reader.OptionalInt(object, line, "prompt_tokens", 0);
+        if (!prompt_tokens.ok()) return prompt_tokens.status();
+        row.prompt_tokens = *prompt_tokens;
+        auto cached_tokens = reader.OptionalInt(object, line, "cached_tokens", 0);
+        if (!cached_tokens.ok()) return cached_tokens.status();
+        row.cached_tokens = *cached_tokens;
+        auto completion_tokens = reader.OptionalInt(object, line, "completion_tokens", 0);
+        if (!completion_tokens.ok()) return completion_tokens.status();
+        row.completion_tokens = *completion_tokens;
+        rows.push_back(std::move(row));
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  return rows;
+}
+
+absl::StatusOr<std::vector<RowFailure>> LoadFailures(const std::string& path,
+                                                     const Dataset& dataset) {
+  RowFileReader reader(path, dataset);
+  std::vector<RowFailure> rows;
+  absl::Status status =
+      reader.ForEachLine([&](const rapidjson::Value& object, int line) -> absl::Status {
+        RowFailure row;
+        absl::Status key = reader.Key(object, line, row.prompt_id, row.rubric_index);
+        if (!key.ok()) return key;
+        auto reason = reader.String(object, line, "reason");
+        if (!reason.ok()) return reason.status();
+        row.reason = *std::move(reason);
+        rows.push_back(std::move(row));
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  return rows;
+}
+
+std::string FormatVerdictLine(const VerdictRow& row) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter writer(buffer);
+  writer.StartObject();
+  writer.Key("prompt_id");
+  WriteString(writer, row.prompt_id);
+  writer.Key("rubric_index");
+  writer.Int(row.rubric_index);
+  writer.Key("criteria_met");
+  writer.Bool(row.criteria_met);
+  writer.Key("explanation");
+  WriteString(writer, row.explanation);
+  writer.Key("attempts");
+  writer.Int(row.attempts);
+  writer.Key("prompt_tokens");
+  writer.Int64(row.prompt_tokens);
+  writer.Key("cached_tokens");
+  writer.Int64(row.cached_tokens);
+  writer.Key("completion_tokens");
+  writer.Int64(row.completion_tokens);
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string FormatFailureLine(const RowFailure& failure) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter writer(buffer);
+  writer.StartObject();
+  writer.Key("prompt_id");
+  WriteString(writer, failure.prompt_id);
+  writer.Key("rubric_index");
+  writer.Int(failure.rubric_index);
+  writer.Key("reason");
+  WriteString(writer, failure.reason);
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace hb

@@ -1,0 +1,62 @@
+// The per-row result files of a graded checkpoint: verdicts.jsonl (one graded rubric row per
+// line) and failures.jsonl (one row that could not be graded per line). `hb-orchestrator run`
+// and `merge` write them; `score --verdicts` and `merge` read them back, so a checkpoint can be
+// re-scored without re-grading.
+//
+//   verdicts.jsonl: {"prompt_id":"p","rubric_index":0,"criteria_met":true,"explanation":"...",
+//                    "attempts":1,"prompt_tokens":812,"cached_tokens":0,"completion_tokens":41}
+//   failures.jsonl: {"prompt_id":"p","rubric_index":3,"reason":"..."}
+//
+// Only prompt_id, rubric_index, criteria_met and explanation (resp. reason) are required; the
+// usage fields default to attempts 1 and 0 tokens. Unknown keys are ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/healthbench/dataset.h"
+
+namespace hb {
+
+// One graded rubric row: the grader's verdict on item `rubric_index` of task `prompt_id`.
+struct VerdictRow {
+  std::string prompt_id;
+  int rubric_index = 0;
+  bool criteria_met = false;
+  std::string explanation;
+  int attempts = 1;
+  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+};
+
+// One rubric row that could not be graded (retry budget exhausted, permanent error, ...).
+struct RowFailure {
+  std::string prompt_id;
+  int rubric_index = 0;
+  std::string reason;
+};
+
+// Reads verdicts.jsonl and checks every row against `dataset`. Whitespace-only lines are
+// skipped. Errors are kInvalidArgument with the form "<path>:<line>: <what>":
+//   "<path>:3: invalid JSON: <why> at offset 12"
+//   "<path>:3: expected a JSON object, got array"
+//   "<path>:3: field 'criteria_met': missing"
+//   "<path>:3: field 'rubric_index': expected an integer, got string"
+//   "<path>:3: unknown prompt_id 'abc'"
+//   "<path>:3: rubric_index 12 out of range for prompt_id 'abc' (12 rubric items)"
+//   "<path>:3: duplicate row for prompt_id 'abc' rubric_index 2 (first on line 1)"
+// Read errors keep ReadFile's code (kNotFound, kPermissionDenied, ...).
+absl::StatusOr<std::vector<VerdictRow>> LoadVerdicts(const std::string& path,
+                                                     const Dataset& dataset);
+
+// Reads failures.jsonl; same checks and messages as LoadVerdicts (field `reason` instead of
+// `criteria_met`/`explanation`).
+absl::StatusOr<std::vector<RowFailure>> LoadFailures(const std::string& path,
+                                                     const Dataset& dataset);
+
+// One line of verdicts.jsonl / failures.jsonl, without the trailing newline.
+std::string FormatVerdictLine(const VerdictRow& row);
+std::string FormatFailureLine(const RowFailure& failure);
+
+}  // namespace hb

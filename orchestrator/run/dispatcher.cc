@@ -1,0 +1,227 @@
+#include "orchestrator/run/dispatcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace hb {
+
+using healthbench::grader::v1::GradeItemRequest;
+using healthbench::grader::v1::GradeItemResponse;
+
+bool IsRetryableRowError(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Duration RowRetryBackoff(const DispatcherOptions& options, int attempts_made) {
+  const int doublings = std::min(std::max(attempts_made - 1, 0), 30);
+  return std::min(options.backoff_cap,
+                  options.backoff_base * static_cast<double>(int64_t{1} << doublings));
+}
+
+Dispatcher::Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options)
+    : client_(client), store_(store), options_(std::move(options)) {}
+
+void Dispatcher::RequestStop() {
+  absl::MutexLock lock(&mu_);
+  if (!stop_requested_) drain_deadline_ = options_.clock->Now() + options_.drain_timeout;
+  stop_requested_ = true;
+  changed_ = true;
+  cv_.SignalAll();
+}
+
+void Dispatcher::Wake() {
+  absl::MutexLock lock(&mu_);
+  changed_ = true;
+  cv_.SignalAll();
+}
+
+absl::Status Dispatcher::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+DispatchStats Dispatcher::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return StatsLocked();
+}
+
+DispatchStats Dispatcher::StatsLocked() const {
+  DispatchStats stats;
+  stats.planned_rows = static_cast<int64_t>(rows_.size());
+  stats.ok_rows = ok_rows_;
+  stats.failed_rows = failed_rows_;
+  stats.in_flight = in_flight_;
+  stats.waiting_retry = static_cast<int64_t>(retries_.size() + ready_retries_.size());
+  stats.retries = retry_count_;
+  stats.prompt_tokens = prompt_tokens_;
+  stats.cached_tokens = cached_tokens_;
+  stats.completion_tokens = completion_tokens_;
+  stats.elapsed = options_.clock->Now() - started_;
+  stats.stopping = stop_requested_;
+  return stats;
+}
+
+DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
+  const int max_in_flight = std::max(1, options_.max_in_flight);
+  absl::Time next_progress;
+  bool cancelled = false;
+  {
+    absl::MutexLock lock(&mu_);
+    rows_ = std::move(rows);
+    state_.assign(rows_.size(), RowState{});
+    started_ = options_.clock->Now();
+    next_progress = started_ + options_.progress_interval;
+  }
+  while (true) {
+    std::vector<std::pair<size_t, GradeItemRequest>> to_start;
+    bool cancel_now = false;
+    bool report_progress = false;
+    DispatchStats snapshot;
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Time now = options_.clock->Now();
+      const bool stopping = stop_requested_ || !status_.ok();
+      if (stopping && drain_deadline_ == absl::InfiniteFuture()) {
+        drain_deadline_ = now + options_.drain_timeout;  // stopped by a journal error
+      }
+      if (!stopping) {
+        while (!retries_.empty() && retries_.top().due <= now) {
+          ready_retries_.push_back(retries_.top().row);
+          retries_.pop();
+        }
+        while (in_flight_ < max_in_flight &&
+               (!ready_retries_.empty() || next_row_ < rows_.size())) {
+          size_t row;
+          if (!ready_retries_.empty()) {
+            row = ready_retries_.front();
+            ready_retries_.pop_front();
+            ++retry_count_;
+          } else {
+            row = next_row_++;
+          }
+          const int attempt = ++state_[row].attempts;
+          ++in_flight_;
+          to_start.emplace_back(row, BuildGradeItemRequest(rows_[row], attempt));
+        }
+      }
+      if (to_start.empty()) {
+        const bool all_recorded =
+            next_row_ >= rows_.size() && retries_.empty() && ready_retries_.empty();
+        if (in_flight_ == 0 && awaiting_commit_ == 0 && (stopping || all_recorded)) {
+          snapshot = StatsLocked();
+          break;
+        }
+        if (stopping && !cancelled && in_flight_ > 0 && now >= drain_deadline_) {
+          cancelled = true;
+          cancel_now = true;
+        }
+        if (now >= next_progress) {
+          report_progress = true;
+          snapshot = StatsLocked();
+          next_progress = now + options_.progress_interval;
+        }
+        if (!cancel_now && !report_progress) {
+          absl::Duration wait = options_.poll_interval;
+          wait = std::min(wait, next_progress - now);
+          if (!stopping && !retries_.empty()) wait = std::min(wait, retries_.top().due - now);
+          if (stopping && !cancelled) wait = std::min(wait, drain_deadline_ - now);
+          if (!changed_ && wait > absl::ZeroDuration()) cv_.WaitWithTimeout(&mu_, wait);
+          changed_ = false;
+        }
+      }
+    }
+    if (cancel_now) client_->CancelAll();
+    if (report_progress && options_.on_progress) options_.on_progress(snapshot);
+    // Calls start outside the lock: a client may answer inline.
+    for (auto& [row, request] : to_start) {
+      client_->GradeItem(request, options_.row_timeout,
+                         [this, row = row](absl::StatusOr<GradeItemResponse> result) {
+                           OnReply(row, std::move(result));
+                         });
+    }
+  }
+  DispatchStats final_stats = Stats();
+  if (options_.on_progress) options_.on_progress(final_stats);
+  return final_stats;
+}
+
+void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
+  RowRecord record;
+  {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+    changed_ = true;
+    cv_.SignalAll();
+    const PlannedRow& planned = rows_[row];
+    const int attempts = state_[row].attempts;
+    record.key = planned.Key();
+    record.attempts = attempts;
+    record.time = options_.clock->Now();
+    if (result.ok()) {
+      record.ok = true;
+      record.criteria_met = result->criteria_met();
+      record.explanation = result->explanation();
+      record.prompt_tokens = result->usage().prompt_tokens();
+      record.cached_tokens = result->usage().cached_prompt_tokens();
+      record.completion_tokens = result->usage().completion_tokens();
+    } else {
+      const absl::Status& error = result.status();
+      const bool retryable = IsRetryableRowError(error.code());
+      if (stop_requested_ || !status_.ok()) {
+        // Interrupted: the row stays unrecorded and is graded by the next run, unless it has
+        // really used up its attempts.
+        if (error.code() == absl::StatusCode::kCancelled ||
+            (retryable && attempts < options_.row_attempts)) {
+          return;
+        }
+      } else if (retryable && attempts < options_.row_attempts) {
+        retries_.push(Retry{options_.clock->Now() + RowRetryBackoff(options_, attempts), row});
+        return;
+      }
+      record.ok = false;
+      record.error = absl::StrCat(absl::StatusCodeToString(error.code()), ": ", error.message(),
+                                  " (attempt ", attempts, " of ", options_.row_attempts, ")");
+    }
+    ++awaiting_commit_;
+  }
+  Record(std::move(record));
+}
+
+void Dispatcher::Record(RowRecord record) {
+  const bool ok = record.ok;
+  const int64_t prompt_tokens = record.prompt_tokens;
+  const int64_t cached_tokens = record.cached_tokens;
+  const int64_t completion_tokens = record.completion_tokens;
+  store_->Append(std::move(record), [this, ok, prompt_tokens, cached_tokens,
+                                     completion_tokens](const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    --awaiting_commit_;
+    changed_ = true;
+    cv_.SignalAll();
+    if (!status.ok()) {
+      if (status_.ok()) status_ = status;
+      return;
+    }
+    if (ok) {
+      ++ok_rows_;
+    } else {
+      ++failed_rows_;
+    }
+    prompt_tokens_ += prompt_tokens;
+    cached_tokens_ += cached_tokens;
+    completion_tokens_ += completion_tokens;
+  });
+}
+
+}  // namespace hb

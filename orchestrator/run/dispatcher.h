@@ -1,0 +1,149 @@
+// Dispatcher: sends planned rows to a GraderClient with at most `max_in_flight` calls
+// outstanding, retries rows that failed with a retryable code (after a backoff kept on a timer
+// queue, never a sleeping thread), and records every outcome in a VerdictStore. A row counts
+// as done only once the store committed it.
+//
+//   Dispatcher dispatcher(&client, &store, options);
+//   std::thread watcher([&] { WaitForSignal(); dispatcher.RequestStop(); });
+//   DispatchStats stats = dispatcher.Run(std::move(rows));
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "orchestrator/run/grader_client.h"
+#include "orchestrator/run/row_plan.h"
+#include "orchestrator/run/verdict_store.h"
+
+namespace hb {
+
+// Counters of one Run, as seen at one moment. Rows count once committed.
+struct DispatchStats {
+  // Rows planned by this run (rows already ok in the journal excluded).
+  int64_t planned_rows = 0;
+  int64_t ok_rows = 0;
+  int64_t failed_rows = 0;
+  int64_t in_flight = 0;
+  // Rows waiting for a retry timer.
+  int64_t waiting_retry = 0;
+  // Attempts started beyond each row's first.
+  int64_t retries = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  // Time since Run started (by the injected clock).
+  absl::Duration elapsed;
+  // RequestStop was called.
+  bool stopping = false;
+};
+
+struct DispatcherOptions {
+  // Calls outstanding at most (>= 1).
+  int max_in_flight = 512;
+  // Attempts per row, the first included (>= 1).
+  int row_attempts = 3;
+  // Deadline of each call.
+  absl::Duration row_timeout = absl::Seconds(120);
+  // Backoff before retry k (k = 1, 2, ...): min(backoff_cap, backoff_base * 2^(k-1)), no
+  // jitter (round_robin already spreads retries over replicas).
+  absl::Duration backoff_base = absl::Milliseconds(250);
+  absl::Duration backoff_cap = absl::Seconds(4);
+  // After RequestStop, how long in-flight calls may finish before they are cancelled.
+  absl::Duration drain_timeout = absl::Seconds(20);
+  // Called from Run's thread about every `progress_interval` and once at the end.
+  std::function<void(const DispatchStats&)> on_progress;
+  absl::Duration progress_interval = absl::Seconds(5);
+  // Time source for backoff, drain and progress; not owned, must outlive the dispatcher.
+  Clock* clock = &Clock::Real();
+  // Longest real-time wait between two looks at the clock (so a FakeClock advanced by a test
+  // is noticed).
+  absl::Duration poll_interval = absl::Milliseconds(200);
+};
+
+// True for the codes worth another attempt: kUnavailable, kResourceExhausted,
+// kDeadlineExceeded, kInternal, kUnknown.
+bool IsRetryableRowError(absl::StatusCode code);
+
+// The backoff before the retry that follows attempt `attempts_made` (1-based):
+// min(backoff_cap, backoff_base * 2^(attempts_made-1)). Pure.
+absl::Duration RowRetryBackoff(const DispatcherOptions& options, int attempts_made);
+
+class Dispatcher {
+ public:
+  // `client` and `store` are not owned and must outlive the dispatcher.
+  Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options);
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Grades `rows` and returns when each is recorded (ok or failed), or, after RequestStop,
+  // once the calls in flight finished or were cancelled at the drain deadline (rows not
+  // finished are not recorded: the next run grades them). Rows are sent in order; a retry
+  // goes first once its backoff expired. A row that fails with a non-retryable code, or
+  // exhausts `row_attempts`, is recorded as failed with the reason
+  // "<CODE>: <message> (attempt N of M)". Call once.
+  //
+  // Returns the final stats; `status()` afterwards holds the first journal write error (the run
+  // stops dispatching at once when a commit fails).
+  DispatchStats Run(std::vector<PlannedRow> rows);
+
+  // Stops dispatching (see Run). Thread-safe, non-blocking; callable from any thread.
+  void RequestStop();
+  // Wakes Run to look at the clock now (tests advancing a FakeClock). Thread-safe.
+  void Wake();
+
+  // OK, or the first journal error. Valid after Run returned.
+  absl::Status status() const;
+  // A snapshot of the counters. Thread-safe.
+  DispatchStats Stats() const;
+
+ private:
+  struct RowState {
+    int attempts = 0;
+  };
+  struct Retry {
+    absl::Time due;
+    size_t row;
+    bool operator>(const Retry& o) const { return due > o.due || (due == o.due && row > o.row); }
+  };
+
+  DispatchStats StatsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnReply(size_t row, absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  void Record(RowRecord record);
+
+  GraderClient* const client_;
+  VerdictStore* const store_;
+  const DispatcherOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool changed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<PlannedRow> rows_ ABSL_GUARDED_BY(mu_);
+  std::vector<RowState> state_ ABSL_GUARDED_BY(mu_);
+  size_t next_row_ ABSL_GUARDED_BY(mu_) = 0;
+  std::priority_queue<Retry, std::vector<Retry>, std::greater<Retry>> retries_ ABSL_GUARDED_BY(mu_);
+  std::deque<size_t> ready_retries_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t awaiting_commit_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t ok_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t failed_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t retry_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t cached_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time started_ ABSL_GUARDED_BY(mu_);
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // When calls still in flight get cancelled (set by RequestStop).
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hb

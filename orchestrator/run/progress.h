@@ -1,0 +1,79 @@
+// Progress reporting of a run: a pure formatter (unit-tested) and a reporter that draws it on
+// stderr, as a live line redrawn with '\r' on a terminal or as a log line otherwise.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "orchestrator/run/dispatcher.h"
+
+namespace hb {
+
+// Prices in US dollars per million tokens, for the cost estimate.
+struct TokenPrices {
+  double input_per_mtok = 2.00;
+  double cached_input_per_mtok = 0.50;
+  double output_per_mtok = 8.00;
+};
+
+// What one progress line shows.
+struct ProgressSnapshot {
+  // Rows of the run in total (including rows already in the journal) and rows recorded so far
+  // (ok or failed, including those from the journal).
+  int64_t total_rows = 0;
+  int64_t done_rows = 0;
+  // Rows recorded by this process (the rate is computed from these).
+  int64_t done_this_run = 0;
+  int64_t failed_rows = 0;
+  int64_t retries = 0;
+  int64_t in_flight = 0;
+  int64_t prompt_tokens = 0;  // includes cached
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  absl::Duration elapsed;
+  bool stopping = false;
+};
+
+// Estimated spend: uncached input, cached input and output tokens at `prices`.
+double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& prices);
+
+// One line, no trailing newline, e.g.
+//   "rows 1200/5000 (24.0%) | 40.0 rows/s | ETA 1m35s | in flight 512 | retries 3 |
+//    failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.23"
+// (one line). Before the first row the rate and ETA print as "-". When stopping, the line ends
+// with " | stopping: draining in-flight rows".
+std::string FormatProgressLine(const ProgressSnapshot& snapshot, const TokenPrices& prices);
+
+// Token counts: "950", "45.6k", "1.25M", "3.40B".
+std::string FormatTokenCount(int64_t tokens);
+// Durations for the ETA: "42s", "1m35s", "2h03m".
+std::string FormatEta(absl::Duration d);
+
+enum class ProgressMode { kAuto, kTty, kLog, kOff };
+
+// Parses "auto" | "tty" | "log" | "off". kInvalidArgument otherwise.
+bool ParseProgressMode(absl::string_view text, ProgressMode* mode, std::string* error);
+
+// Draws progress lines to `out` (not owned). kTty redraws one line ("\r" + line + clear to end
+// of line) and ends it with "\n" on Finish; kLog writes "progress: <line>\n" per report;
+// kOff writes nothing; kAuto means kTty when `out` is a terminal, else kLog. Not thread-safe:
+// call from one thread (the dispatcher's on_progress runs on Run's thread).
+class ProgressReporter {
+ public:
+  ProgressReporter(ProgressMode mode, FILE* out, TokenPrices prices);
+  void Report(const ProgressSnapshot& snapshot);
+  // Ends a live line.
+  void Finish();
+  ProgressMode mode() const { return mode_; }
+
+ private:
+  ProgressMode mode_;
+  FILE* out_;
+  TokenPrices prices_;
+  bool line_open_ = false;
+};
+
+}  // namespace hb

@@ -1,0 +1,415 @@
+#include "orchestrator/run/sqlite_verdict_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/base/json.h"
+#include "common/base/status_macros.h"
+
+namespace hb {
+namespace {
+
+constexpr char kSchemaVersion[] = "1";
+
+absl::Status SqliteError(sqlite3* db, int rc, const std::string& path, absl::string_view what) {
+  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  std::string text = absl::StrCat("journal ", path, ": ", what, ": ", msg);
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(text);
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+      return absl::PermissionDeniedError(text);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(text);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::FailedPreconditionError(
+          absl::StrCat(text, " (is another hb-orchestrator using this --out folder?)"));
+    default:
+      return absl::InternalError(text);
+  }
+}
+
+absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    absl::Status status = SqliteError(db, rc, path, sql);
+    sqlite3_free(err);
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+// RAII prepared statement.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  int rc() const { return rc_; }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+void BindText(sqlite3_stmt* stmt, int index, const std::string& text) {
+  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+std::string ColumnText(sqlite3_stmt* stmt, int index) {
+  const unsigned char* text = sqlite3_column_text(stmt, index);
+  const int size = sqlite3_column_bytes(stmt, index);
+  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// The meta rows this run expects, in a stable order: (key, value).
+std::vector<std::pair<std::string, std::string>> MetaPairs(const JournalMeta& meta) {
+  std::vector<std::pair<std::string, std::string>> pairs = {
+      {"schema_version", kSchemaVersion},
+      {"dataset_sha256", meta.dataset_sha256},
+      {"template_sha256", meta.template_sha256},
+      {"grader_model", meta.grader_model},
+      {"grader_temperature", JsonNumber(meta.grader_temperature)},
+      {"grader_max_tokens", absl::StrCat(meta.grader_max_tokens)},
+      {"grader_system_message", meta.grader_system_message},
+      {"tool_version", meta.tool_version},
+  };
+  for (const auto& [checkpoint, sha] : meta.responses_sha256) {
+    pairs.emplace_back(absl::StrCat("responses_sha256:", checkpoint), sha);
+  }
+  return pairs;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadMeta(sqlite3* db,
+                                                                          const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Statement stmt(db, "SELECT key, value FROM meta");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db, stmt.rc(), path, "reading meta");
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    out.emplace_back(ColumnText(stmt.get(), 0), ColumnText(stmt.get(), 1));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db, rc, path, "reading meta");
+  return out;
+}
+
+absl::Status WriteMeta(sqlite3* db, const std::string& path,
+                       const std::vector<std::pair<std::string, std::string>>& pairs) {
+  Statement stmt(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db, stmt.rc(), path, "writing meta");
+  for (const auto& [key, value] : pairs) {
+    sqlite3_reset(stmt.get());
+    BindText(stmt.get(), 1, key);
+    BindText(stmt.get(), 2, value);
+    const int rc = sqlite3_step(stmt.get());
+    if (rc != SQLITE_DONE) return SqliteError(db, rc, path, "writing meta");
+  }
+  return absl::OkStatus();
+}
+
+// Compares the journal's meta with this run's. Returns the first difference as
+// kFailedPrecondition, or the pairs to add (new checkpoints, or everything for a new journal).
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CheckMeta(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& existing,
+    const std::vector<std::pair<std::string, std::string>>& wanted) {
+  std::vector<std::pair<std::string, std::string>> to_add;
+  for (const auto& [key, value] : wanted) {
+    const std::pair<std::string, std::string>* found = nullptr;
+    for (const auto& pair : existing) {
+      if (pair.first == key) found = &pair;
+    }
+    if (found == nullptr) {
+      // A journal without meta is new. In an existing journal only a new checkpoint may be
+      // added; any other missing key means the journal is from another version.
+      if (!existing.empty() && !absl::StartsWith(key, "responses_sha256:")) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "journal %s belongs to another run: %s is missing in the journal but '%s' for this "
+            "run; use another --out folder, or --force-new to move the old journal aside",
+            path, key, value));
+      }
+      to_add.emplace_back(key, value);
+      continue;
+    }
+    if (found->second != value) {
+      std::string field = key;
+      if (absl::StartsWith(key, "responses_sha256:")) {
+        field = absl::StrCat("responses_sha256 of checkpoint '",
+                             key.substr(std::strlen("responses_sha256:")), "'");
+      }
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s belongs to another run: %s is '%s' in the journal but '%s' for this run; "
+          "use another --out folder, or --force-new to move the old journal aside",
+          path, field, found->second, value));
+    }
+  }
+  return to_add;
+}
+
+std::string MoveAsideSuffix() {
+  return absl::StrCat(".old-",
+                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
+    const SqliteVerdictStoreOptions& options) {
+  const std::string& path = options.path;
+  const std::vector<std::pair<std::string, std::string>> wanted = MetaPairs(options.meta);
+  std::string moved_aside;
+
+  for (int round = 0; round < 2; ++round) {
+    sqlite3* db = nullptr;
+    int rc =
+        sqlite3_open_v2(path.c_str(), &db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      absl::Status status = SqliteError(db, rc, path, "open");
+      sqlite3_close(db);
+      return status;
+    }
+    auto fail = [&](absl::Status status) {
+      sqlite3_close(db);
+      return status;
+    };
+    sqlite3_busy_timeout(db, 5000);
+    absl::Status status = Exec(db, path, "PRAGMA journal_mode=WAL");
+    if (status.ok()) status = Exec(db, path, "PRAGMA synchronous=NORMAL");
+    if (status.ok()) {
+      status = Exec(db, path,
+                    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                    "CREATE TABLE IF NOT EXISTS rows("
+                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
+                    " rubric_index INTEGER NOT NULL,"
+                    " status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
+                    " criteria_met INTEGER, explanation TEXT, attempts INTEGER NOT NULL,"
+                    " prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
+                    " completion_tokens INTEGER NOT NULL, error TEXT,"
+                    " time_unix_ms INTEGER NOT NULL,"
+                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;");
+    }
+    if (!status.ok()) return fail(status);
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
+    if (!existing.ok()) return fail(existing.status());
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> to_add =
+        CheckMeta(path, *existing, wanted);
+    const bool move_aside = round == 0 && options.force_new && !existing->empty();
+    if (!to_add.ok() || move_aside) {
+      if (!move_aside) return fail(to_add.status());
+      // --force-new: move the old journal aside and start again with an empty one. A clean
+      // close checkpoints the WAL into the main file, so moving the main file is enough; the
+      // -wal file is moved too in case it survived.
+      sqlite3_close(db);
+      moved_aside = path + MoveAsideSuffix();
+      if (std::rename(path.c_str(), moved_aside.c_str()) != 0) {
+        return absl::PermissionDeniedError(absl::StrCat("journal ", path, ": cannot move to ",
+                                                        moved_aside, ": ", std::strerror(errno)));
+      }
+      for (const char* suffix : {"-wal", "-shm"}) {
+        const std::string side = path + suffix;
+        if (FileExists(side)) std::rename(side.c_str(), (moved_aside + suffix).c_str());
+      }
+      continue;
+    }
+    if (!to_add->empty()) {
+      status = WriteMeta(db, path, *to_add);
+      if (!status.ok()) return fail(status);
+    }
+    auto store = std::unique_ptr<SqliteVerdictStore>(new SqliteVerdictStore(path, db, options));
+    store->moved_aside_path_ = moved_aside;
+    return store;
+  }
+  return absl::InternalError("unreachable");
+}
+
+SqliteVerdictStore::SqliteVerdictStore(std::string path, sqlite3* db,
+                                       SqliteVerdictStoreOptions options)
+    : path_(std::move(path)), options_(std::move(options)), db_(db) {
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+SqliteVerdictStore::~SqliteVerdictStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    queue_cv_.SignalAll();
+  }
+  writer_.join();
+  absl::MutexLock lock(&db_mu_);
+  sqlite3_close(db_);
+  db_ = nullptr;
+}
+
+void SqliteVerdictStore::Append(RowRecord row, CommitCallback on_commit) {
+  absl::MutexLock lock(&mu_);
+  queue_.emplace_back(std::move(row), std::move(on_commit));
+  ++appended_;
+  if (static_cast<int>(queue_.size()) == 1 ||
+      static_cast<int>(queue_.size()) >= options_.batch_rows) {
+    queue_cv_.Signal();
+  }
+}
+
+absl::Status SqliteVerdictStore::Flush() {
+  absl::MutexLock lock(&mu_);
+  const int64_t target = appended_;
+  flush_requested_ = true;
+  queue_cv_.SignalAll();
+  while (completed_ < target) completed_cv_.Wait(&mu_);
+  return write_error_;
+}
+
+int64_t SqliteVerdictStore::transactions_committed() const {
+  absl::MutexLock lock(&mu_);
+  return transactions_;
+}
+
+void SqliteVerdictStore::WriterLoop() {
+  while (true) {
+    std::vector<std::pair<RowRecord, CommitCallback>> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      while (queue_.empty() && !shutting_down_) queue_cv_.Wait(&mu_);
+      if (queue_.empty() && shutting_down_) return;
+      // Give the batch `batch_interval` to fill up, unless it is full or someone waits. The
+      // wait is bounded by real time on purpose: batching is a throughput device, not logic.
+      bool timed_out = false;
+      while (!timed_out && static_cast<int>(queue_.size()) < options_.batch_rows &&
+             !flush_requested_ && !shutting_down_) {
+        timed_out = queue_cv_.WaitWithTimeout(&mu_, options_.batch_interval);
+      }
+      const size_t n =
+          std::min(queue_.size(), static_cast<size_t>(std::max(1, options_.batch_rows)));
+      for (size_t i = 0; i < n; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      if (queue_.empty()) flush_requested_ = false;
+    }
+    std::vector<RowRecord> rows;
+    rows.reserve(batch.size());
+    for (auto& entry : batch) rows.push_back(entry.first);
+    absl::Status status = WriteBatch(rows);
+    {
+      absl::MutexLock lock(&mu_);
+      if (status.ok()) {
+        ++transactions_;
+      } else if (write_error_.ok()) {
+        write_error_ = status;
+      }
+    }
+    // Callbacks run without our locks held: they take the dispatcher's.
+    for (auto& entry : batch) {
+      if (entry.second) entry.second(status);
+    }
+    absl::MutexLock lock(&mu_);
+    completed_ += static_cast<int64_t>(batch.size());
+    completed_cv_.SignalAll();
+  }
+}
+
+absl::Status SqliteVerdictStore::WriteBatch(const std::vector<RowRecord>& rows) {
+  absl::MutexLock lock(&db_mu_);
+  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
+  // An ok row is final: a later failure of the same row (e.g. a duplicate delivery) never
+  // replaces it. Attempts add up across runs.
+  Statement stmt(db_,
+                 "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
+                 " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens, error,"
+                 " time_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+                 " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
+                 " status = excluded.status, criteria_met = excluded.criteria_met,"
+                 " explanation = excluded.explanation,"
+                 " attempts = rows.attempts + excluded.attempts,"
+                 " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
+                 " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
+                 " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
+                 " error = excluded.error, time_unix_ms = excluded.time_unix_ms"
+                 " WHERE rows.status != 'ok'");
+  absl::Status status;
+  if (stmt.rc() != SQLITE_OK) status = SqliteError(db_, stmt.rc(), path_, "preparing insert");
+  for (size_t i = 0; status.ok() && i < rows.size(); ++i) {
+    const RowRecord& row = rows[i];
+    sqlite3_stmt* s = stmt.get();
+    sqlite3_reset(s);
+    BindText(s, 1, row.key.checkpoint);
+    BindText(s, 2, row.key.prompt_id);
+    sqlite3_bind_int(s, 3, row.key.rubric_index);
+    BindText(s, 4, row.ok ? "ok" : "failed");
+    if (row.ok) {
+      sqlite3_bind_int(s, 5, row.criteria_met ? 1 : 0);
+    } else {
+      sqlite3_bind_null(s, 5);
+    }
+    BindText(s, 6, row.explanation);
+    sqlite3_bind_int(s, 7, row.attempts);
+    sqlite3_bind_int64(s, 8, row.prompt_tokens);
+    sqlite3_bind_int64(s, 9, row.cached_tokens);
+    sqlite3_bind_int64(s, 10, row.completion_tokens);
+    BindText(s, 11, row.error);
+    sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
+    const int rc = sqlite3_step(s);
+    if (rc != SQLITE_DONE) status = SqliteError(db_, rc, path_, "inserting a row");
+  }
+  if (!status.ok()) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return status;
+  }
+  return Exec(db_, path_, "COMMIT");
+}
+
+absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::string& checkpoint) {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT prompt_id, rubric_index, status, criteria_met, explanation, attempts,"
+                 " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms"
+                 " FROM rows WHERE checkpoint = ?1 ORDER BY prompt_id, rubric_index");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading rows");
+  BindText(stmt.get(), 1, checkpoint);
+  std::vector<RowRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = stmt.get();
+    RowRecord row;
+    row.key.checkpoint = checkpoint;
+    row.key.prompt_id = ColumnText(s, 0);
+    row.key.rubric_index = sqlite3_column_int(s, 1);
+    row.ok = ColumnText(s, 2) == "ok";
+    row.criteria_met = sqlite3_column_int(s, 3) != 0;
+    row.explanation = ColumnText(s, 4);
+    row.attempts = sqlite3_column_int(s, 5);
+    row.prompt_tokens = sqlite3_column_int64(s, 6);
+    row.cached_tokens = sqlite3_column_int64(s, 7);
+    row.completion_tokens = sqlite3_column_int64(s, 8);
+    row.error = ColumnText(s, 9);
+    row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
+    out.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");
+  return out;
+}
+
+}  // namespace hb

@@ -1,0 +1,112 @@
+// SqliteVerdictStore: the run journal in DIR/journal.sqlite (SQLite, WAL).
+//
+// Durability: the journal uses journal_mode=WAL with synchronous=NORMAL. A commit appends the
+// transaction to the -wal file with write(2) before COMMIT returns; the WAL is fsync'ed only at
+// checkpoints. So a committed transaction survives the death of the process (SIGKILL, OOM kill,
+// pod eviction: the bytes are in the kernel's page cache), which is what a resumable grading
+// job needs. Only an OS crash or power loss can lose the last transactions (never corrupt the
+// database); those rows are graded again by the next run, so the cost is money, not
+// correctness. FULL would fsync on every commit for no benefit against the failures we care
+// about.
+//
+// Writes are batched: one writer thread commits queued rows in one transaction when
+// `batch_rows` are waiting or `batch_interval` after the first queued row, whichever first.
+//
+// Schema:
+//   meta(key TEXT PRIMARY KEY, value TEXT)
+//   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
+//        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
+//        PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "orchestrator/run/verdict_store.h"
+
+struct sqlite3;
+
+namespace hb {
+
+// The journal's file name inside the output folder.
+inline constexpr char kJournalFileName[] = "journal.sqlite";
+
+struct SqliteVerdictStoreOptions {
+  // The journal file (normally DIR/journal.sqlite). Its folder must exist.
+  std::string path;
+  // The identity of this run; see Open.
+  JournalMeta meta;
+  // Always start a new, empty journal: an existing one (whatever its meta) is MOVED ASIDE,
+  // never deleted, to "<path>.old-<YYYYmmdd-HHMMSS>" (plus its -wal file when one is left).
+  bool force_new = false;
+  // Batching of the writer thread.
+  int batch_rows = 256;
+  absl::Duration batch_interval = absl::Milliseconds(50);
+};
+
+class SqliteVerdictStore final : public VerdictStore {
+ public:
+  // Opens or creates the journal and starts the writer thread.
+  //
+  // A new journal records `options.meta`. An existing journal must match it: a differing
+  // dataset sha256, template sha256, grader model / temperature / max_tokens / system message
+  // or tool version, or a checkpoint recorded with another responses sha256, fails with
+  // kFailedPrecondition:
+  //   "journal <path> belongs to another run: dataset_sha256 is 'X' in the journal but 'Y'
+  //    for this run; use another --out folder, or --force-new to move the old journal aside"
+  // (unless `force_new`). Checkpoints new to the journal are added to its meta.
+  // kInternal / kPermissionDenied / kDataLoss for SQLite errors (the message names the path).
+  static absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> Open(
+      const SqliteVerdictStoreOptions& options);
+
+  // Flushes, stops the writer thread and closes the database.
+  ~SqliteVerdictStore() override;
+
+  void Append(RowRecord row, CommitCallback on_commit) override;
+  absl::Status Flush() override;
+  absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
+
+  // The path the old journal was moved to by `force_new` (empty when nothing was moved).
+  const std::string& moved_aside_path() const { return moved_aside_path_; }
+  // Transactions committed by the writer thread so far (for tests).
+  int64_t transactions_committed() const;
+
+ private:
+  SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
+  void WriterLoop();
+  absl::Status WriteBatch(const std::vector<RowRecord>& rows);
+
+  const std::string path_;
+  const SqliteVerdictStoreOptions options_;
+  std::string moved_aside_path_;
+
+  // Serialises every use of db_ (the writer thread and Rows()).
+  absl::Mutex db_mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(db_mu_);
+
+  mutable absl::Mutex mu_;
+  // Signalled when rows are queued, a flush is requested or the store shuts down.
+  absl::CondVar queue_cv_;
+  // Signalled when a batch completed.
+  absl::CondVar completed_cv_;
+  std::deque<std::pair<RowRecord, CommitCallback>> queue_ ABSL_GUARDED_BY(mu_);
+  // Rows appended / completed (committed or failed) so far; Flush waits for equality.
+  int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flush_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);
+  std::thread writer_;
+};
+
+}  // namespace hb

@@ -1,0 +1,252 @@
+// CurlMultiHttpClient against a real loopback HTTP server: what goes on the wire, keep-alive
+// reuse, error mapping, timeouts, cancellation, queueing and timers.
+#include "grader_service/curl_http_client.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/loopback.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::LoopbackHttpServer;
+using ::hb::testing::LoopbackRequest;
+using ::hb::testing::LoopbackResponse;
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Waits for one callback and keeps its result.
+struct Waiter {
+  absl::Notification done;
+  absl::StatusOr<HttpResponse> result = absl::UnknownError("not called");
+  HttpCallback Callback() {
+    return [this](absl::StatusOr<HttpResponse> r) {
+      result = std::move(r);
+      done.Notify();
+    };
+  }
+  bool Wait() { return done.WaitForNotificationWithTimeout(absl::Seconds(10)); }
+};
+
+std::unique_ptr<LoopbackHttpServer> StartServer(LoopbackHttpServer::Handler handler) {
+  auto server = LoopbackHttpServer::Start(std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return *std::move(server);
+}
+
+std::unique_ptr<CurlMultiHttpClient> MakeClient(CurlHttpClientOptions options = {}) {
+  auto client = CurlMultiHttpClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return *std::move(client);
+}
+
+HttpRequest Post(const std::string& url, std::string body,
+                 absl::Duration timeout = absl::Seconds(10)) {
+  HttpRequest request;
+  request.url = url;
+  request.body = std::move(body);
+  request.headers = {{"Content-Type", "application/json"}};
+  request.timeout = timeout;
+  return request;
+}
+
+TEST(CurlHttpClientTest, SendsThePostAndReturnsTheWholeResponse) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.status = 200;
+    r.headers = {{"X-RateLimit-Remaining-Requests", "41"}};
+    r.body = R"({"ok":true})";
+    return r;
+  });
+  auto client = MakeClient();
+  const std::string body(5000, 'b');  // > 1 KiB: must not wait for 100-continue
+  Waiter w;
+  client->Post(Post(server->base_url() + "/v1/chat/completions", body), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  EXPECT_EQ(w.result->status_code, 200);
+  EXPECT_EQ(w.result->body, R"({"ok":true})");
+  ASSERT_NE(w.result->Header("x-ratelimit-remaining-requests"), nullptr);
+  EXPECT_EQ(*w.result->Header("x-ratelimit-remaining-requests"), "41");
+  std::vector<LoopbackRequest> seen = server->requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].method, "POST");
+  EXPECT_EQ(seen[0].uri, "/v1/chat/completions");
+  EXPECT_EQ(seen[0].body, body);
+  EXPECT_EQ(seen[0].Header("Content-Type"), "application/json");
+  EXPECT_EQ(seen[0].Header("Expect"), "");
+}
+
+TEST(CurlHttpClientTest, HttpErrorsAreResponsesNotTransportErrors) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.status = 503;
+    r.headers = {{"Retry-After", "2"}};
+    r.body = "overloaded";
+    return r;
+  });
+  auto client = MakeClient();
+  Waiter w;
+  client->Post(Post(server->base_url() + "/x", "{}"), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  EXPECT_EQ(w.result->status_code, 503);
+  EXPECT_EQ(*w.result->Header("retry-after"), "2");
+}
+
+TEST(CurlHttpClientTest, ReusesOneKeepAliveConnectionForSequentialRequests) {
+  auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{}; });
+  auto client = MakeClient();
+  for (int i = 0; i < 20; ++i) {
+    Waiter w;
+    client->Post(Post(server->base_url() + "/x", "{}"), w.Callback());
+    ASSERT_TRUE(w.Wait());
+    ASSERT_TRUE(w.result.ok()) << w.result.status();
+  }
+  std::set<int> ports;
+  for (const LoopbackRequest& r : server->requests()) ports.insert(r.peer_port);
+  EXPECT_EQ(ports.size(), 1u);
+  EXPECT_EQ(client->stats().connections_opened, 1);
+  EXPECT_EQ(client->stats().requests_completed, 20);
+}
+
+TEST(CurlHttpClientTest, ManyConcurrentRequestsOnOneLoopWithABoundedQueue) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.delay = absl::Milliseconds(20);
+    return r;
+  });
+  CurlHttpClientOptions options;
+  options.max_in_flight = 8;
+  auto client = MakeClient(options);
+  constexpr int kRequests = 64;
+  absl::BlockingCounter counter(kRequests);
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kRequests; ++i) {
+    client->Post(Post(server->base_url() + "/x", "{}"), [&](absl::StatusOr<HttpResponse> r) {
+      if (r.ok() && r->status_code == 200) ok.fetch_add(1);
+      counter.DecrementCount();
+    });
+  }
+  counter.Wait();
+  EXPECT_EQ(ok.load(), kRequests);
+  // Never more connections than requests allowed in flight.
+  std::set<int> ports;
+  for (const LoopbackRequest& r : server->requests()) ports.insert(r.peer_port);
+  EXPECT_LE(ports.size(), 8u);
+  EXPECT_EQ(client->stats().in_flight, 0);
+  EXPECT_EQ(client->stats().queued, 0);
+}
+
+TEST(CurlHttpClientTest, ConnectionRefusedIsUnavailable) {
+  // A port that was free a moment ago and has no listener.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  auto client = MakeClient();
+  Waiter w;
+  client->Post(Post("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x", "{}"),
+               w.Callback());
+  ASSERT_TRUE(w.Wait());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connect")));
+}
+
+TEST(CurlHttpClientTest, TimeoutIsDeadlineExceeded) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.hang = true;
+    return r;
+  });
+  auto client = MakeClient();
+  Waiter w;
+  client->Post(Post(server->base_url() + "/x", "{}", absl::Milliseconds(200)), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("imeout")));
+}
+
+TEST(CurlHttpClientTest, CancelAbortsARequestInFlight) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.hang = true;
+    return r;
+  });
+  auto client = MakeClient();
+  Waiter w;
+  HttpClient::CallId id =
+      client->Post(Post(server->base_url() + "/x", "{}", absl::Seconds(60)), w.Callback());
+  ASSERT_TRUE(server->WaitForRequests(1, absl::Seconds(10)));
+  client->Cancel(id);
+  ASSERT_TRUE(w.Wait());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  EXPECT_EQ(client->stats().in_flight, 0);
+}
+
+TEST(CurlHttpClientTest, ShutdownCompletesEverythingWithCancelled) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.hang = true;
+    return r;
+  });
+  auto client = MakeClient();
+  Waiter w;
+  client->Post(Post(server->base_url() + "/x", "{}", absl::Seconds(60)), w.Callback());
+  ASSERT_TRUE(server->WaitForRequests(1, absl::Seconds(10)));
+  bool timer_ran = false;
+  client->Schedule(absl::Hours(1), [&timer_ran] { timer_ran = true; });
+  client.reset();
+  ASSERT_TRUE(w.done.HasBeenNotified());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kCancelled, HasSubstr("shut down")));
+  EXPECT_TRUE(timer_ran);  // pending work is run, never silently dropped
+}
+
+TEST(CurlHttpClientTest, TimersFireInOrderNotEarlyAndCanBeCancelled) {
+  auto client = MakeClient();
+  absl::Mutex mu;
+  std::vector<int> order;
+  absl::BlockingCounter fired(2);
+  const absl::Time start = absl::Now();
+  absl::Time first_fired;
+  client->Schedule(absl::Milliseconds(80), [&] {
+    absl::MutexLock lock(&mu);
+    order.push_back(2);
+    fired.DecrementCount();
+  });
+  client->Schedule(absl::Milliseconds(30), [&] {
+    absl::MutexLock lock(&mu);
+    order.push_back(1);
+    first_fired = absl::Now();
+    fired.DecrementCount();
+  });
+  Scheduler::TimerId cancelled = client->Schedule(absl::Milliseconds(10), [&] {
+    absl::MutexLock lock(&mu);
+    order.push_back(99);
+  });
+  EXPECT_TRUE(client->CancelTimer(cancelled));
+  EXPECT_FALSE(client->CancelTimer(cancelled));
+  fired.Wait();
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(order, ::testing::ElementsAre(1, 2));
+  EXPECT_GE(first_fired - start, absl::Milliseconds(30));
+}
+
+}  // namespace
+}  // namespace hb

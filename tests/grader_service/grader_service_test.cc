@@ -1,0 +1,261 @@
+// GraderServiceImpl through a real channel on 127.0.0.1:0, with a FakeLlmClient underneath:
+// proto <-> domain, status mapping on the wire, GradeReply fan-out and scoring, deadline
+// propagation and cancellation reaching the upstream call.
+#include "grader_service/grader_service_impl.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "common/healthbench/prompts.h"
+#include "gmock/gmock.h"
+#include "grader_service/grader_metrics.h"
+#include "grader_service/grpc_status.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "tests/testing/fake_clock.h"
+#include "tests/testing/fake_llm_client.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::ChatReply;
+using ::hb::testing::FakeClock;
+using ::hb::testing::FakeLlmClient;
+using ::hb::testing::FakeScheduler;
+using ::hb::testing::HttpFailure;
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+constexpr char kTemplate[] = "<<conversation>>\n---\n<<rubric_item>>";
+
+class GraderServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto tmpl = GraderTemplate::FromText(kTemplate, false);
+    ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+    grader_ = std::make_unique<Grader>(llm_, scheduler_, Clock::Real(), [] { return 0.0; },
+                                       *tmpl, GraderConfig{}, &metrics_);
+    service_ = std::make_unique<GraderServiceImpl>(*grader_, Clock::Real(), &metrics_);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = grader_v1::Grader::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  // Grader replies decided by the criterion text in the prompt: "[met]" -> true.
+  void AnswerByCriterion() {
+    llm_.SetResponder([](const ChatRequest& r) -> absl::StatusOr<ChatResult> {
+      if (absl::StrContains(r.body, "reject me")) {
+        return HttpFailure(400, std::nullopt, "maximum context length exceeded");
+      }
+      return ChatReply(absl::StrContains(r.body, "[met]")
+                           ? R"({"explanation": "yes", "criteria_met": true})"
+                           : R"({"explanation": "no", "criteria_met": false})");
+    });
+  }
+
+  static void AddMessage(google::protobuf::RepeatedPtrField<grader_v1::Message>* out,
+                         const std::string& role, const std::string& content) {
+    grader_v1::Message* m = out->Add();
+    m->set_role(role);
+    m->set_content(content);
+  }
+
+  static grader_v1::GradeItemRequest ItemRequest(const std::string& criterion) {
+    grader_v1::GradeItemRequest request;
+    AddMessage(request.mutable_conversation(), "user", "Is it serious?");
+    request.set_reply("Probably not.");
+    request.mutable_rubric_item()->set_criterion(criterion);
+    request.mutable_rubric_item()->set_points(4);
+    request.set_request_id("item-7");
+    return request;
+  }
+
+  FakeClock scheduler_clock_;
+  FakeScheduler scheduler_{scheduler_clock_};
+  FakeLlmClient llm_;
+  prometheus::Registry registry_;
+  GraderMetrics metrics_{registry_};
+  std::unique_ptr<Grader> grader_;
+  std::unique_ptr<GraderServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grader_v1::Grader::Stub> stub_;
+};
+
+TEST_F(GraderServiceTest, GradeItemReturnsTheVerdict) {
+  AnswerByCriterion();
+  grpc::ClientContext context;
+  grader_v1::GradeItemResponse response;
+  grpc::Status status = stub_->GradeItem(&context, ItemRequest("[met] Says it."), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(response.criteria_met());
+  EXPECT_EQ(response.explanation(), "yes");
+  EXPECT_EQ(response.attempts(), 1);
+  EXPECT_EQ(response.grader_model(), "fake-grader");
+  EXPECT_EQ(response.request_id(), "item-7");
+  EXPECT_EQ(response.usage().prompt_tokens(), 100);
+  EXPECT_EQ(response.raw_reply(), R"({"explanation": "yes", "criteria_met": true})");
+  ASSERT_EQ(llm_.requests().size(), 1u);
+  EXPECT_THAT(llm_.requests()[0].body,
+              HasSubstr("user: Is it serious?\\n\\nassistant: Probably not.\\n---\\n[4] [met] Says it."));
+  EXPECT_EQ(metrics_.RpcCount("GradeItem", absl::StatusCode::kOk), 1);
+  EXPECT_EQ(metrics_.RpcsInFlight("GradeItem"), 0);
+}
+
+TEST_F(GraderServiceTest, ErrorsKeepTheirCodeAndMessageOnTheWire) {
+  AnswerByCriterion();
+  {
+    grader_v1::GradeItemRequest request = ItemRequest("x");
+    request.mutable_conversation(0)->set_role("assistant");
+    grpc::ClientContext context;
+    grader_v1::GradeItemResponse response;
+    absl::Status status = FromGrpcStatus(stub_->GradeItem(&context, request, &response));
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("must be from the user, got role 'assistant'")));
+  }
+  {
+    grpc::ClientContext context;
+    grader_v1::GradeItemResponse response;
+    absl::Status status =
+        FromGrpcStatus(stub_->GradeItem(&context, ItemRequest("reject me"), &response));
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("maximum context length exceeded")));
+    EXPECT_FALSE(response.criteria_met());
+  }
+  EXPECT_EQ(metrics_.RpcCount("GradeItem", absl::StatusCode::kInvalidArgument), 1);
+  EXPECT_EQ(metrics_.RpcCount("GradeItem", absl::StatusCode::kFailedPrecondition), 1);
+}
+
+TEST_F(GraderServiceTest, GradeReplyReturnsEveryVerdictInOrderWithTheScore) {
+  AnswerByCriterion();
+  grader_v1::GradeReplyRequest request;
+  AddMessage(request.mutable_conversation(), "system", "You are a helpful assistant.");
+  AddMessage(request.mutable_conversation(), "user", "Is it serious?");
+  request.set_reply("Probably not.");
+  request.set_request_id("task-1");
+  struct Item {
+    const char* criterion;
+    double points;
+    const char* tag;
+  };
+  for (const Item& item : {Item{"[met] A", 5, "axis:accuracy"}, Item{"B", 3, "axis:accuracy"},
+                           Item{"[met] C", -2, "axis:completeness"}}) {
+    grader_v1::RubricItem* r = request.add_rubric_items();
+    r->set_criterion(item.criterion);
+    r->set_points(item.points);
+    r->add_tags(item.tag);
+  }
+  grpc::ClientContext context;
+  grader_v1::GradeReplyResponse response;
+  grpc::Status status = stub_->GradeReply(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.verdicts_size(), 3);
+  EXPECT_TRUE(response.verdicts(0).criteria_met());
+  EXPECT_FALSE(response.verdicts(1).criteria_met());
+  EXPECT_TRUE(response.verdicts(2).criteria_met());
+  EXPECT_EQ(response.verdicts(1).request_id(), "task-1/1");
+  EXPECT_DOUBLE_EQ(response.score(), (5.0 - 2.0) / 8.0);
+  // axis:completeness has no positive item: omitted, as the reference does.
+  EXPECT_THAT(response.tag_scores(), UnorderedElementsAre(Pair("axis:accuracy", 5.0 / 8.0)));
+  EXPECT_EQ(response.usage().prompt_tokens(), 300);
+  EXPECT_EQ(llm_.requests().size(), 3u);
+  EXPECT_THAT(llm_.requests()[0].body, HasSubstr("system: You are a helpful assistant.\\n\\nuser:"));
+}
+
+TEST_F(GraderServiceTest, GradeReplyFailsWholeWhenAnyItemFails) {
+  AnswerByCriterion();
+  grader_v1::GradeReplyRequest request;
+  AddMessage(request.mutable_conversation(), "user", "Q?");
+  for (const char* c : {"[met] A", "reject me", "C"}) {
+    grader_v1::RubricItem* r = request.add_rubric_items();
+    r->set_criterion(c);
+    r->set_points(1);
+  }
+  grpc::ClientContext context;
+  grader_v1::GradeReplyResponse response;
+  absl::Status status = FromGrpcStatus(stub_->GradeReply(&context, request, &response));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               HasSubstr("rubric item 1: grader backend rejected the request")));
+  EXPECT_EQ(response.verdicts_size(), 0);
+}
+
+TEST_F(GraderServiceTest, GradeReplyRejectsRubricsThatCannotBeScored) {
+  AnswerByCriterion();
+  grader_v1::GradeReplyRequest request;
+  AddMessage(request.mutable_conversation(), "user", "Q?");
+  {
+    grpc::ClientContext context;
+    grader_v1::GradeReplyResponse response;
+    EXPECT_THAT(FromGrpcStatus(stub_->GradeReply(&context, request, &response)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no rubric items")));
+  }
+  grader_v1::RubricItem* r = request.add_rubric_items();
+  r->set_criterion("only negative");
+  r->set_points(-3);
+  {
+    grpc::ClientContext context;
+    grader_v1::GradeReplyResponse response;
+    EXPECT_THAT(FromGrpcStatus(stub_->GradeReply(&context, request, &response)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("positive points")));
+  }
+  EXPECT_TRUE(llm_.requests().empty());
+}
+
+TEST_F(GraderServiceTest, TheCallersDeadlineBoundsTheUpstreamTimeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grader_v1::GradeItemRequest request = ItemRequest("x");
+  grader_v1::GradeItemResponse response;
+  absl::Notification done;
+  grpc::Status status;
+  stub_->async()->GradeItem(&context, &request, &response, [&](grpc::Status s) {
+                              status = s;
+                              done.Notify();
+                            });
+  ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
+  absl::Duration timeout = llm_.requests()[0].timeout;
+  EXPECT_LE(timeout, absl::Seconds(31));  // grpc-timeout is rounded up on the wire
+  EXPECT_GT(timeout, absl::Seconds(20));
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"criteria_met": false})")));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(GraderServiceTest, ClientCancellationCancelsTheUpstreamCall) {
+  grpc::ClientContext context;
+  grader_v1::GradeItemRequest request = ItemRequest("x");
+  grader_v1::GradeItemResponse response;
+  absl::Notification done;
+  grpc::Status status;
+  stub_->async()->GradeItem(&context, &request, &response, [&](grpc::Status s) {
+    status = s;
+    done.Notify();
+  });
+  ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
+  context.TryCancel();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(llm_.WaitForCancelled(1, absl::Seconds(10)));
+  EXPECT_EQ(llm_.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace hb

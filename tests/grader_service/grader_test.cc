@@ -1,0 +1,391 @@
+// Grader logic with a FakeLlmClient, a FakeScheduler and a FakeClock: every retry and error
+// rule with exact delays, deadlines, cancellation, validation.
+#include "grader_service/grader.h"
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/healthbench/chat_request.h"
+#include "common/healthbench/prompts.h"
+#include "gmock/gmock.h"
+#include "grader_service/grader_metrics.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "tests/testing/fake_clock.h"
+#include "tests/testing/fake_llm_client.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::ChatReply;
+using ::hb::testing::ConnectionFailure;
+using ::hb::testing::FakeClock;
+using ::hb::testing::FakeLlmClient;
+using ::hb::testing::FakeScheduler;
+using ::hb::testing::HttpFailure;
+using ::hb::testing::StatusIs;
+using ::hb::testing::TimeoutFailure;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+constexpr char kTemplate[] = "CONVERSATION:\n<<conversation>>\nITEM: <<rubric_item>>\nEND";
+constexpr char kMet[] = R"({"explanation": "it does", "criteria_met": true})";
+constexpr char kNotMet[] = R"({"explanation": "it does not", "criteria_met": false})";
+
+// Records the single completion of a GradeItem.
+struct Result {
+  int calls = 0;
+  std::optional<absl::StatusOr<ItemVerdict>> value;
+  ItemCallback Callback() {
+    return [this](absl::StatusOr<ItemVerdict> v) {
+      ++calls;
+      value = std::move(v);
+    };
+  }
+  bool done() const { return calls > 0; }
+  const absl::StatusOr<ItemVerdict>& get() const { return *value; }
+};
+
+GradeItemInput SampleInput() {
+  GradeItemInput input;
+  input.conversation = {{"system", "You are a helpful assistant."},
+                        {"user", "I have a headache, what should I do?"}};
+  input.reply = "Drink water and rest.";
+  input.item.criterion = "Advises hydration.";
+  input.item.points = 5;
+  input.request_id = "req-1";
+  return input;
+}
+
+class GraderTest : public ::testing::Test {
+ protected:
+  GraderTest() : scheduler_(clock_) { config_.attempt_timeout = absl::Seconds(120); }
+
+  // Builds the grader; call after adjusting config_ / jitter_.
+  Grader& grader() {
+    if (grader_ == nullptr) {
+      auto tmpl = GraderTemplate::FromText(kTemplate, /*require_reference=*/false);
+      EXPECT_TRUE(tmpl.ok()) << tmpl.status();
+      grader_ = std::make_unique<Grader>(llm_, scheduler_, clock_, [this] { return jitter_; },
+                                         *std::move(tmpl), config_, &metrics_);
+    }
+    return *grader_;
+  }
+
+  FakeClock clock_;
+  FakeScheduler scheduler_;
+  FakeLlmClient llm_;
+  double jitter_ = 0.5;
+  GraderConfig config_;
+  prometheus::Registry registry_;
+  GraderMetrics metrics_{registry_};
+  std::unique_ptr<Grader> grader_;
+};
+
+TEST_F(GraderTest, GradesOnFirstAttemptWithTheExactBody) {
+  Result result;
+  GradeItemInput input = SampleInput();
+  input.prompt_cache_key = "prompt-42";
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_EQ(llm_.pending(), 1u);
+  const std::string expected_prompt =
+      "CONVERSATION:\nsystem: You are a helpful assistant.\n\nuser: I have a headache, what "
+      "should I do?\n\nassistant: Drink water and rest.\nITEM: [5] Advises hydration.\nEND";
+  EXPECT_EQ(llm_.requests()[0].body,
+            BuildChatCompletionBody(GraderSettings{}, expected_prompt, "prompt-42"));
+  EXPECT_EQ(llm_.requests()[0].timeout, absl::Seconds(120));
+  clock_.Advance(absl::Milliseconds(700));
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));
+  ASSERT_EQ(result.calls, 1);
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_TRUE(verdict.verdict.criteria_met);
+  EXPECT_EQ(verdict.verdict.explanation, "it does");
+  EXPECT_EQ(verdict.raw_reply, kMet);
+  EXPECT_EQ(verdict.attempts, 1);
+  EXPECT_EQ(verdict.model, "fake-grader");
+  EXPECT_EQ(verdict.usage.prompt_tokens, 100);
+  EXPECT_EQ(verdict.usage.completion_tokens, 20);
+  EXPECT_EQ(verdict.upstream_latency, absl::Milliseconds(700));
+  EXPECT_THAT(scheduler_.RequestedDelays(), IsEmpty());
+}
+
+TEST_F(GraderTest, RequestBodyMatchesTheReferenceTemplateRendering) {
+  auto tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath(), true);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  Grader grader(llm_, scheduler_, clock_, [] { return 0.5; }, *tmpl, config_);
+  GradeItemInput input = SampleInput();
+  Result result;
+  grader.GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_EQ(llm_.requests().size(), 1u);
+  std::string prompt = tmpl->Fill(
+      RenderConversation(GradedConversation(input.conversation, std::nullopt, input.reply)),
+      RenderRubricItem(input.item));
+  EXPECT_EQ(llm_.requests()[0].body, BuildChatCompletionBody(GraderSettings{}, prompt));
+  EXPECT_EQ(grader.RequestBody(input), llm_.requests()[0].body);
+}
+
+TEST_F(GraderTest, EmptyReplyIsGraded) {
+  Result result;
+  GradeItemInput input = SampleInput();
+  input.reply = "";
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_EQ(llm_.pending(), 1u);
+  EXPECT_THAT(llm_.requests()[0].body, HasSubstr("should I do?\\n\\nassistant: \\nITEM: [5]"));
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kNotMet)));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_FALSE(verdict.verdict.criteria_met);
+}
+
+TEST_F(GraderTest, RejectsInvalidRequestsWithoutCallingUpstream) {
+  config_.limits.max_message_bytes = 100;
+  config_.limits.max_conversation_messages = 3;
+  struct Case {
+    std::string name;
+    std::function<void(GradeItemInput&)> mutate;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"no conversation", [](GradeItemInput& in) { in.conversation.clear(); },
+       "conversation is empty"},
+      {"last turn assistant",
+       [](GradeItemInput& in) { in.conversation.push_back({"assistant", "hi"}); },
+       "last conversation turn must be from the user, got role 'assistant'"},
+      {"missing criterion", [](GradeItemInput& in) { in.item.criterion.clear(); },
+       "rubric item has no criterion"},
+      {"long message",
+       [](GradeItemInput& in) { in.conversation[1].content = std::string(101, 'x'); },
+       "conversation[1].content is 101 bytes; the limit is 100"},
+      {"long reply", [](GradeItemInput& in) { in.reply = std::string(101, 'x'); },
+       "reply is 101 bytes"},
+      {"long criterion", [](GradeItemInput& in) { in.item.criterion = std::string(101, 'x'); },
+       "criterion is 101 bytes"},
+      {"too many messages",
+       [](GradeItemInput& in) {
+         in.conversation = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}, {"assistant", "d"},
+                            {"user", "e"}};
+       },
+       "conversation has 5 messages; the limit is 3"},
+      {"nan points", [](GradeItemInput& in) { in.item.points = std::nan(""); },
+       "points must be a finite number"},
+  };
+  for (const Case& c : cases) {
+    GradeItemInput input = SampleInput();
+    c.mutate(input);
+    Result result;
+    grader().GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+    ASSERT_EQ(result.calls, 1) << c.name;
+    EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.name;
+  }
+  EXPECT_THAT(llm_.requests(), IsEmpty());
+}
+
+TEST_F(GraderTest, RetriesEveryRetryableFailureWithExactFullJitterDelays) {
+  jitter_ = 0.5;  // delays: 0.5 * {500ms, 1s, 2s, 4s, 8s}
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  const std::vector<absl::StatusOr<ChatResult>> failures = {
+      HttpFailure(503), ConnectionFailure(), TimeoutFailure(), HttpFailure(408),
+      ChatReply("not json at all")};
+  const absl::Duration delays[] = {absl::Milliseconds(250), absl::Milliseconds(500),
+                                   absl::Seconds(1), absl::Seconds(2), absl::Seconds(4)};
+  for (size_t i = 0; i < failures.size(); ++i) {
+    ASSERT_EQ(llm_.pending(), 1u) << i;
+    ASSERT_TRUE(llm_.CompleteNext(failures[i]));
+    ASSERT_FALSE(result.done()) << i;
+    EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(delays[i])) << i;
+    // Not a millisecond early.
+    EXPECT_EQ(scheduler_.AdvanceAndRun(delays[i] - absl::Milliseconds(1)), 0) << i;
+    EXPECT_EQ(llm_.pending(), 0u) << i;
+    EXPECT_EQ(scheduler_.AdvanceAndRun(absl::Milliseconds(1)), 1) << i;
+  }
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_TRUE(verdict.verdict.criteria_met);
+  EXPECT_EQ(verdict.attempts, 6);
+  // The malformed reply's tokens count too.
+  EXPECT_EQ(verdict.usage.prompt_tokens, 200);
+  EXPECT_EQ(llm_.requests().size(), 6u);
+  for (const ChatRequest& r : llm_.requests()) EXPECT_EQ(r.body, llm_.requests()[0].body);
+  EXPECT_EQ(metrics_.Retries("http_5xx"), 1);
+  EXPECT_EQ(metrics_.Retries("connection"), 1);
+  EXPECT_EQ(metrics_.Retries("timeout"), 1);
+  EXPECT_EQ(metrics_.Retries("http_408"), 1);
+  EXPECT_EQ(metrics_.Retries("malformed_reply"), 1);
+}
+
+TEST_F(GraderTest, HonoursRetryAfterAsAMinimum) {
+  jitter_ = 0.5;
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429, absl::Milliseconds(3200))));
+  EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Milliseconds(3200)));
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429)) == false);  // nothing in flight during backoff
+  EXPECT_EQ(scheduler_.AdvanceAndRun(absl::Milliseconds(3200)), 1);
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(409)));
+  EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Milliseconds(500)));
+}
+
+TEST_F(GraderTest, NonObjectAndUnfencedRepliesAreRetriedFencedJsonIsAccepted) {
+  jitter_ = 0.0;
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  for (const char* bad : {"42", "\"criteria_met\"", "[true]", "```\n{\"criteria_met\": true}\n```",
+                          R"({"criteria_met": "true"})"}) {
+    ASSERT_TRUE(llm_.CompleteNext(ChatReply(bad))) << bad;
+    ASSERT_FALSE(result.done()) << bad;
+    EXPECT_EQ(scheduler_.RunDue(), 1) << bad;  // zero jitter: due at once
+  }
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply("```json\n{\"criteria_met\": false}\n```")));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_FALSE(verdict.verdict.criteria_met);
+  EXPECT_EQ(verdict.verdict.explanation, "No explanation provided");
+  EXPECT_EQ(verdict.attempts, 6);
+}
+
+TEST_F(GraderTest, NeverRetriesClientErrorsAndReportsTheBackendMessage) {
+  for (int status : {400, 401, 403, 404, 422}) {
+    Result result;
+    grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+    ASSERT_TRUE(llm_.CompleteNext(HttpFailure(status, std::nullopt, "context too long")));
+    ASSERT_EQ(result.calls, 1) << status;
+    EXPECT_THAT(result.get(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr(absl::StrCat("upstream HTTP ", status, ": context too long"))))
+        << status;
+  }
+  EXPECT_EQ(llm_.requests().size(), 5u);
+  EXPECT_THAT(scheduler_.RequestedDelays(), IsEmpty());
+}
+
+TEST_F(GraderTest, RetryBudgetExhaustionCodes) {
+  config_.retry.max_attempts = 3;
+  jitter_ = 0.0;
+  struct Case {
+    std::function<absl::StatusOr<ChatResult>()> failure;
+    absl::StatusCode code;
+    std::string last;
+  };
+  std::vector<Case> cases = {
+      {[] { return HttpFailure(503); }, absl::StatusCode::kUnavailable, "http_5xx"},
+      {[] { return ConnectionFailure(); }, absl::StatusCode::kUnavailable, "connection"},
+      {[] { return HttpFailure(429); }, absl::StatusCode::kResourceExhausted, "http_429"},
+      {[] { return TimeoutFailure(); }, absl::StatusCode::kDeadlineExceeded, "timeout"},
+      {[] { return ChatReply("{}"); }, absl::StatusCode::kUnavailable,
+       "malformed_reply: grader reply has no 'criteria_met'"},
+  };
+  for (const Case& c : cases) {
+    Result result;
+    grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+      ASSERT_TRUE(llm_.CompleteNext(c.failure())) << c.last << " " << attempt;
+      scheduler_.RunDue();
+    }
+    ASSERT_EQ(result.calls, 1) << c.last;
+    EXPECT_THAT(result.get(), StatusIs(c.code, HasSubstr("after 3 attempts"))) << c.last;
+    EXPECT_THAT(result.get(), StatusIs(c.code, HasSubstr("last failure: " + c.last))) << c.last;
+    EXPECT_EQ(llm_.pending(), 0u);
+  }
+}
+
+TEST_F(GraderTest, GivesUpWhenTheNextAttemptCannotFinishBeforeTheDeadline) {
+  jitter_ = 1.0;
+  config_.retry.min_attempt_time = absl::Seconds(1);
+  Result result;
+  const absl::Time deadline = clock_.Now() + absl::Seconds(2);
+  grader().GradeItem(SampleInput(), deadline, nullptr, result.Callback());
+  EXPECT_EQ(llm_.requests()[0].timeout, absl::Seconds(2));  // the deadline shortens it
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(500)));
+  // 0 + 500ms + 1s <= 2s: retry.
+  EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Milliseconds(500)));
+  scheduler_.AdvanceAndRun(absl::Milliseconds(500));
+  ASSERT_EQ(llm_.requests().size(), 2u);
+  EXPECT_EQ(llm_.requests()[1].timeout, absl::Milliseconds(1500));
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(500)));
+  // 0.5s + 1s + 1s > 2s: give up now rather than after a pointless wait.
+  ASSERT_EQ(result.calls, 1);
+  EXPECT_THAT(result.get(),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("after 2 attempts")));
+  EXPECT_THAT(scheduler_.PendingDelays(), IsEmpty());
+}
+
+TEST_F(GraderTest, DeadlineAlreadyPassedDuringBackoff) {
+  jitter_ = 1.0;
+  config_.retry.min_attempt_time = absl::ZeroDuration();
+  Result result;
+  grader().GradeItem(SampleInput(), clock_.Now() + absl::Seconds(1), nullptr, result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(502)));
+  clock_.Advance(absl::Seconds(5));  // the timer fires late (a stalled loop)
+  scheduler_.RunDue();
+  ASSERT_EQ(result.calls, 1);
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                     HasSubstr("deadline exceeded before attempt 2")));
+  EXPECT_EQ(llm_.requests().size(), 1u);
+}
+
+TEST_F(GraderTest, CancellingCancelsTheUpstreamCallInFlight) {
+  auto token = std::make_shared<CancellationToken>();
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), token, result.Callback());
+  ASSERT_EQ(llm_.pending(), 1u);
+  token->Cancel();
+  ASSERT_EQ(result.calls, 1);
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  EXPECT_EQ(llm_.cancelled().size(), 1u);
+  EXPECT_EQ(llm_.pending(), 0u);
+  EXPECT_EQ(result.calls, 1);  // the cancelled call's own completion is not delivered again
+}
+
+TEST_F(GraderTest, CancellingDuringBackoffDropsTheTimer) {
+  auto token = std::make_shared<CancellationToken>();
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), token, result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(503)));
+  ASSERT_THAT(scheduler_.PendingDelays(), Not(IsEmpty()));
+  token->Cancel();
+  ASSERT_EQ(result.calls, 1);
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kCancelled, HasSubstr("1 attempt")));
+  EXPECT_THAT(scheduler_.PendingDelays(), IsEmpty());
+  scheduler_.AdvanceAndRun(absl::Minutes(1));
+  EXPECT_EQ(llm_.requests().size(), 1u);
+}
+
+TEST_F(GraderTest, AlreadyCancelledTokenNeverCallsUpstream) {
+  auto token = std::make_shared<CancellationToken>();
+  token->Cancel();
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), token, result.Callback());
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kCancelled, HasSubstr("before it started")));
+  EXPECT_THAT(llm_.requests(), IsEmpty());
+}
+
+TEST_F(GraderTest, ClientShutdownIsUnavailableNotAVerdict) {
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(absl::CancelledError("HTTP client shut down")));
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+TEST_F(GraderTest, InlineResponderWorks) {
+  int calls = 0;
+  llm_.SetResponder([&calls](const ChatRequest&) -> absl::StatusOr<ChatResult> {
+    return ++calls < 3 ? absl::StatusOr<ChatResult>(HttpFailure(500)) : ChatReply(kMet);
+  });
+  jitter_ = 0.0;
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  scheduler_.RunDue();
+  scheduler_.RunDue();
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_EQ(verdict.attempts, 3);
+}
+
+}  // namespace
+}  // namespace hb

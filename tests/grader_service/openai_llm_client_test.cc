@@ -1,0 +1,209 @@
+// OpenAiLlmClient over a FakeHttpClient: the request it sends, how every HTTP status maps to a
+// code and an AttemptOutcome, reply parsing (null content, usage, rate-limit headers), and that
+// the API key never leaks into statuses or metrics.
+#include "grader_service/openai_llm_client.h"
+
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+#include "tests/testing/fake_http_client.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::FakeHttpClient;
+using ::hb::testing::MakeHttpResponse;
+using ::hb::testing::StatusIs;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Pair;
+
+constexpr char kKey[] = "sk-test-SECRET";
+
+constexpr char kCompletion[] = R"({
+  "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1-2025-04-14",
+  "choices": [{"index": 0, "message": {"role": "assistant",
+               "content": "{\"criteria_met\": true}"}, "finish_reason": "stop"}],
+  "usage": {"prompt_tokens": 1200, "completion_tokens": 40,
+            "prompt_tokens_details": {"cached_tokens": 1024}}})";
+
+class OpenAiLlmClientTest : public ::testing::Test {
+ protected:
+  OpenAiLlmClientTest() {
+    OpenAiLlmClientOptions options;
+    options.base_url = "http://upstream.test/v1/";
+    options.api_key = kKey;
+    options.metrics = &metrics_;
+    client_ = std::make_unique<OpenAiLlmClient>(http_, options);
+  }
+
+  // Runs one call answered with `response`.
+  absl::StatusOr<ChatResult> Call(absl::StatusOr<HttpResponse> response) {
+    std::optional<absl::StatusOr<ChatResult>> out;
+    ChatRequest request;
+    request.body = R"({"model":"m"})";
+    request.timeout = absl::Seconds(7);
+    client_->Complete(request, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
+    EXPECT_TRUE(http_.RespondNext(std::move(response)));
+    EXPECT_TRUE(out.has_value());
+    return *out;
+  }
+
+  std::string MetricsText() {
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, registry_.Collect());
+    return out.str();
+  }
+
+  FakeHttpClient http_;
+  prometheus::Registry registry_;
+  GraderMetrics metrics_{registry_};
+  std::unique_ptr<OpenAiLlmClient> client_;
+};
+
+TEST_F(OpenAiLlmClientTest, SendsTheBodyToChatCompletionsWithTheBearerKey) {
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult result, Call(MakeHttpResponse(200, kCompletion)));
+  ASSERT_EQ(http_.requests().size(), 1u);
+  const HttpRequest sent = http_.requests()[0];
+  EXPECT_EQ(sent.url, "http://upstream.test/v1/chat/completions");
+  EXPECT_EQ(sent.body, R"({"model":"m"})");
+  EXPECT_EQ(sent.timeout, absl::Seconds(7));
+  EXPECT_THAT(sent.headers, Contains(Pair("Authorization", "Bearer sk-test-SECRET")));
+  EXPECT_THAT(sent.headers, Contains(Pair("Content-Type", "application/json")));
+  EXPECT_EQ(result.content, R"({"criteria_met": true})");
+  EXPECT_EQ(result.model, "gpt-4.1-2025-04-14");
+  EXPECT_EQ(result.usage.prompt_tokens, 1200);
+  EXPECT_EQ(result.usage.cached_tokens, 1024);
+  EXPECT_EQ(result.usage.completion_tokens, 40);
+  EXPECT_EQ(result.http_status, 200);
+  EXPECT_EQ(metrics_.UpstreamCalls("200"), 1);
+  EXPECT_EQ(metrics_.Tokens("cached"), 1024);
+  EXPECT_EQ(metrics_.UpstreamInFlight(), 0);
+}
+
+TEST_F(OpenAiLlmClientTest, NoKeyNoAuthorizationHeader) {
+  OpenAiLlmClient keyless(http_, OpenAiLlmClientOptions{"http://local:8000/v1", "", nullptr,
+                                                        nullptr});
+  keyless.Complete(ChatRequest{}, [](absl::StatusOr<ChatResult>) {});
+  ASSERT_EQ(http_.requests().size(), 1u);
+  const std::vector<HttpRequest> sent = http_.requests();
+  for (const auto& [name, value] : sent[0].headers) EXPECT_NE(name, "Authorization");
+  EXPECT_EQ(http_.requests()[0].url, "http://local:8000/v1/chat/completions");
+}
+
+TEST_F(OpenAiLlmClientTest, MapsEveryHttpStatus) {
+  struct Case {
+    int status;
+    absl::StatusCode code;
+    FailureKind kind;
+  };
+  const Case cases[] = {
+      {400, absl::StatusCode::kInvalidArgument, FailureKind::kHttp400},
+      {401, absl::StatusCode::kUnauthenticated, FailureKind::kHttp401},
+      {403, absl::StatusCode::kPermissionDenied, FailureKind::kHttp403},
+      {404, absl::StatusCode::kNotFound, FailureKind::kHttp404},
+      {408, absl::StatusCode::kDeadlineExceeded, FailureKind::kHttp408},
+      {409, absl::StatusCode::kAborted, FailureKind::kHttp409},
+      {413, absl::StatusCode::kFailedPrecondition, FailureKind::kOtherHttp4xx},
+      {429, absl::StatusCode::kResourceExhausted, FailureKind::kHttp429},
+      {500, absl::StatusCode::kUnavailable, FailureKind::kHttp5xx},
+      {503, absl::StatusCode::kUnavailable, FailureKind::kHttp5xx},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ChatResult> result = Call(MakeHttpResponse(
+        c.status, R"({"error": {"message": "backend says no", "type": "x"}})"));
+    EXPECT_THAT(result, StatusIs(c.code, HasSubstr(absl::StrCat("upstream HTTP ", c.status,
+                                                                ": backend says no"))))
+        << c.status;
+    EXPECT_EQ(AttemptOutcomeOf(result.status()).kind, c.kind) << c.status;
+    EXPECT_EQ(metrics_.UpstreamCalls(absl::StrCat(c.status)), 1) << c.status;
+  }
+}
+
+TEST_F(OpenAiLlmClientTest, ExtractsRetryAfterMillisecondsFirst) {
+  absl::StatusOr<ChatResult> both = Call(MakeHttpResponse(
+      429, "slow down", {{"retry-after", "2"}, {"retry-after-ms", "1500"}}));
+  EXPECT_EQ(AttemptOutcomeOf(both.status()).retry_after, absl::Milliseconds(1500));
+  absl::StatusOr<ChatResult> seconds = Call(MakeHttpResponse(503, "", {{"retry-after", "3"}}));
+  EXPECT_EQ(AttemptOutcomeOf(seconds.status()).retry_after, absl::Seconds(3));
+  absl::StatusOr<ChatResult> none = Call(MakeHttpResponse(429, ""));
+  EXPECT_EQ(AttemptOutcomeOf(none.status()).retry_after, std::nullopt);
+  EXPECT_THAT(both, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("slow down")));
+}
+
+TEST_F(OpenAiLlmClientTest, NullContentAndBrokenBodiesAreRetryableMalformedReplies) {
+  const char* bodies[] = {
+      R"({"model": "m", "choices": [{"message": {"role": "assistant", "content": null}}]})",
+      R"({"model": "m", "choices": []})",
+      R"(not json)",
+      R"([1, 2])",
+  };
+  const char* messages[] = {"null content", "no choices", "not valid JSON", "not a JSON object"};
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<ChatResult> result = Call(MakeHttpResponse(200, bodies[i]));
+    EXPECT_THAT(result, StatusIs(absl::StatusCode::kUnavailable, HasSubstr(messages[i]))) << i;
+    EXPECT_EQ(AttemptOutcomeOf(result.status()).kind, FailureKind::kMalformedReply) << i;
+  }
+}
+
+TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      ChatResult result,
+      Call(MakeHttpResponse(200, kCompletion,
+                            {{"x-ratelimit-limit-requests", "500"},
+                             {"x-ratelimit-remaining-requests", "499"},
+                             {"x-ratelimit-remaining-tokens", "29000"}})));
+  EXPECT_EQ(result.rate_limit.limit_requests, 500);
+  EXPECT_EQ(result.rate_limit.remaining_requests, 499);
+  EXPECT_EQ(result.rate_limit.remaining_tokens, 29000);
+  EXPECT_EQ(result.rate_limit.limit_tokens, std::nullopt);
+  EXPECT_THAT(MetricsText(), HasSubstr("hb_grader_ratelimit_remaining{resource=\"requests\"} 499"));
+}
+
+TEST_F(OpenAiLlmClientTest, TransportFailuresKeepTheirCodes) {
+  absl::StatusOr<ChatResult> refused = Call(absl::UnavailableError("Couldn't connect"));
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connect")));
+  EXPECT_EQ(AttemptOutcomeOf(refused.status()).kind, FailureKind::kConnection);
+  absl::StatusOr<ChatResult> timeout = Call(absl::DeadlineExceededError("Timeout was reached"));
+  EXPECT_EQ(AttemptOutcomeOf(timeout.status()).kind, FailureKind::kTimeout);
+  absl::StatusOr<ChatResult> tls = Call(absl::FailedPreconditionError("SSL peer certificate"));
+  EXPECT_FALSE(IsRetryable(AttemptOutcomeOf(tls.status()).kind));
+  EXPECT_EQ(metrics_.UpstreamCalls("connection"), 2);
+  EXPECT_EQ(metrics_.UpstreamCalls("timeout"), 1);
+}
+
+TEST_F(OpenAiLlmClientTest, CancelReachesTheHttpClient) {
+  std::optional<absl::StatusOr<ChatResult>> out;
+  LlmClient::CallId id =
+      client_->Complete(ChatRequest{}, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
+  client_->Cancel(id);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_THAT(*out, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  EXPECT_EQ(http_.cancelled().size(), 1u);
+}
+
+TEST_F(OpenAiLlmClientTest, TheApiKeyNeverLeaks) {
+  // Backends echo keys in error messages; a hostile or buggy one might echo all of it.
+  std::vector<absl::StatusOr<ChatResult>> results;
+  results.push_back(Call(MakeHttpResponse(
+      401, R"({"error": {"message": "Incorrect API key provided: sk-test-SECRET."}})")));
+  results.push_back(Call(MakeHttpResponse(500, "upstream saw Bearer sk-test-SECRET")));
+  results.push_back(Call(absl::UnavailableError("proxy rejected sk-test-SECRET")));
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), Not(HasSubstr(kKey)));
+    EXPECT_THAT(r.status().ToString(), Not(HasSubstr(kKey)));
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("[redacted]"));
+  }
+  EXPECT_THAT(MetricsText(), Not(HasSubstr("SECRET")));
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,705 @@
+// hb-orchestrator's offline subcommands, run as a subprocess of the built binary, on the
+// project's synthetic example (examples/) and on the real main sample (shared data).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/base/file.h"
+#include "common/base/json.h"
+#include "common/base/sha256.h"
+#include "common/healthbench/chat_request.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/prompts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+extern char** environ;
+
+namespace hb {
+namespace {
+
+using ::hb::testing::BinaryDir;
+using ::hb::testing::kMainHead30;
+using ::hb::testing::MakeTempDir;
+using ::hb::testing::ReferenceTemplatePath;
+using ::hb::testing::SharedDataFile;
+using ::hb::testing::SourceDir;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Read(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+void Write(const std::string& path, const std::string& contents) {
+  ASSERT_THAT(WriteFileAtomically(path, contents), ::hb::testing::IsOk());
+}
+
+// Runs hb-orchestrator with `args` (and `env` added to this process's environment), capturing
+// stdout and stderr through files.
+RunResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  const std::string binary = BinaryDir() + "/orchestrator/hb-orchestrator";
+  const std::string capture = MakeTempDir();
+  const std::string out = capture + "/stdout", err = capture + "/stderr";
+  std::vector<std::string> argv_strings = {binary};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = env;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult result;
+  int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    ADD_FAILURE() << "cannot run " << binary << ": error " << spawned;
+    return result;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = Read(out);
+  result.err = Read(err);
+  return result;
+}
+
+rapidjson::Document ParseJson(const std::string& text) {
+  rapidjson::Document doc;
+  // Full precision: numbers must read back bit for bit.
+  doc.Parse<rapidjson::kParseFullPrecisionFlag>(text.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << text.substr(0, 300);
+  return doc;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+std::string Str(const rapidjson::Value& value) {
+  return std::string(value.GetString(), value.GetStringLength());
+}
+
+// Python's repr parses back to the exact double: compare numbers bit for bit.
+double Num(const rapidjson::Value& value) { return value.GetDouble(); }
+
+class OrchestratorCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    examples_ = SourceDir() + "/examples";
+    synthetic_template_ = dir_ + "/template.txt";
+    Write(synthetic_template_, "Judge this.\n<<conversation>>\n---\n<<rubric_item>>\nJSON only.");
+  }
+
+  // A responses file for every task of `dataset` except those in `skip`: varied text with
+  // non-ASCII, quotes, markup and (task 5) a literal <<rubric_item>>; every third task has a
+  // policy system prompt.
+  std::string WriteResponses(const Dataset& dataset, const std::string& name,
+                             const std::vector<size_t>& skip = {}) {
+    std::string text;
+    for (size_t i = 0; i < dataset.examples.size(); ++i) {
+      if (std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+      std::string reply = absl::StrCat("Synthetic reply ", i, " \xE2\x80\x94 \"quoted\" <b>x</b>\n",
+                                       i == 5 ? "see <<rubric_item>> here" : "line two");
+      absl::StrAppend(&text, "{\"prompt_id\":", JsonQuote(dataset.examples[i].prompt_id),
+                      ",\"response\":", JsonQuote(reply));
+      if (i % 3 == 0) absl::StrAppend(&text, ",\"system_prompt\":", JsonQuote("Be careful."));
+      absl::StrAppend(&text, "}\n");
+    }
+    std::string path = dir_ + "/" + name;
+    Write(path, text);
+    return path;
+  }
+
+  std::string dir_, examples_, synthetic_template_;
+};
+
+// Met pattern of the synthetic verdicts: deterministic, mixes met and unmet items of either sign.
+bool MetA(size_t task, size_t item) { return (task * 7 + item * 3) % 5 < 2; }
+bool MetB(size_t task, size_t item) { return (task * 5 + item) % 3 != 0; }
+
+std::string VerdictLine(const std::string& prompt_id, size_t index, bool met) {
+  return absl::StrCat("{\"prompt_id\":", JsonQuote(prompt_id), ",\"rubric_index\":", index,
+                      ",\"criteria_met\":", met ? "true" : "false",
+                      ",\"explanation\":", JsonQuote(absl::StrCat("row ", index)), "}\n");
+}
+
+// --- usage --------------------------------------------------------------------------------
+
+TEST_F(OrchestratorCliTest, HelpDocumentsEverySubcommandAndFlag) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"score", "--help"}, {"help"}}) {
+    RunResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const char* text : {"usage: hb-orchestrator <command>",
+                             "\n  run ",
+                             "\n  tasks ",
+                             "\n  dry-run ",
+                             "\n  score ",
+                             "\n  merge ",
+                             "--dataset",
+                             "--responses",
+                             "--verdicts",
+                             "--failures",
+                             "--out",
+                             "--examples",
+                             "--seed",
+                             "--checkpoint",
+                             "--grader-template",
+                             "--require-reference-template",
+                             "--llm-model",
+                             "--llm-temperature",
+                             "--llm-max-tokens",
+                             "--prompt-cache-key",
+                             "--grader-endpoint",
+                             "--simulated",
+                             "--price-input-per-mtok",
+                             "--price-cached-input-per-mtok",
+                             "--price-output-per-mtok",
+                             "--est-output-tokens-per-row",
+                             "SHARD_DIR",
+                             "Exit status"}) {
+      EXPECT_THAT(r.out, HasSubstr(text));
+    }
+  }
+}
+
+TEST_F(OrchestratorCliTest, BadUsageIsOneLineAndExitCode2) {
+  const std::string d = examples_ + "/dataset.jsonl";
+  const std::string hint = " (see hb-orchestrator --help)\n";
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "hb-orchestrator: missing command" + hint},
+      {{"frobnicate"}, "hb-orchestrator: unknown command 'frobnicate'" + hint},
+      {{"tasks", "--bogus=1"}, "hb-orchestrator tasks: unknown flag --bogus=1" + hint},
+      {{"tasks", "--verdicts", "v"},
+       "hb-orchestrator tasks: flag --verdicts does not apply to 'tasks'" + hint},
+      {{"tasks", "--dataset"}, "hb-orchestrator tasks: flag --dataset needs a value" + hint},
+      {{"tasks", "--out=a", "--out=b"}, "hb-orchestrator tasks: flag --out given twice" + hint},
+      {{"tasks", "--dataset", d}, "hb-orchestrator tasks: --out is required\n"},
+      {{"tasks", "--dataset", d, "--out", dir_ + "/t", "extra"},
+       "hb-orchestrator tasks: unexpected argument 'extra'\n"},
+      {{"tasks", "--dataset", d, "--out", dir_ + "/t", "--examples=0"},
+       "hb-orchestrator tasks: --examples must be a positive number (or -1 for all), got 0\n"},
+      {{"score", "--dataset", d, "--out", dir_ + "/s"},
+       "hb-orchestrator score: --responses is required\n"},
+      {{"merge", "--out", dir_ + "/m"},
+       "hb-orchestrator merge: merge needs at least one SHARD_DIR\n"},
+      {{"merge", "--out", dir_ + "/m", "--responses", "nameless", dir_},
+       "hb-orchestrator merge: --responses for merge takes NAME=PATH, got 'nameless'\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    RunResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << absl::StrJoin(args, " ");
+    EXPECT_EQ(r.err, expected) << absl::StrJoin(args, " ");
+    EXPECT_EQ(r.out, "");
+  }
+  RunResult bad_value = RunCli({"tasks", "--examples=abc", "--dataset", d, "--out", dir_ + "/t"});
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_THAT(bad_value.err,
+              StartsWith("hb-orchestrator tasks: invalid value 'abc' for --examples"));
+}
+
+// --- tasks --------------------------------------------------------------------------------
+
+TEST_F(OrchestratorCliTest, TasksWritesMessagesAndPromptText) {
+  const std::string out = dir_ + "/sub/tasks.jsonl";
+  RunResult r = RunCli({"tasks", "--dataset", examples_ + "/dataset.jsonl", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "tasks: wrote 3 tasks to " + out + "\n");
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(examples_ + "/dataset.jsonl", {}));
+  std::vector<std::string> lines = Lines(Read(out));
+  ASSERT_EQ(lines.size(), 3u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    rapidjson::Document doc = ParseJson(lines[i]);
+    const Example& example = dataset.examples[i];
+    EXPECT_EQ(Str(doc["prompt_id"]), example.prompt_id);
+    ASSERT_EQ(doc["messages"].Size(), example.prompt.size());
+    for (size_t m = 0; m < example.prompt.size(); ++m) {
+      EXPECT_EQ(Str(doc["messages"][m]["role"]), example.prompt[m].role);
+      EXPECT_EQ(Str(doc["messages"][m]["content"]), example.prompt[m].content);
+    }
+    EXPECT_EQ(Str(doc["prompt_text"]), TaskPromptText(example.prompt));
+  }
+  // The multi-turn task is rendered with the instruction; single-turn ones verbatim.
+  EXPECT_EQ(Str(ParseJson(lines[0])["prompt_text"]), dataset.examples[0].prompt[0].content);
+  EXPECT_THAT(Str(ParseJson(lines[1])["prompt_text"]),
+              StartsWith(std::string(kMultiTurnTaskInstruction) + "user: How much ibuprofen"));
+}
+
+TEST_F(OrchestratorCliTest, TasksAppliesTheReferenceExampleSelection) {
+  const std::string data = SharedDataFile(kMainHead30);
+  const std::string out = dir_ + "/tasks.jsonl";
+  RunResult r = RunCli({"tasks", "--dataset", data, "--examples", "5", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(data, {}));
+  std::vector<std::string> expected, got;
+  for (size_t i : SampleIndices(dataset.examples.size(), 5)) {
+    expected.push_back(dataset.examples[i].prompt_id);
+  }
+  for (const std::string& line : Lines(Read(out))) got.push_back(Str(ParseJson(line)["prompt_id"]));
+  EXPECT_THAT(got, ElementsAreArray(expected));
+}
+
+// --- dry-run ------------------------------------------------------------------------------
+
+TEST_F(OrchestratorCliTest, DryRunOnTheExampleSkipsTasksWithoutResponseAndEstimatesCost) {
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(examples_ + "/dataset.jsonl", {}));
+  const std::string responses = WriteResponses(dataset, "two.jsonl", {1});
+  const std::string out = dir_ + "/requests.jsonl";
+  RunResult r =
+      RunCli({"dry-run", "--dataset", examples_ + "/dataset.jsonl", "--responses", responses,
+              "--grader-template", synthetic_template_, "--require-reference-template=false",
+              "--out", out, "--price-input-per-mtok=1000", "--price-output-per-mtok", "3000",
+              "--est-output-tokens-per-row=7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines = Lines(Read(out));
+  ASSERT_EQ(lines.size(), 8u);
+  int64_t tokens = 0;
+  for (const std::string& line : lines) {
+    rapidjson::Document doc = ParseJson(line);
+    const rapidjson::Value& messages = doc["request"]["messages"];
+    tokens += static_cast<int64_t>(
+        (messages[0]["content"].GetStringLength() + messages[1]["content"].GetStringLength() + 3) /
+        4);
+  }
+  const double cost = static_cast<double>(tokens) / 1e6 * 1000 + 8 * 7 / 1e6 * 3000;
+  EXPECT_EQ(r.out,
+            absl::StrFormat(
+                "dry-run: wrote 8 request rows for 2 of 3 tasks to %s (1 tasks skipped: no "
+                "response)\n"
+                "estimated input tokens: %d (UTF-8 bytes of the grader messages / 4, per row)\n"
+                "estimated output tokens: 56 (7 per row)\n"
+                "estimated cost: $%.2f without prompt caching, $%.2f with best-case prompt "
+                "caching (0 cached input tokens)\n"
+                "prices (USD per million tokens): input 1000.00, cached input 0.50, output "
+                "3000.00\n",
+                out, tokens, cost, cost));
+
+  // The reference template is required unless told otherwise.
+  RunResult strict = RunCli({"dry-run", "--dataset", examples_ + "/dataset.jsonl", "--responses",
+                             responses, "--grader-template", synthetic_template_, "--out", out});
+  EXPECT_EQ(strict.exit_code, 2);
+  EXPECT_THAT(strict.err, StartsWith("hb-orchestrator dry-run: "));
+  EXPECT_THAT(strict.err, HasSubstr(std::string("sha256 expected ") + kGraderTemplateSha256));
+}
+
+TEST_F(OrchestratorCliTest, DryRunOnTheRealSampleBuildsExactlyTheGraderRequests) {
+  const std::string data = SharedDataFile(kMainHead30);
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(data, {}));
+  HB_ASSERT_OK_AND_ASSIGN(GraderTemplate tmpl, GraderTemplate::Load(ReferenceTemplatePath()));
+  const std::string responses = WriteResponses(dataset, "responses.jsonl");
+  const std::string out = dir_ + "/requests.jsonl";
+  RunResult r = RunCli({"dry-run", "--dataset", data, "--responses", responses, "--grader-template",
+                        ReferenceTemplatePath(), "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("dry-run: wrote 352 request rows for 30 of 30 tasks to " + out +
+                                " (0 tasks skipped: no response)\n"));
+  std::vector<std::string> lines = Lines(Read(out));
+  ASSERT_EQ(lines.size(), 352u);
+  size_t line = 0;
+  const GraderSettings settings;
+  for (size_t t = 0; t < dataset.examples.size(); ++t) {
+    const Example& example = dataset.examples[t];
+    std::optional<std::string> system;
+    if (t % 3 == 0) system = "Be careful.";
+    std::string reply = absl::StrCat("Synthetic reply ", t, " \xE2\x80\x94 \"quoted\" <b>x</b>\n",
+                                     t == 5 ? "see <<rubric_item>> here" : "line two");
+    const std::string conversation =
+        RenderConversation(GradedConversation(example.prompt, system, reply));
+    for (size_t i = 0; i < example.rubrics.size(); ++i, ++line) {
+      ASSERT_LT(line, lines.size());
+      rapidjson::Document doc = ParseJson(lines[line]);
+      EXPECT_EQ(Str(doc["prompt_id"]), example.prompt_id);
+      EXPECT_EQ(doc["rubric_index"].GetUint64(), i);
+      const std::string expected_prompt =
+          tmpl.Fill(conversation, RenderRubricItem(example.rubrics[i]));
+      const rapidjson::Value& messages = doc["request"]["messages"];
+      ASSERT_EQ(messages.Size(), 2u);
+      EXPECT_EQ(Str(messages[0]["role"]), "system");
+      EXPECT_EQ(Str(messages[0]["content"]), "You are a helpful assistant.");
+      EXPECT_EQ(Str(messages[1]["role"]), "user");
+      EXPECT_EQ(Str(messages[1]["content"]), expected_prompt) << example.prompt_id << " " << i;
+      EXPECT_EQ(Str(doc["request"]["model"]), "gpt-4.1-2025-04-14");
+      EXPECT_EQ(doc["request"]["temperature"].GetDouble(), 0.5);
+      EXPECT_EQ(doc["request"]["max_tokens"].GetInt(), 2048);
+      // The "request" value is the body's exact bytes: hashing it gives request_sha256, and
+      // it is what BuildChatCompletionBody makes for the same prompt.
+      const std::string marker = ",\"request\":";
+      size_t at = lines[line].find(marker);
+      ASSERT_NE(at, std::string::npos);
+      const std::string raw =
+          lines[line].substr(at + marker.size(), lines[line].size() - at - marker.size() - 1);
+      EXPECT_EQ(Sha256Hex(raw), Str(doc["request_sha256"]));
+      EXPECT_EQ(raw, BuildChatCompletionBody(settings, expected_prompt));
+    }
+  }
+  EXPECT_EQ(line, 352u);
+}
+
+// --- score --------------------------------------------------------------------------------
+
+TEST_F(OrchestratorCliTest, ScoreOnTheExample) {
+  const std::string out = dir_ + "/report";
+  RunResult r = RunCli({"score", "--dataset", examples_ + "/dataset.jsonl", "--responses",
+                        examples_ + "/responses.jsonl", "--verdicts", examples_ + "/verdicts.jsonl",
+                        "--grader-template", synthetic_template_,
+                        "--require-reference-template=false", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double expected = (15.0 / 18 + 9.0 / 13 + 15.0 / 15) / 3;
+  EXPECT_THAT(r.out, StartsWith(absl::StrFormat("score: responses: %.4f", expected)));
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  EXPECT_EQ(Num(summary["score"]), expected);
+  EXPECT_EQ(summary["counts"]["graded"].GetInt(), 3);
+  EXPECT_EQ(summary["counts"]["rows"].GetInt(), 12);
+  EXPECT_EQ(Str(summary["provenance"]["grader_template_sha256"]),
+            Sha256Hex(Read(synthetic_template_)));
+  std::vector<std::string> tasks = Lines(Read(out + "/tasks.jsonl"));
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(Num(ParseJson(tasks[0])["score"]), 15.0 / 18);
+  EXPECT_EQ(Num(ParseJson(tasks[1])["score"]), 9.0 / 13);
+  EXPECT_EQ(Num(ParseJson(tasks[2])["score"]), 1.0);
+  // verdicts.jsonl re-scores to the same reports.
+  RunResult again = RunCli(
+      {"score", "--dataset", examples_ + "/dataset.jsonl", "--responses",
+       examples_ + "/responses.jsonl", "--verdicts", out + "/verdicts.jsonl", "--grader-template",
+       synthetic_template_, "--require-reference-template=false", "--out", dir_ + "/again"},
+      {"HB_FIXED_TIME=x"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Read(out + "/tasks.jsonl"), Read(dir_ + "/again/tasks.jsonl"));
+}
+
+// Per-task metrics computed here from SPEC §7-§8, independently of hb::ScoreTask.
+std::vector<std::pair<std::string, double>> ExpectedTaskMetrics(const Example& example,
+                                                                const std::vector<bool>& met) {
+  double achieved = 0, possible = 0;
+  for (size_t i = 0; i < example.rubrics.size(); ++i) {
+    if (example.rubrics[i].points > 0) possible += example.rubrics[i].points;
+    if (met[i]) achieved += example.rubrics[i].points;
+  }
+  const double overall = achieved / possible;
+  std::vector<std::pair<std::string, double>> metrics = {{"overall_score", overall}};
+  for (const std::string& tag : example.example_tags) metrics.push_back({tag, overall});
+  std::vector<std::string> rubric_tags;
+  for (const RubricItem& item : example.rubrics) {
+    for (const std::string& tag : item.tags) {
+      if (std::find(rubric_tags.begin(), rubric_tags.end(), tag) == rubric_tags.end()) {
+        rubric_tags.push_back(tag);
+      }
+    }
+  }
+  for (const std::string& tag : rubric_tags) {
+    double a = 0, p = 0;
+    for (size_t i = 0; i < example.rubrics.size(); ++i) {
+      const RubricItem& item = example.rubrics[i];
+      if (std::find(item.tags.begin(), item.tags.end(), tag) == item.tags.end()) continue;
+      if (item.points > 0) p += item.points;
+      if (met[i]) a += item.points;
+    }
+    if (p > 0) metrics.push_back({tag, a / p});
+  }
+  return metrics;
+}
+
+TEST_F(OrchestratorCliTest, ScoreOnTheRealSampleReproducesTheReferenceAggregation) {
+  const std::string data = SharedDataFile(kMainHead30);
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(data, {}));
+  const std::vector<size_t> no_response = {4, 17};
+  const std::string responses = WriteResponses(dataset, "responses.jsonl", no_response);
+  std::string verdicts;
+  std::string reference_tasks;  // aggregate_reference.py input: graded tasks' metrics
+  std::vector<std::vector<std::pair<std::string, double>>> expected(dataset.examples.size());
+  for (size_t t = 0; t < dataset.examples.size(); ++t) {
+    const Example& example = dataset.examples[t];
+    if (std::find(no_response.begin(), no_response.end(), t) != no_response.end()) continue;
+    std::vector<bool> met;
+    for (size_t i = 0; i < example.rubrics.size(); ++i) {
+      met.push_back(MetA(t, i));
+      absl::StrAppend(&verdicts, VerdictLine(example.prompt_id, i, met.back()));
+    }
+    expected[t] = ExpectedTaskMetrics(example, met);
+    std::vector<std::string> pairs;
+    for (const auto& [key, value] : expected[t]) {
+      pairs.push_back(absl::StrCat("[", JsonQuote(key), ",", PythonFloatRepr(value), "]"));
+    }
+    absl::StrAppend(&reference_tasks, reference_tasks.empty() ? "" : ",", "[",
+                    absl::StrJoin(pairs, ","), "]");
+  }
+  Write(dir_ + "/verdicts.jsonl", verdicts);
+  const std::string out = dir_ + "/report";
+  RunResult r = RunCli({"score", "--dataset", data, "--responses", responses, "--verdicts",
+                        dir_ + "/verdicts.jsonl", "--grader-template", ReferenceTemplatePath(),
+                        "--seed", "7", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // Per task: scores and metrics (keys in order, values bit for bit).
+  std::vector<std::string> tasks = Lines(Read(out + "/tasks.jsonl"));
+  ASSERT_EQ(tasks.size(), 30u);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    rapidjson::Document doc = ParseJson(tasks[t]);
+    if (expected[t].empty()) {
+      EXPECT_TRUE(doc["score"].IsNull());
+      EXPECT_EQ(Str(doc["error"]), "no response");
+      continue;
+    }
+    EXPECT_EQ(Num(doc["score"]), expected[t][0].second) << t;
+    std::vector<std::pair<std::string, double>> got;
+    for (const auto& m : doc["metrics"].GetObject())
+      got.push_back({m.name.GetString(), Num(m.value)});
+    EXPECT_EQ(got, expected[t]) << t;
+  }
+
+  // Aggregates: against scripts/reference/aggregate_reference.py (numpy, seed 7).
+  Write(dir_ + "/in.json",
+        absl::StrCat(R"({"cases":[{"seed":7,"samples":1000,"tasks":[)", reference_tasks, "]}]}"));
+  const std::string command =
+      absl::StrCat("/usr/bin/python3 ", SourceDir(), "/scripts/reference/aggregate_reference.py ",
+                   dir_, "/in.json ", dir_, "/out.json");
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  rapidjson::Document reference = ParseJson(Read(dir_ + "/out.json"));
+  const rapidjson::Value& ref = reference["cases"][0];
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  EXPECT_EQ(Num(summary["score"]), std::strtod(ref["score"].GetString(), nullptr));
+  std::vector<std::pair<std::string, double>> want, got;
+  for (const auto& pair : ref["metrics"].GetArray()) {
+    want.push_back({Str(pair[0]), std::strtod(pair[1].GetString(), nullptr)});
+  }
+  for (const auto& m : summary["metrics"].GetObject())
+    got.push_back({m.name.GetString(), Num(m.value)});
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(summary["counts"]["graded"].GetInt(), 28);
+  EXPECT_EQ(summary["counts"]["not_graded"].GetInt(), 2);
+  EXPECT_EQ(summary["provenance"]["seed"].GetInt(), 7);
+}
+
+// --- merge --------------------------------------------------------------------------------
+
+class MergeTest : public OrchestratorCliTest {
+ protected:
+  void SetUp() override {
+    OrchestratorCliTest::SetUp();
+    data_ = SharedDataFile(kMainHead30);
+    auto dataset = LoadDataset(data_, {});
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    dataset_ = *std::move(dataset);
+    responses_["a_base"] = WriteResponses(dataset_, "a_base.jsonl", {2});
+    responses_["b_new"] = WriteResponses(dataset_, "b_new.jsonl", {9});
+    // Shard k grades the tasks with index % 2 == k; the unsharded run grades all. b_new has
+    // a failed row in shard 1 (task 3, row 0), and task 2 / 9 have no response.
+    for (const std::string ckpt : {"a_base", "b_new"}) {
+      std::string all, shard[2], failures;
+      for (size_t t = 0; t < dataset_.examples.size(); ++t) {
+        if ((ckpt == "a_base" && t == 2) || (ckpt == "b_new" && t == 9)) continue;
+        const Example& example = dataset_.examples[t];
+        for (size_t i = 0; i < example.rubrics.size(); ++i) {
+          if (ckpt == "b_new" && t == 3 && i == 0) {
+            failures = absl::StrCat("{\"prompt_id\":", JsonQuote(example.prompt_id),
+                                    ",\"rubric_index\":0,\"reason\":\"retry budget exhausted\"}\n");
+            continue;
+          }
+          std::string line =
+              VerdictLine(example.prompt_id, i, ckpt == "a_base" ? MetA(t, i) : MetB(t, i));
+          all += line;
+          shard[t % 2] += line;
+        }
+      }
+      Write(dir_ + "/" + ckpt + ".all.jsonl", all);
+      Write(dir_ + "/" + ckpt + ".shard0.jsonl", shard[0]);
+      Write(dir_ + "/" + ckpt + ".shard1.jsonl", shard[1]);
+      Write(dir_ + "/" + ckpt + ".failures.jsonl", failures);
+    }
+  }
+
+  // `score` one checkpoint into <out_root>/<ckpt>.
+  RunResult Score(const std::string& ckpt, const std::string& verdicts, const std::string& failures,
+                  const std::string& out_root, const std::string& seed = "0") {
+    std::vector<std::string> args = {"score",
+                                     "--dataset",
+                                     data_,
+                                     "--responses",
+                                     responses_[ckpt],
+                                     "--verdicts",
+                                     verdicts,
+                                     "--checkpoint",
+                                     ckpt,
+                                     "--grader-template",
+                                     ReferenceTemplatePath(),
+                                     "--seed",
+                                     seed,
+                                     "--out",
+                                     out_root + "/" + ckpt};
+    if (!failures.empty()) {
+      args.push_back("--failures");
+      args.push_back(failures);
+    }
+    return RunCli(args, {"HB_FIXED_TIME=2026-01-01T00:00:00Z"});
+  }
+
+  std::string data_;
+  Dataset dataset_;
+  std::map<std::string, std::string> responses_;
+};
+
+TEST_F(MergeTest, ShardsMergeToTheUnshardedReportsByteForByte) {
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    const std::string failures = dir_ + "/" + ckpt + ".failures.jsonl";
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".all.jsonl", failures, dir_ + "/full").exit_code, 0);
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".shard0.jsonl", "", dir_ + "/shard0").exit_code, 0);
+    RunResult s1 = Score(ckpt, dir_ + "/" + ckpt + ".shard1.jsonl", failures, dir_ + "/shard1");
+    ASSERT_EQ(s1.exit_code, 0) << s1.err;
+  }
+  // A shard on its own is incomplete.
+  EXPECT_TRUE(
+      ParseJson(Read(dir_ + "/shard0/a_base/summary.json"))["provenance"]["incomplete"].GetBool());
+
+  const std::vector<std::string> env = {"HB_FIXED_TIME=2026-01-01T00:00:00Z"};
+  RunResult merged =
+      RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/shard0", dir_ + "/shard1"}, env);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_THAT(merged.out, HasSubstr("merge: a_base: 2 shards, 29 of 30 tasks graded"));
+  EXPECT_THAT(merged.out, HasSubstr("merge: b_new: 2 shards, 28 of 30 tasks graded"));
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    for (const char* file :
+         {"tasks.jsonl", "summary.json", "verdicts.jsonl", "failures.jsonl", "report.html"}) {
+      EXPECT_EQ(Read(dir_ + "/merged/" + ckpt + "/" + file),
+                Read(dir_ + "/full/" + ckpt + "/" + file))
+          << ckpt << "/" << file;
+    }
+  }
+  rapidjson::Document summary = ParseJson(Read(dir_ + "/merged/b_new/summary.json"));
+  EXPECT_FALSE(summary["provenance"]["incomplete"].GetBool());
+  EXPECT_EQ(summary["counts"]["failed_rows"].GetInt(), 1);
+
+  // The comparison of the merge equals the comparison of the unsharded outputs.
+  RunResult from_full = RunCli({"merge", "--out", dir_ + "/merged_full", dir_ + "/full"}, env);
+  ASSERT_EQ(from_full.exit_code, 0) << from_full.err;
+  const std::string comparison = Read(dir_ + "/merged/comparison.json");
+  EXPECT_EQ(comparison, Read(dir_ + "/merged_full/comparison.json"));
+  rapidjson::Document cmp = ParseJson(comparison);
+  EXPECT_EQ(Str(cmp["baseline"]), "a_base");
+  // Tasks graded in both: all but 2 (a_base: no response), 9 (b_new: no response) and 3 (b_new:
+  // failed row).
+  EXPECT_EQ(cmp["differences"][0]["n"].GetInt(), 27);
+  EXPECT_THAT(Read(dir_ + "/merged/comparison.html"), HasSubstr("a_base/report.html"));
+}
+
+TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {
+  ASSERT_EQ(Score("a_base", dir_ + "/a_base.shard0.jsonl", "", dir_ + "/shard0").exit_code, 0);
+  ASSERT_EQ(Score("a_base", dir_ + "/a_base.shard1.jsonl", "", dir_ + "/seed5", "5").exit_code, 0);
+  RunResult seed = RunCli({"merge", "--out", dir_ + "/m", dir_ + "/shard0", dir_ + "/seed5"});
+  EXPECT_EQ(seed.exit_code, 2);
+  EXPECT_EQ(seed.err, "hb-orchestrator merge: checkpoint 'a_base': shard '" + dir_ +
+                          "/seed5' disagrees with shard '" + dir_ +
+                          "/shard0' on seed ('0' vs '5')\n");
+
+  RunResult overlap = RunCli({"merge", "--out", dir_ + "/m", dir_ + "/shard0", dir_ + "/shard0"});
+  EXPECT_EQ(overlap.exit_code, 2);
+  EXPECT_EQ(overlap.err,
+            "hb-orchestrator merge: checkpoint 'a_base': duplicate verdict (prompt_id '" +
+                dataset_.examples[0].prompt_id + "', rubric_index 0)\n");
+
+  // Responses changed since grading: the recorded sha256 no longer matches.
+  RunResult changed = RunCli({"merge", "--out", dir_ + "/m", "--responses",
+                              "a_base=" + responses_["b_new"], dir_ + "/shard0"});
+  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_THAT(changed.err, StartsWith("hb-orchestrator merge: checkpoint 'a_base': responses '" +
+                                      responses_["b_new"] + "' have sha256 "));
+  RunResult unknown =
+      RunCli({"merge", "--out", dir_ + "/m", "--responses", "zzz=x", dir_ + "/shard0"});
+  EXPECT_EQ(unknown.err,
+            "hb-orchestrator merge: --responses names checkpoint 'zzz', which no shard has\n");
+  RunResult empty = RunCli({"merge", "--out", dir_ + "/m", dir_});
+  EXPECT_EQ(empty.err,
+            "hb-orchestrator merge: shard '" + dir_ + "' has no <checkpoint>/summary.json\n");
+}
+
+// --- bad inputs ---------------------------------------------------------------------------
+
+TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
+  const std::string d = examples_ + "/dataset.jsonl";
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(d, {}));
+  const std::string id = dataset.examples[0].prompt_id;
+  const std::string unknown = dir_ + "/unknown.jsonl";
+  Write(unknown, "{\"prompt_id\":\"nope\",\"response\":\"r\"}\n");
+  const std::string duplicate = dir_ + "/duplicate.jsonl";
+  Write(duplicate, "{\"prompt_id\":\"" + id + "\",\"response\":\"r\"}\n{\"prompt_id\":\"" + id +
+                       "\",\"response\":\"s\"}\n");
+  const std::string bad_verdicts = dir_ + "/verdicts.jsonl";
+  Write(bad_verdicts,
+        "{\"prompt_id\":\"nope\",\"rubric_index\":0,\"criteria_met\":true,\"explanation\":\"\"}\n");
+  const std::string plain = dir_ + "/plain";
+  Write(plain, "not a folder");
+  const std::string v = examples_ + "/verdicts.jsonl", r = examples_ + "/responses.jsonl";
+  const std::vector<std::string> lax = {"--grader-template", synthetic_template_,
+                                        "--require-reference-template=false"};
+  auto with = [&](std::vector<std::string> args, bool template_flags) {
+    if (template_flags) args.insert(args.end(), lax.begin(), lax.end());
+    return args;
+  };
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {with(
+           {"score", "--dataset", d, "--responses", unknown, "--verdicts", v, "--out", dir_ + "/o"},
+           true),
+       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope'\n"},
+      {with({"dry-run", "--dataset", d, "--responses", duplicate, "--out", dir_ + "/o.jsonl"},
+            true),
+       "hb-orchestrator dry-run: " + duplicate + ":2: duplicate prompt_id '" + id +
+           "' (first on line 1)\n"},
+      {with({"score", "--dataset", d, "--responses", r, "--verdicts", bad_verdicts, "--out",
+             dir_ + "/o"},
+            true),
+       "hb-orchestrator score: " + bad_verdicts + ":1: unknown prompt_id 'nope'\n"},
+      {with(
+           {"score", "--dataset", d, "--responses", r, "--verdicts", v, "--out", plain + "/report"},
+           true),
+       "hb-orchestrator score: cannot create directory " + plain + "/report: Not a directory\n"},
+      {with({"tasks", "--dataset", d, "--out", plain + "/sub/tasks.jsonl"}, false),
+       "hb-orchestrator tasks: cannot create directory " + plain + "/sub: Not a directory\n"},
+      {with({"dry-run", "--dataset", d, "--responses", r, "--out", plain + "/x/requests.jsonl"},
+            true),
+       "hb-orchestrator dry-run: cannot create directory " + plain + "/x: Not a directory\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    RunResult result = RunCli(args);
+    EXPECT_EQ(result.exit_code, 2) << absl::StrJoin(args, " ");
+    EXPECT_EQ(result.err, expected) << absl::StrJoin(args, " ");
+  }
+  RunResult missing = RunCli({"tasks", "--dataset", dir_ + "/absent.jsonl", "--out", dir_ + "/t"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, StartsWith("hb-orchestrator tasks: "));
+  EXPECT_THAT(missing.err, HasSubstr(dir_ + "/absent.jsonl"));
+}
+
+}  // namespace
+}  // namespace hb

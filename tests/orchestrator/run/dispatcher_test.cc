@@ -1,0 +1,396 @@
+#include "orchestrator/run/dispatcher.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/orchestrator/run/fake_grader_client.h"
+#include "tests/testing/fake_clock.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::FakeClock;
+using ::hb::testing::FakeGraderClient;
+using ::hb::testing::GradeItemRequest;
+using ::hb::testing::GradeItemResponse;
+using ::hb::testing::InMemoryVerdictStore;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+// Tasks with `items` rubric items each, and one response per task.
+struct Fixture {
+  std::string checkpoint = "base";
+  std::vector<Example> examples;
+  std::vector<Response> responses;
+
+  Fixture(int tasks, int items) {
+    examples.resize(tasks);
+    responses.resize(tasks);
+    for (int t = 0; t < tasks; ++t) {
+      Example& e = examples[t];
+      e.prompt_id = "task" + std::to_string(t);
+      e.prompt = {{"user", "question " + std::to_string(t)}};
+      for (int i = 0; i < items; ++i) {
+        RubricItem item;
+        item.criterion = "criterion " + std::to_string(i);
+        item.points = i + 1;
+        item.points_text = std::to_string(i + 1);
+        e.rubrics.push_back(item);
+      }
+      responses[t].prompt_id = e.prompt_id;
+      responses[t].response = "answer " + std::to_string(t);
+    }
+  }
+
+  std::vector<PlannedRow> Rows() const {
+    std::vector<PlannedRow> rows;
+    for (size_t t = 0; t < examples.size(); ++t) {
+      for (int i = 0; i < static_cast<int>(examples[t].rubrics.size()); ++i) {
+        rows.push_back(PlannedRow{&checkpoint, &examples[t], &responses[t], i});
+      }
+    }
+    return rows;
+  }
+};
+
+// The verdict a fake grader gives: met when the rubric index is even.
+absl::StatusOr<GradeItemResponse> EvenIsMet(const GradeItemRequest& request) {
+  GradeItemResponse response;
+  response.set_criteria_met(static_cast<int>(request.rubric_item().points()) % 2 == 1);
+  response.set_explanation("checked " + request.request_id());
+  response.set_attempts(1);
+  response.mutable_usage()->set_prompt_tokens(1000);
+  response.mutable_usage()->set_cached_prompt_tokens(600);
+  response.mutable_usage()->set_completion_tokens(50);
+  return response;
+}
+
+DispatcherOptions FastOptions(FakeClock* clock) {
+  DispatcherOptions options;
+  options.clock = clock;
+  options.backoff_base = absl::ZeroDuration();
+  options.backoff_cap = absl::ZeroDuration();
+  options.poll_interval = absl::Milliseconds(5);
+  options.progress_interval = absl::Hours(1);
+  return options;
+}
+
+TEST(DispatcherTest, GradesEveryRowAndRecordsVerdicts) {
+  Fixture fixture(3, 4);
+  fixture.responses[1].system_prompt = "You are a doctor.";
+  FakeClock clock;
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.row_timeout = absl::Seconds(42);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+
+  EXPECT_EQ(stats.planned_rows, 12);
+  EXPECT_EQ(stats.ok_rows, 12);
+  EXPECT_EQ(stats.failed_rows, 0);
+  EXPECT_EQ(stats.retries, 0);
+  EXPECT_EQ(stats.prompt_tokens, 12000);
+  EXPECT_EQ(stats.cached_tokens, 7200);
+  EXPECT_EQ(stats.completion_tokens, 600);
+  HB_EXPECT_OK(dispatcher.status());
+  const auto rows = store.rows();
+  ASSERT_THAT(rows, SizeIs(12));
+  const RowRecord& r = rows.at("base/task1/2");
+  EXPECT_TRUE(r.ok);
+  EXPECT_TRUE(r.criteria_met);  // points 3
+  EXPECT_EQ(r.explanation, "checked base/task1/2/1");
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_FALSE(rows.at("base/task1/1").criteria_met);  // points 2
+
+  const std::vector<GradeItemRequest> requests = client.requests();
+  ASSERT_THAT(requests, SizeIs(12));
+  // Sent in plan order: a task's items together.
+  EXPECT_EQ(requests[4].request_id(), "base/task1/0/1");
+  const GradeItemRequest& q = requests[6];
+  ASSERT_EQ(q.conversation_size(), 2);
+  EXPECT_EQ(q.conversation(0).role(), "system");
+  EXPECT_EQ(q.conversation(0).content(), "You are a doctor.");
+  EXPECT_EQ(q.conversation(1).role(), "user");
+  EXPECT_EQ(q.conversation(1).content(), "question 1");
+  EXPECT_EQ(q.reply(), "answer 1");
+  EXPECT_EQ(q.rubric_item().criterion(), "criterion 2");
+  EXPECT_EQ(q.rubric_item().points_text(), "3");
+  EXPECT_EQ(q.prompt_cache_key(), "task1");
+  EXPECT_EQ(requests[0].conversation_size(), 1);  // no system prompt
+  for (absl::Duration timeout : client.timeouts()) EXPECT_EQ(timeout, absl::Seconds(42));
+}
+
+TEST(DispatcherTest, NeverExceedsMaxInFlight) {
+  Fixture fixture(10, 5);  // 50 rows
+  FakeClock clock;
+  FakeGraderClient client;  // manual: calls wait for the test
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.max_in_flight = 4;
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  int answered = 0;
+  while (answered < 50) {
+    ASSERT_TRUE(client.WaitForPending(std::min(4, 50 - answered)))
+        << "after " << answered << " answers";
+    EXPECT_LE(dispatcher.Stats().in_flight, 4);
+    answered += client.CompleteAll(EvenIsMet, /*reverse=*/answered % 8 == 0);
+  }
+  runner.join();
+  EXPECT_EQ(client.max_outstanding(), 4);
+  EXPECT_EQ(stats.ok_rows, 50);
+  EXPECT_THAT(client.requests(), SizeIs(50));
+}
+
+class RetryableCodeTest : public ::testing::TestWithParam<absl::StatusCode> {};
+
+TEST_P(RetryableCodeTest, RetriesUpToTheBudgetThenRecordsFailure) {
+  Fixture fixture(1, 2);
+  FakeClock clock;
+  FakeGraderClient client;
+  const absl::StatusCode code = GetParam();
+  client.set_responder([code](const GradeItemRequest&) -> absl::StatusOr<GradeItemResponse> {
+    return absl::Status(code, "replica trouble");
+  });
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.row_attempts = 3;
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_THAT(client.requests(), SizeIs(6));
+  EXPECT_EQ(stats.failed_rows, 2);
+  EXPECT_EQ(stats.ok_rows, 0);
+  EXPECT_EQ(stats.retries, 4);
+  const RowRecord row = store.rows().at("base/task0/1");
+  EXPECT_FALSE(row.ok);
+  EXPECT_EQ(row.attempts, 3);
+  EXPECT_EQ(row.error, absl::StatusCodeToString(code) + ": replica trouble (attempt 3 of 3)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Codes, RetryableCodeTest,
+                         ::testing::Values(absl::StatusCode::kUnavailable,
+                                           absl::StatusCode::kResourceExhausted,
+                                           absl::StatusCode::kDeadlineExceeded,
+                                           absl::StatusCode::kInternal,
+                                           absl::StatusCode::kUnknown));
+
+class FinalCodeTest : public ::testing::TestWithParam<absl::StatusCode> {};
+
+TEST_P(FinalCodeTest, FailsTheRowAtOnce) {
+  Fixture fixture(1, 1);
+  FakeClock clock;
+  FakeGraderClient client;
+  const absl::StatusCode code = GetParam();
+  client.set_responder([code](const GradeItemRequest&) -> absl::StatusOr<GradeItemResponse> {
+    return absl::Status(code, "bad row");
+  });
+  InMemoryVerdictStore store;
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_THAT(client.requests(), SizeIs(1));
+  EXPECT_EQ(stats.failed_rows, 1);
+  EXPECT_EQ(stats.retries, 0);
+  EXPECT_EQ(store.rows().at("base/task0/0").error,
+            absl::StatusCodeToString(code) + ": bad row (attempt 1 of 3)");
+}
+
+INSTANTIATE_TEST_SUITE_P(Codes, FinalCodeTest,
+                         ::testing::Values(absl::StatusCode::kInvalidArgument,
+                                           absl::StatusCode::kFailedPrecondition,
+                                           absl::StatusCode::kPermissionDenied,
+                                           absl::StatusCode::kUnauthenticated,
+                                           absl::StatusCode::kNotFound));
+
+TEST(DispatcherTest, RetrySucceedsAndCountsAttempts) {
+  Fixture fixture(2, 2);
+  FakeClock clock;
+  FakeGraderClient client;
+  absl::Mutex mu;
+  std::map<std::string, int> seen;
+  client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    absl::MutexLock lock(&mu);
+    const std::string row = request.prompt_cache_key() + "/" + request.rubric_item().criterion();
+    if (++seen[row] == 1 && request.prompt_cache_key() == "task1") {
+      return absl::UnavailableError("replica went away");
+    }
+    return EvenIsMet(request);
+  });
+  InMemoryVerdictStore store;
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_EQ(stats.ok_rows, 4);
+  EXPECT_EQ(stats.retries, 2);
+  EXPECT_EQ(store.rows().at("base/task1/0").attempts, 2);
+  EXPECT_EQ(store.rows().at("base/task0/0").attempts, 1);
+  // The retry carries its attempt number.
+  std::vector<std::string> ids;
+  for (const GradeItemRequest& r : client.requests()) ids.push_back(r.request_id());
+  EXPECT_THAT(ids, ::testing::Contains("base/task1/1/2"));
+}
+
+TEST(DispatcherTest, RetryWaitsForItsBackoffOnTheClock) {
+  Fixture fixture(1, 1);
+  FakeClock clock;
+  FakeGraderClient client;
+  int calls = 0;
+  client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    if (++calls == 1) return absl::UnavailableError("down");
+    return EvenIsMet(request);
+  });
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.backoff_base = absl::Seconds(30);
+  options.backoff_cap = absl::Seconds(60);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  // The first attempt failed and the row waits on the timer queue; the frozen clock keeps it
+  // there however often the loop wakes up.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (dispatcher.Stats().waiting_retry != 1 && absl::Now() < deadline) {
+    dispatcher.Wake();
+    absl::SleepFor(absl::Milliseconds(1));  // polling a condition, not synchronising on time
+  }
+  ASSERT_EQ(dispatcher.Stats().waiting_retry, 1);
+  dispatcher.Wake();
+  EXPECT_THAT(client.requests(), SizeIs(1));
+  clock.Advance(absl::Seconds(30));
+  dispatcher.Wake();
+  runner.join();
+  EXPECT_THAT(client.requests(), SizeIs(2));
+  EXPECT_EQ(stats.ok_rows, 1);
+}
+
+TEST(DispatcherTest, BackoffDoublesUpToTheCap) {
+  DispatcherOptions options;
+  options.backoff_base = absl::Milliseconds(250);
+  options.backoff_cap = absl::Seconds(1);
+  EXPECT_EQ(RowRetryBackoff(options, 1), absl::Milliseconds(250));
+  EXPECT_EQ(RowRetryBackoff(options, 2), absl::Milliseconds(500));
+  EXPECT_EQ(RowRetryBackoff(options, 3), absl::Seconds(1));
+  EXPECT_EQ(RowRetryBackoff(options, 40), absl::Seconds(1));
+}
+
+TEST(DispatcherTest, RowsCountOnlyOnceCommitted) {
+  Fixture fixture(2, 3);
+  FakeClock clock;
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  store.set_deferred(true);
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  DispatchStats stats;
+  absl::Notification finished;
+  std::thread runner([&] {
+    stats = dispatcher.Run(fixture.Rows());
+    finished.Notify();
+  });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (store.queued() < 6 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_EQ(store.queued(), 6);
+  EXPECT_EQ(dispatcher.Stats().ok_rows, 0);
+  EXPECT_FALSE(finished.HasBeenNotified());
+  store.CommitPending();
+  runner.join();
+  EXPECT_EQ(stats.ok_rows, 6);
+}
+
+TEST(DispatcherTest, StopDrainsThenCancelsAtTheDeadline) {
+  Fixture fixture(4, 5);  // 20 rows
+  FakeClock clock;
+  FakeGraderClient client;
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.max_in_flight = 6;
+  options.drain_timeout = absl::Seconds(20);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  ASSERT_TRUE(client.WaitForPending(6));
+  dispatcher.RequestStop();
+  // Two calls finish during the drain; the rest are still out at the deadline.
+  int answered = 0;
+  client.CompleteAll([&](const GradeItemRequest& r) -> absl::StatusOr<GradeItemResponse> {
+    if (answered++ < 2) return EvenIsMet(r);
+    return absl::UnavailableError("late");  // retryable, budget left: not recorded
+  });
+  EXPECT_EQ(client.cancel_all_calls(), 0);
+  runner.join();
+  EXPECT_TRUE(stats.stopping);
+  EXPECT_EQ(stats.ok_rows, 2);
+  EXPECT_EQ(stats.failed_rows, 0);
+  EXPECT_THAT(client.requests(), SizeIs(6));  // nothing new after the stop
+  EXPECT_THAT(store.rows(), SizeIs(2));
+}
+
+TEST(DispatcherTest, CancelsCallsStillOutAtTheDrainDeadline) {
+  Fixture fixture(2, 2);
+  FakeClock clock;
+  FakeGraderClient client;
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.drain_timeout = absl::Seconds(20);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  ASSERT_TRUE(client.WaitForPending(4));
+  dispatcher.RequestStop();
+  clock.Advance(absl::Seconds(21));
+  dispatcher.Wake();
+  runner.join();
+  EXPECT_EQ(client.cancel_all_calls(), 1);
+  EXPECT_EQ(stats.ok_rows + stats.failed_rows, 0);
+  EXPECT_THAT(store.rows(), SizeIs(0));
+}
+
+TEST(DispatcherTest, JournalErrorStopsTheRun) {
+  Fixture fixture(5, 5);
+  FakeClock clock;
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  store.set_commit_error(absl::ResourceExhaustedError("disk full"));
+  DispatcherOptions options = FastOptions(&clock);
+  options.max_in_flight = 1;
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_THAT(dispatcher.status(),
+              hb::testing::StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("disk full")));
+  EXPECT_EQ(stats.ok_rows, 0);
+  EXPECT_LT(client.requests().size(), 25u);
+}
+
+TEST(DispatcherTest, ReportsProgress) {
+  Fixture fixture(1, 3);
+  FakeClock clock;
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  std::vector<DispatchStats> reports;
+  options.on_progress = [&](const DispatchStats& s) { reports.push_back(s); };
+  Dispatcher dispatcher(&client, &store, options);
+  dispatcher.Run(fixture.Rows());
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().ok_rows, 3);
+  EXPECT_EQ(reports.back().planned_rows, 3);
+}
+
+TEST(DispatcherTest, RetryableCodes) {
+  EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnknown));
+  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kCancelled));
+  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kInvalidArgument));
+  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kOk));
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,230 @@
+// Test doubles for the run pipeline: a FakeGraderClient whose calls a test answers (inline
+// through a responder, or later by hand), and an in-memory VerdictStore.
+#pragma once
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "orchestrator/run/grader_client.h"
+#include "orchestrator/run/verdict_store.h"
+
+namespace hb::testing {
+
+using healthbench::grader::v1::GradeItemRequest;
+using healthbench::grader::v1::GradeItemResponse;
+
+// A GraderClient that records every call. With a responder set, each call is answered inline
+// (before GradeItem returns) with the responder's result; otherwise calls stay pending until
+// the test completes them with CompleteAll / CompleteOldest.
+class FakeGraderClient final : public GraderClient {
+ public:
+  using Responder = std::function<absl::StatusOr<GradeItemResponse>(const GradeItemRequest&)>;
+
+  void set_responder(Responder responder) {
+    absl::MutexLock lock(&mu_);
+    responder_ = std::move(responder);
+  }
+
+  void GradeItem(const GradeItemRequest& request, absl::Duration timeout, Callback done) override {
+    Responder responder;
+    {
+      absl::MutexLock lock(&mu_);
+      requests_.push_back(request);
+      timeouts_.push_back(timeout);
+      ++outstanding_;
+      max_outstanding_ = std::max(max_outstanding_, outstanding_);
+      responder = responder_;
+      if (!responder) {
+        pending_.push_back({request, std::move(done)});
+        pending_cv_.SignalAll();
+        return;
+      }
+    }
+    absl::StatusOr<GradeItemResponse> result = responder(request);
+    {
+      absl::MutexLock lock(&mu_);
+      --outstanding_;
+    }
+    done(std::move(result));
+  }
+
+  void CancelAll() override {
+    std::deque<std::pair<GradeItemRequest, Callback>> pending;
+    {
+      absl::MutexLock lock(&mu_);
+      ++cancel_all_calls_;
+      pending.swap(pending_);
+      outstanding_ -= static_cast<int>(pending.size());
+    }
+    for (auto& [request, done] : pending) done(absl::CancelledError("cancelled by CancelAll"));
+  }
+
+  // Waits (real time, up to `timeout`) until at least `n` calls are pending.
+  bool WaitForPending(int n, absl::Duration timeout = absl::Seconds(10)) {
+    absl::MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + timeout;
+    while (static_cast<int>(pending_.size()) < n) {
+      if (pending_cv_.WaitWithDeadline(&mu_, deadline)) {
+        return static_cast<int>(pending_.size()) >= n;
+      }
+    }
+    return true;
+  }
+
+  // Answers the pending calls (newest first when `reverse`) with `result_for(request)`.
+  int CompleteAll(
+      const std::function<absl::StatusOr<GradeItemResponse>(const GradeItemRequest&)>& result_for,
+      bool reverse = false) {
+    std::deque<std::pair<GradeItemRequest, Callback>> pending;
+    {
+      absl::MutexLock lock(&mu_);
+      pending.swap(pending_);
+      outstanding_ -= static_cast<int>(pending.size());
+    }
+    if (reverse) std::reverse(pending.begin(), pending.end());
+    for (auto& [request, done] : pending) done(result_for(request));
+    return static_cast<int>(pending.size());
+  }
+
+  int pending() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(pending_.size());
+  }
+  int max_outstanding() const {
+    absl::MutexLock lock(&mu_);
+    return max_outstanding_;
+  }
+  int cancel_all_calls() const {
+    absl::MutexLock lock(&mu_);
+    return cancel_all_calls_;
+  }
+  std::vector<GradeItemRequest> requests() const {
+    absl::MutexLock lock(&mu_);
+    return requests_;
+  }
+  std::vector<absl::Duration> timeouts() const {
+    absl::MutexLock lock(&mu_);
+    return timeouts_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  Responder responder_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<GradeItemRequest, Callback>> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<GradeItemRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Duration> timeouts_ ABSL_GUARDED_BY(mu_);
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  int cancel_all_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::CondVar pending_cv_;
+};
+
+// A VerdictStore in memory. Commits inline (the callback runs inside Append) unless
+// `set_deferred(true)`, in which case rows wait for CommitPending().
+class InMemoryVerdictStore final : public VerdictStore {
+ public:
+  void set_deferred(bool deferred) {
+    absl::MutexLock lock(&mu_);
+    deferred_ = deferred;
+  }
+  // Makes every later commit fail with `status`.
+  void set_commit_error(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    commit_error_ = std::move(status);
+  }
+  void Preload(RowRecord row) {
+    absl::MutexLock lock(&mu_);
+    rows_[Key(row.key)] = std::move(row);
+  }
+
+  void Append(RowRecord row, CommitCallback on_commit) override {
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      ++appends_;
+      if (deferred_) {
+        queue_.emplace_back(std::move(row), std::move(on_commit));
+        return;
+      }
+      status = CommitLocked(std::move(row));
+    }
+    if (on_commit) on_commit(status);
+  }
+
+  // Commits the deferred rows; returns how many.
+  int CommitPending() {
+    std::vector<std::pair<CommitCallback, absl::Status>> done;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [row, cb] : queue_) done.emplace_back(std::move(cb), CommitLocked(std::move(row)));
+      queue_.clear();
+    }
+    for (auto& [cb, status] : done) {
+      if (cb) cb(status);
+    }
+    return static_cast<int>(done.size());
+  }
+
+  absl::Status Flush() override {
+    CommitPending();
+    absl::MutexLock lock(&mu_);
+    return commit_error_;
+  }
+
+  absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<RowRecord> out;
+    for (const auto& [key, row] : rows_) {
+      if (row.key.checkpoint == checkpoint) out.push_back(row);
+    }
+    return out;
+  }
+
+  // Every committed row, keyed "checkpoint/prompt_id/index".
+  std::map<std::string, RowRecord> rows() const {
+    absl::MutexLock lock(&mu_);
+    return rows_;
+  }
+  int appends() const {
+    absl::MutexLock lock(&mu_);
+    return appends_;
+  }
+  int queued() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(queue_.size());
+  }
+
+  static std::string Key(const RowKey& key) {
+    return key.checkpoint + "/" + key.prompt_id + "/" + std::to_string(key.rubric_index);
+  }
+
+ private:
+  absl::Status CommitLocked(RowRecord row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!commit_error_.ok()) return commit_error_;
+    auto it = rows_.find(Key(row.key));
+    if (it != rows_.end() && it->second.ok) return absl::OkStatus();  // ok rows are final
+    if (it != rows_.end()) row.attempts += it->second.attempts;
+    rows_[Key(row.key)] = std::move(row);
+    return absl::OkStatus();
+  }
+
+  mutable absl::Mutex mu_;
+  bool deferred_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status commit_error_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<RowRecord, CommitCallback>> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RowRecord> rows_ ABSL_GUARDED_BY(mu_);
+  int appends_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace hb::testing

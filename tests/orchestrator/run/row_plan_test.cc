@@ -1,0 +1,145 @@
+#include "orchestrator/run/row_plan.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Names(const std::vector<CheckpointSpec>& specs) {
+  std::vector<std::string> out;
+  for (const CheckpointSpec& s : specs) out.push_back(s.name + "=" + s.path);
+  return out;
+}
+
+TEST(ParseCheckpointSpecsTest, NamesFromFlagOrFileStem) {
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<CheckpointSpec> specs,
+                          ParseCheckpointSpecs({"runs/step-100.jsonl.gz", "tuned=out/x.jsonl",
+                                                "a/b/base.json", "plain"}));
+  EXPECT_THAT(Names(specs), ElementsAre("step-100=runs/step-100.jsonl.gz", "tuned=out/x.jsonl",
+                                        "base=a/b/base.json", "plain=plain"));
+}
+
+TEST(ParseCheckpointSpecsTest, RejectsDuplicateNames) {
+  EXPECT_THAT(ParseCheckpointSpecs({"a/m.jsonl", "b/m.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--responses 'b/m.jsonl': checkpoint name 'm' is also used by "
+                                 "'a/m.jsonl'")));
+}
+
+TEST(ParseCheckpointSpecsTest, RejectsUnsafeNames) {
+  EXPECT_THAT(ParseCheckpointSpecs({"a b=x.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("checkpoint name 'a b' may only use letters, digits")));
+  EXPECT_THAT(ParseCheckpointSpecs({"../up=x.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'../up'")));
+  EXPECT_THAT(ParseCheckpointSpecs({"..=x.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must not start with '.'")));
+  EXPECT_THAT(ParseCheckpointSpecs({"=x.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is empty")));
+  EXPECT_THAT(ParseCheckpointSpecs({"x="}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no file path")));
+  EXPECT_THAT(ParseCheckpointSpecs({"journal.sqlite=x.jsonl"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reserved")));
+  EXPECT_THAT(ParseCheckpointSpecs({}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no --responses")));
+}
+
+TEST(ShardTaskPositionsTest, ShardsPartitionTheTasks) {
+  for (int count : {1, 2, 3, 7}) {
+    for (size_t n : {0u, 1u, 5u, 30u}) {
+      std::multiset<size_t> all;
+      for (int index = 0; index < count; ++index) {
+        HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> mine, ShardTaskPositions(n, index, count));
+        for (size_t p : mine) {
+          EXPECT_EQ(p % count, static_cast<size_t>(index));
+          all.insert(p);
+        }
+      }
+      ASSERT_EQ(all.size(), n) << "count " << count;
+      size_t expected = 0;
+      for (size_t p : all) EXPECT_EQ(p, expected++);  // each position exactly once
+    }
+  }
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> shard1, ShardTaskPositions(7, 1, 3));
+  EXPECT_THAT(shard1, ElementsAre(1, 4));
+}
+
+TEST(ShardTaskPositionsTest, RejectsBadShards) {
+  EXPECT_THAT(ShardTaskPositions(5, 2, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--shard-index must be in [0, 2), got 2")));
+  EXPECT_THAT(
+      ShardTaskPositions(5, 0, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--shard-count must be >= 1, got 0")));
+  EXPECT_THAT(ShardTaskPositions(5, -1, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -1")));
+}
+
+TEST(PlanRowsTest, SkipsDoneRowsAndTasksWithoutResponse) {
+  std::vector<Example> examples(3);
+  for (int t = 0; t < 3; ++t) {
+    examples[t].prompt_id = "p" + std::to_string(t);
+    examples[t].rubrics.resize(t + 1);
+  }
+  std::vector<Response> responses(3);
+  for (int t = 0; t < 3; ++t) responses[t].prompt_id = examples[t].prompt_id;
+  const std::string a = "a", b = "b";
+  std::vector<CheckpointRows> checkpoints = {
+      {&a,
+       [&](const std::string& id) -> const Response* {
+         return id == "p1" ? nullptr : &responses[id[1] - '0'];  // no response for p1
+       }},
+      {&b, [&](const std::string& id) -> const Response* { return &responses[id[1] - '0']; }},
+  };
+  absl::flat_hash_set<RowKey> done = {RowKey{"a", "p2", 1}, RowKey{"b", "p0", 0}};
+  std::vector<const Example*> tasks = {&examples[2], &examples[0], &examples[1]};
+  std::vector<PlannedRow> rows = PlanRows(tasks, checkpoints, done);
+  std::vector<std::string> keys;
+  for (const PlannedRow& r : rows) {
+    keys.push_back(r.Key().checkpoint + "/" + r.Key().prompt_id + "/" +
+                   std::to_string(r.rubric_index));
+  }
+  EXPECT_THAT(keys, ElementsAre("a/p2/0", "a/p2/2", "a/p0/0", "b/p2/0", "b/p2/1", "b/p2/2",
+                                "b/p1/0", "b/p1/1"));
+}
+
+TEST(BuildGradeItemRequestTest, CopiesTheRow) {
+  Example example;
+  example.prompt_id = "pid";
+  example.prompt = {{"user", "hi"}, {"assistant", "hello"}, {"user", "help"}};
+  RubricItem item;
+  item.criterion = "Says hello";
+  item.points = 5;
+  item.points_text = "5.0";
+  item.tags = {"axis:accuracy", "level:example"};
+  example.rubrics = {RubricItem{}, item};
+  Response response;
+  response.prompt_id = "pid";
+  response.response = "the reply";
+  response.system_prompt = "sys";
+  const std::string checkpoint = "ck";
+  auto request = BuildGradeItemRequest(PlannedRow{&checkpoint, &example, &response, 1}, 2);
+  ASSERT_EQ(request.conversation_size(), 4);
+  EXPECT_EQ(request.conversation(0).role(), "system");
+  EXPECT_EQ(request.conversation(3).content(), "help");
+  EXPECT_EQ(request.reply(), "the reply");
+  EXPECT_EQ(request.rubric_item().criterion(), "Says hello");
+  EXPECT_EQ(request.rubric_item().points(), 5);
+  EXPECT_EQ(request.rubric_item().points_text(), "5.0");
+  EXPECT_THAT(request.rubric_item().tags(), ElementsAre("axis:accuracy", "level:example"));
+  EXPECT_EQ(request.request_id(), "ck/pid/1/2");
+  EXPECT_EQ(request.prompt_cache_key(), "pid");
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,175 @@
+#include "orchestrator/run/run_command.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Base(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--dataset", "d.jsonl", "--out=o"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(ParseRunArgsTest, DefaultsAndRepeatedResponses) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(
+      RunOptions options,
+      ParseRunArgs(Base({"--responses=a=x.jsonl,y.jsonl.gz", "--responses", "c=z.jsonl"})));
+  ASSERT_EQ(options.checkpoints.size(), 3u);
+  EXPECT_EQ(options.checkpoints[0].name, "a");
+  EXPECT_EQ(options.checkpoints[1].name, "y");
+  EXPECT_EQ(options.checkpoints[1].path, "y.jsonl.gz");
+  EXPECT_EQ(options.checkpoints[2].path, "z.jsonl");
+  EXPECT_EQ(options.dataset, "d.jsonl");
+  EXPECT_EQ(options.grader, "embedded");
+  EXPECT_EQ(options.max_in_flight, 512);
+  EXPECT_EQ(options.row_attempts, 3);
+  EXPECT_EQ(options.drain_timeout, absl::Seconds(20));
+  EXPECT_EQ(options.progress_interval, absl::Seconds(5));
+  EXPECT_EQ(options.progress, ProgressMode::kAuto);
+  EXPECT_EQ(options.examples, -1);
+  EXPECT_EQ(options.shard_index, 0);
+  EXPECT_EQ(options.shard_count, 1);
+  EXPECT_FALSE(options.force_new);
+  EXPECT_DOUBLE_EQ(options.prices.input_per_mtok, 2.00);
+  EXPECT_DOUBLE_EQ(options.prices.cached_input_per_mtok, 0.50);
+  EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 8.00);
+  EXPECT_EQ(options.RunDir(), "o");
+}
+
+TEST(ParseRunArgsTest, ParsesEveryFlag) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
+                          ParseRunArgs(Base({"--responses=r.jsonl",
+                                             "--grader",
+                                             "dns:///grader-headless:50051",
+                                             "--max-in-flight=64",
+                                             "--row_attempts=5",
+                                             "--row-timeout=30s",
+                                             "--examples=10",
+                                             "--seed=7",
+                                             "--shard-index=1",
+                                             "--shard-count=3",
+                                             "--force-new",
+                                             "--progress=log",
+                                             "--progress-interval=1s",
+                                             "--drain-timeout=5s",
+                                             "--price-input-per-mtok=1.5",
+                                             "--price-cached-input-per-mtok=0.25",
+                                             "--price-output-per-mtok=6",
+                                             "--simulated-verdicts",
+                                             "--noskip-invalid",
+                                             "--llm-model=m",
+                                             "--grader-template=/t.txt"})));
+  EXPECT_EQ(options.grader, "dns:///grader-headless:50051");
+  EXPECT_EQ(options.max_in_flight, 64);
+  EXPECT_EQ(options.row_attempts, 5);
+  EXPECT_EQ(options.row_timeout, absl::Seconds(30));
+  EXPECT_EQ(options.examples, 10);
+  EXPECT_EQ(options.seed, 7u);
+  EXPECT_EQ(options.shard_index, 1);
+  EXPECT_EQ(options.shard_count, 3);
+  EXPECT_TRUE(options.force_new);
+  EXPECT_EQ(options.progress, ProgressMode::kLog);
+  EXPECT_EQ(options.progress_interval, absl::Seconds(1));
+  EXPECT_EQ(options.drain_timeout, absl::Seconds(5));
+  EXPECT_DOUBLE_EQ(options.prices.input_per_mtok, 1.5);
+  EXPECT_DOUBLE_EQ(options.prices.cached_input_per_mtok, 0.25);
+  EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 6);
+  EXPECT_TRUE(options.simulated_verdicts);
+  EXPECT_FALSE(options.skip_invalid);
+  EXPECT_EQ(options.RunDir(), "o/shard-1");
+}
+
+TEST(ParseRunArgsTest, ShardIndexFromJobCompletionIndex) {
+  ::setenv("JOB_COMPLETION_INDEX", "2", 1);
+  HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
+                          ParseRunArgs(Base({"--responses=r.jsonl", "--shard-count=4"})));
+  EXPECT_EQ(options.shard_index, 2);
+  HB_ASSERT_OK_AND_ASSIGN(
+      options, ParseRunArgs(Base({"--responses=r.jsonl", "--shard-count=4", "--shard-index=0"})));
+  EXPECT_EQ(options.shard_index, 0);  // the flag wins
+  EXPECT_THAT(ParseRunArgs(Base({"--responses=r.jsonl", "--shard-count=2"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--shard-index must be in [0, 2), got 2")));
+  ::setenv("JOB_COMPLETION_INDEX", "x", 1);
+  EXPECT_THAT(ParseRunArgs(Base({"--responses=r.jsonl"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("JOB_COMPLETION_INDEX='x' is not an integer")));
+  ::unsetenv("JOB_COMPLETION_INDEX");
+}
+
+TEST(ParseRunArgsTest, Errors) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--out=o", "--responses=r.jsonl"}, "--dataset is required"},
+      {{"--dataset=d", "--responses=r.jsonl"}, "--out is required"},
+      {Base(), "no --responses given"},
+      {Base({"--responses=r.jsonl", "extra"}), "unexpected argument 'extra'"},
+      {Base({"--responses=r.jsonl", "--bogus=1"}), "unknown flag --bogus=1"},
+      {Base({"--responses=r.jsonl", "--verdicts=v"}), "unknown flag --verdicts=v"},
+      {Base({"--responses=r.jsonl", "--max-in-flight=0"}), "--max-in-flight must be >= 1"},
+      {Base({"--responses=r.jsonl", "--max-in-flight=lots"}),
+       "invalid value 'lots' for --max-in-flight"},
+      {Base({"--responses=r.jsonl", "--row-attempts=0"}), "--row-attempts must be >= 1"},
+      {Base({"--responses=r.jsonl", "--examples=0"}), "--examples must be a positive count"},
+      {Base({"--responses=r.jsonl", "--seed=-1"}), "invalid value '-1' for --seed"},
+      {Base({"--responses=r.jsonl", "--progress=fancy"}), "--progress must be auto, tty, log"},
+      {Base({"--responses=r.jsonl", "--grader=a", "--grader=b"}), "flag --grader given twice"},
+      {Base({"--responses=r.jsonl", "--row-timeout"}), "flag --row-timeout needs a value"},
+      {Base({"--responses=a=r.jsonl", "--responses=a=s.jsonl"}), "checkpoint name 'a'"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(ParseRunArgs(c.args),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.message;
+  }
+}
+
+TEST(RunCommandTest, HelpDocumentsFlagsAndExitCodes) {
+  const std::string usage = kRunUsage;
+  for (const char* flag : {"--dataset",
+                           "--responses",
+                           "--out",
+                           "--grader",
+                           "--max-in-flight",
+                           "--row-attempts",
+                           "--row-timeout",
+                           "--examples",
+                           "--seed",
+                           "--shard-index",
+                           "--shard-count",
+                           "--force-new",
+                           "--progress",
+                           "--progress-interval",
+                           "--drain-timeout",
+                           "--price-input-per-mtok",
+                           "--price-cached-input-per-mtok",
+                           "--price-output-per-mtok",
+                           "--simulated-verdicts",
+                           "--skip-invalid",
+                           "--grader-template"}) {
+    EXPECT_THAT(usage, HasSubstr(flag));
+  }
+  for (const char* code : {"\n  0  ", "\n  3  ", "\n  2  ", "\n  4  ", "\n  1  "}) {
+    EXPECT_THAT(usage, HasSubstr(code));
+  }
+  EXPECT_EQ(RunCommand({"--dataset=x", "--bogus"}), kRunExitUsage);
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,508 @@
+// End-to-end tests of `hb-orchestrator run` with real processes on loopback: hb-llm-sim as the
+// upstream model, two hb-grader replicas, and the orchestrator binary. Verdicts are checked
+// against hb::SimulatedVerdict, the simulator's documented rule.
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/base/file.h"
+#include "common/base/json.h"
+#include "common/base/sha256.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/prompts.h"
+#include "common/healthbench/responses.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+#include "simulator/sim_verdict.h"
+#include "tests/testing/loopback.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::BinaryDir;
+using ::hb::testing::ChildProcess;
+using ::hb::testing::LlmSim;
+using ::hb::testing::MakeTempDir;
+using ::hb::testing::ReferenceTemplatePath;
+using ::hb::testing::SharedDataFile;
+using ::testing::HasSubstr;
+
+constexpr char kFixedTime[] = "HB_FIXED_TIME=2025-06-01T00:00:00Z";
+
+std::string Orchestrator() { return BinaryDir() + "/orchestrator/hb-orchestrator"; }
+
+// ---- Processes -----------------------------------------------------------------------------
+
+// The orchestrator as a child with stdout/stderr in files.
+struct Orch {
+  pid_t pid = -1;
+  std::string stderr_path;
+};
+
+Orch SpawnOrchestrator(const std::vector<std::string>& args, const std::string& log_dir) {
+  static int counter = 0;
+  Orch orch;
+  orch.stderr_path = absl::StrCat(log_dir, "/orchestrator-", ++counter, ".stderr");
+  const std::string stdout_path = orch.stderr_path + ".stdout";
+  std::vector<std::string> argv_strings = {Orchestrator()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = {kFixedTime};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!absl::StartsWith(*e, "HB_FIXED_TIME=") && !absl::StartsWith(*e, "JOB_COMPLETION_INDEX=")) {
+      env_strings.emplace_back(*e);
+    }
+  }
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const int out_fd = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err_fd = ::open(orch.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  orch.pid = ::fork();
+  if (orch.pid == 0) {
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(err_fd, STDERR_FILENO);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out_fd);
+  ::close(err_fd);
+  return orch;
+}
+
+// Waits for the child's exit; returns its exit code, or -1 (after SIGKILL) on timeout, or
+// 128 + signal when it was killed.
+int WaitExit(pid_t pid, absl::Duration timeout = absl::Seconds(120)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return -1;
+    }
+    if (absl::Now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    absl::SleepFor(absl::Milliseconds(5));  // polling a child's state, not synchronising
+  }
+}
+
+std::string ReadText(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  return text.ok() ? *text : std::string("<missing ") + path + ">";
+}
+
+int RunOrchestrator(const std::vector<std::string>& args, const std::string& log_dir,
+                    std::string* stderr_text = nullptr) {
+  Orch orch = SpawnOrchestrator(args, log_dir);
+  const int code = WaitExit(orch.pid);
+  if (stderr_text != nullptr) *stderr_text = ReadText(orch.stderr_path);
+  if (code != 0) std::cerr << "orchestrator stderr:\n" << ReadText(orch.stderr_path);
+  return code;
+}
+
+// hb-llm-sim plus `replicas` hb-grader processes pointed at it.
+struct Cluster {
+  LlmSim sim;
+  std::vector<std::unique_ptr<ChildProcess>> graders;
+  std::vector<int> ports;
+
+  std::string Target() const {
+    std::vector<std::string> addresses;
+    for (int port : ports) addresses.push_back(absl::StrCat("127.0.0.1:", port));
+    return "ipv4:" + absl::StrJoin(addresses, ",");
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Cluster>> StartCluster(int replicas,
+                                                      const std::vector<std::string>& sim_flags) {
+  auto cluster = std::make_unique<Cluster>();
+  absl::StatusOr<LlmSim> sim = hb::testing::StartLlmSim(sim_flags);
+  if (!sim.ok()) return sim.status();
+  cluster->sim = *std::move(sim);
+  for (int i = 0; i < replicas; ++i) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> grader =
+        ChildProcess::Spawn({BinaryDir() + "/grader_service/hb-grader", "--listen=127.0.0.1:0",
+                             "--metrics-listen=", "--llm-base-url=" + cluster->sim.base_url,
+                             "--grader-template=" + ReferenceTemplatePath(), "--log-level=warn"});
+    if (!grader.ok()) return grader.status();
+    absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
+    if (!line.ok()) return line.status();
+    int port = 0;
+    if (!absl::StartsWith(*line, "listening on ") ||
+        !absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &port)) {
+      return absl::InternalError("hb-grader printed: " + *line);
+    }
+    cluster->ports.push_back(port);
+    cluster->graders.push_back(*std::move(grader));
+  }
+  return cluster;
+}
+
+// ---- Data ----------------------------------------------------------------------------------
+
+// Synthetic responses for every task of `dataset_path`: a reply naming the task and
+// `flavour`, and a system prompt on every third task.
+std::string WriteResponses(const std::string& dataset_path, const std::string& flavour,
+                           const std::string& path) {
+  absl::StatusOr<Dataset> dataset = LoadDataset(dataset_path, {});
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  std::string out;
+  for (size_t i = 0; i < dataset->examples.size(); ++i) {
+    const std::string& id = dataset->examples[i].prompt_id;
+    absl::StrAppend(&out, "{\"prompt_id\": ", JsonQuote(id), ", \"response\": ",
+                    JsonQuote(absl::StrCat("Synthetic ", flavour, " reply number ", i,
+                                           ": see a clinician if symptoms persist.")));
+    if (i % 3 == 0) absl::StrAppend(&out, ", \"system_prompt\": \"You are a careful assistant.\"");
+    absl::StrAppend(&out, "}\n");
+  }
+  EXPECT_THAT(WriteFileAtomically(path, out), hb::testing::IsOk());
+  return path;
+}
+
+int64_t JournalOkRows(const std::string& journal) {
+  struct stat st;
+  if (::stat(journal.c_str(), &st) != 0) return 0;
+  sqlite3* db = nullptr;
+  int64_t n = 0;
+  if (sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM rows WHERE status = 'ok'", -1, &stmt,
+                           nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      n = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return n;
+}
+
+// Polls the journal (a separate reader, as any observer would) until it holds `n` ok rows.
+bool WaitForJournalRows(const std::string& journal, int64_t n, pid_t still_running) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    if (JournalOkRows(journal) >= n) return true;
+    if (::waitpid(still_running, nullptr, WNOHANG) != 0) return false;  // exited early
+    absl::SleepFor(absl::Milliseconds(2));  // polling the database, not synchronising
+  }
+  return false;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    out.emplace_back(line);
+  }
+  return out;
+}
+
+// summary.json without what legitimately differs between runs of the same inputs: the usage
+// (prompt-cache hits, attempts) and the provenance (endpoints, paths, time).
+std::string StableSummary(const std::string& path) {
+  rapidjson::Document doc;
+  doc.Parse(ReadText(path).c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return "<unparsable " + path + ">";
+  for (const char* key : {"usage", "provenance", "generated_at"}) doc.RemoveMember(key);
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  doc.Accept(writer);
+  return buffer.GetString();
+}
+
+void ExpectSameReports(const std::string& a, const std::string& b,
+                       const std::vector<std::string>& checkpoints) {
+  for (const std::string& c : checkpoints) {
+    SCOPED_TRACE("checkpoint " + c);
+    for (const std::string& dir : {a, b}) {
+      EXPECT_THAT(StableSummary(dir + "/" + c + "/summary.json"), HasSubstr("\"score\""));
+      EXPECT_THAT(ReadText(dir + "/" + c + "/tasks.jsonl"), HasSubstr("\"prompt_id\""));
+    }
+    EXPECT_EQ(ReadText(a + "/" + c + "/tasks.jsonl"), ReadText(b + "/" + c + "/tasks.jsonl"));
+    EXPECT_EQ(StableSummary(a + "/" + c + "/summary.json"),
+              StableSummary(b + "/" + c + "/summary.json"));
+    EXPECT_EQ(Lines(ReadText(a + "/" + c + "/verdicts.jsonl")).size(),
+              Lines(ReadText(b + "/" + c + "/verdicts.jsonl")).size());
+  }
+}
+
+class RunIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    dataset_ = SharedDataFile(hb::testing::kMainHead30);
+    base_ = WriteResponses(dataset_, "base", dir_ + "/base.jsonl");
+    tuned_ = WriteResponses(dataset_, "tuned", dir_ + "/tuned.jsonl");
+    absl::StatusOr<Dataset> dataset = LoadDataset(dataset_, {});
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    for (const Example& e : dataset->examples) rows_per_checkpoint_ += e.rubrics.size();
+  }
+
+  std::vector<std::string> RunArgs(const std::string& out, const std::string& target,
+                                   std::vector<std::string> extra = {},
+                                   bool two_checkpoints = true) const {
+    std::vector<std::string> args = {"run",
+                                     "--dataset=" + dataset_,
+                                     "--responses=base=" + base_,
+                                     "--out=" + out,
+                                     "--grader=" + target,
+                                     "--grader-template=" + ReferenceTemplatePath(),
+                                     "--progress=log",
+                                     "--progress-interval=100ms",
+                                     "--simulated-verdicts"};
+    if (two_checkpoints) args.push_back("--responses=tuned=" + tuned_);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // Every verdicts.jsonl row of `out`/`checkpoint` must be the simulator's prediction; returns
+  // how many rows were checked.
+  size_t CheckVerdictsMatchSimulator(const std::string& out, const std::string& checkpoint,
+                                     const std::string& responses_path) {
+    absl::StatusOr<Dataset> dataset = LoadDataset(dataset_, {});
+    absl::StatusOr<ResponseSet> responses = LoadResponses(responses_path, *dataset);
+    absl::StatusOr<GraderTemplate> tmpl = GraderTemplate::Load(ReferenceTemplatePath());
+    EXPECT_TRUE(dataset.ok() && responses.ok() && tmpl.ok());
+    if (!dataset.ok() || !responses.ok() || !tmpl.ok()) return 0;
+    size_t checked = 0;
+    for (const std::string& line : Lines(ReadText(out + "/" + checkpoint + "/verdicts.jsonl"))) {
+      rapidjson::Document row;
+      row.Parse(line.c_str());
+      EXPECT_FALSE(row.HasParseError()) << line;
+      if (row.HasParseError()) continue;
+      const std::string id = row["prompt_id"].GetString();
+      const int index = row["rubric_index"].GetInt();
+      const Example* example = dataset->Find(id);
+      const Response* response = responses->Find(id);
+      EXPECT_TRUE(example != nullptr && response != nullptr) << line;
+      if (example == nullptr || response == nullptr) continue;
+      const std::string prompt =
+          tmpl->Fill(RenderConversation(GradedConversation(example->prompt, response->system_prompt,
+                                                           response->response)),
+                     RenderRubricItem(example->rubrics[index]));
+      EXPECT_EQ(row["criteria_met"].GetBool(), SimulatedVerdict(prompt))
+          << checkpoint << " " << id << " #" << index;
+      ++checked;
+    }
+    return checked;
+  }
+
+  std::string dir_;
+  std::string dataset_;
+  std::string base_;
+  std::string tuned_;
+  size_t rows_per_checkpoint_ = 0;
+};
+
+TEST_F(RunIntegrationTest, EndToEndVerdictsAreTheSimulatorsPrediction) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(2, {}));
+  const std::string out = dir_ + "/out";
+  std::string stderr_text;
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target()), dir_, &stderr_text), 0);
+  EXPECT_THAT(stderr_text, HasSubstr("SIMULATED VERDICTS"));
+  EXPECT_THAT(stderr_text, HasSubstr("progress: rows "));
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "tuned", tuned_), rows_per_checkpoint_);
+  EXPECT_EQ(ReadText(out + "/base/failures.jsonl"), "");
+  EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("\"simulated\": true"));
+  EXPECT_THAT(ReadText(out + "/comparison.json"), HasSubstr("tuned"));
+
+  // A second run finds every row in the journal and grades nothing.
+  std::string again;
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target()), dir_, &again), 0);
+  EXPECT_THAT(again, HasSubstr(absl::StrCat(2 * rows_per_checkpoint_,
+                                            " already graded in the journal, 0 to grade")));
+}
+
+TEST_F(RunIntegrationTest, SurvivesTheLossOfAGraderReplica) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(2, {"--latency-ms=20"}));
+  const std::string out = dir_ + "/out";
+  Orch orch = SpawnOrchestrator(
+      RunArgs(out, cluster->Target(), {"--max-in-flight=8"}, /*two_checkpoints=*/false), dir_);
+  ASSERT_TRUE(WaitForJournalRows(out + "/journal.sqlite", 40, orch.pid))
+      << ReadText(orch.stderr_path);
+  // Kill replica 0 abruptly while rows are in flight on it.
+  cluster->graders[0]->Stop(SIGKILL, absl::Seconds(10));
+  const int code = WaitExit(orch.pid);
+  ASSERT_EQ(code, 0) << ReadText(orch.stderr_path);
+  EXPECT_EQ(ReadText(out + "/base/failures.jsonl"), "");
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+}
+
+TEST_F(RunIntegrationTest, ResumesAfterSigkillWithoutRegradingCommittedRows) {
+  const std::string out = dir_ + "/resumed";
+  int64_t committed_at_kill = 0;
+  {
+    HB_ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<Cluster> cluster,
+        StartCluster(2, {"--latency-ms=20", "--request-log=" + dir_ + "/requests-1.jsonl"}));
+    Orch orch = SpawnOrchestrator(RunArgs(out, cluster->Target(), {"--max-in-flight=4"}), dir_);
+    ASSERT_TRUE(WaitForJournalRows(out + "/journal.sqlite", 60, orch.pid))
+        << ReadText(orch.stderr_path);
+    ::kill(orch.pid, SIGKILL);
+    ASSERT_EQ(WaitExit(orch.pid), 128 + SIGKILL);
+    committed_at_kill = JournalOkRows(out + "/journal.sqlite");
+    ASSERT_LT(committed_at_kill, static_cast<int64_t>(2 * rows_per_checkpoint_));
+  }  // the graders and the simulator stop with the first run's requests logged
+  const std::string log2 = dir_ + "/requests-2.jsonl";
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster,
+                          StartCluster(2, {"--request-log=" + log2}));
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target()), dir_), 0);
+  // Exactly the rows missing from the journal were graded again: no committed row twice.
+  EXPECT_EQ(static_cast<int64_t>(Lines(ReadText(log2)).size()),
+            static_cast<int64_t>(2 * rows_per_checkpoint_) - committed_at_kill);
+
+  // The same reports as a run that was never interrupted.
+  const std::string clean = dir_ + "/clean";
+  ASSERT_EQ(RunOrchestrator(RunArgs(clean, cluster->Target()), dir_), 0);
+  ExpectSameReports(out, clean, {"base", "tuned"});
+  EXPECT_EQ(StableSummary(out + "/comparison.json"), StableSummary(clean + "/comparison.json"));
+}
+
+TEST_F(RunIntegrationTest, ShardedRunsMergeToTheUnshardedResult) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(2, {}));
+  const std::string sharded = dir_ + "/sharded";
+  for (int shard = 0; shard < 2; ++shard) {
+    ASSERT_EQ(RunOrchestrator(RunArgs(sharded, cluster->Target(),
+                                      {"--shard-count=2", absl::StrCat("--shard-index=", shard)}),
+                              dir_),
+              0);
+  }
+  // Each shard graded its own half of the tasks.
+  const size_t shard0 = Lines(ReadText(sharded + "/shard-0/base/verdicts.jsonl")).size();
+  const size_t shard1 = Lines(ReadText(sharded + "/shard-1/base/verdicts.jsonl")).size();
+  EXPECT_GT(shard0, 0u);
+  EXPECT_GT(shard1, 0u);
+  EXPECT_EQ(shard0 + shard1, rows_per_checkpoint_);
+
+  const std::string merged = dir_ + "/merged";
+  std::string merge_stderr;
+  ASSERT_EQ(
+      RunOrchestrator({"merge", "--out=" + merged, sharded + "/shard-0", sharded + "/shard-1"},
+                      dir_, &merge_stderr),
+      0)
+      << merge_stderr;
+  const std::string whole = dir_ + "/whole";
+  ASSERT_EQ(RunOrchestrator(RunArgs(whole, cluster->Target()), dir_), 0);
+  ExpectSameReports(merged, whole, {"base", "tuned"});
+  EXPECT_EQ(StableSummary(merged + "/comparison.json"), StableSummary(whole + "/comparison.json"));
+}
+
+TEST_F(RunIntegrationTest, JournalFromAnotherDatasetIsRejected) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {}));
+  // Another dataset: the first three records of the sample (a temporary file of the test).
+  const std::vector<std::string> records = Lines(ReadText(dataset_));
+  ASSERT_GE(records.size(), 3u);
+  const std::string small = dir_ + "/small.jsonl";
+  HB_ASSERT_OK(WriteFileAtomically(
+      small, absl::StrCat(records[0], "\n", records[1], "\n", records[2], "\n")));
+  const std::string out = dir_ + "/out";
+  ASSERT_EQ(RunOrchestrator({"run", "--dataset=" + small,
+                             "--responses=base=" + WriteResponses(small, "x", dir_ + "/s.jsonl"),
+                             "--out=" + out, "--grader=" + cluster->Target(),
+                             "--grader-template=" + ReferenceTemplatePath(), "--progress=off"},
+                            dir_),
+            0);
+
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, cluster->Target()), dir_, &stderr_text), 2);
+  EXPECT_THAT(stderr_text,
+              HasSubstr(absl::StrCat("hb-orchestrator run: journal ", out,
+                                     "/journal.sqlite belongs to another run: "
+                                     "dataset_sha256 is '",
+                                     Sha256Hex(ReadText(small)), "' in the journal but '",
+                                     Sha256Hex(ReadText(dataset_)),
+                                     "' for this run; use another --out folder, or "
+                                     "--force-new to move the old journal aside")));
+
+  // --force-new moves the old journal aside and grades from scratch.
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target(), {"--force-new"}), dir_, &stderr_text),
+            0);
+  EXPECT_THAT(stderr_text, HasSubstr("moved the old journal to " + out + "/journal.sqlite.old-"));
+}
+
+TEST_F(RunIntegrationTest, BadUsageExitsWithTwo) {
+  std::string stderr_text;
+  EXPECT_EQ(
+      RunOrchestrator({"run", "--dataset=" + dataset_, "--out=" + dir_ + "/o"}, dir_, &stderr_text),
+      2);
+  EXPECT_THAT(stderr_text, HasSubstr("no --responses given"));
+  EXPECT_EQ(RunOrchestrator({"run", "--dataset=" + dataset_, "--responses=a b=" + base_,
+                             "--out=" + dir_ + "/o"},
+                            dir_, &stderr_text),
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("checkpoint name 'a b'"));
+  EXPECT_EQ(
+      RunOrchestrator({"run", "--dataset=" + dir_ + "/missing.jsonl", "--responses=" + base_,
+                       "--out=" + dir_ + "/o", "--grader-template=" + ReferenceTemplatePath()},
+                      dir_, &stderr_text),
+      2);
+  EXPECT_THAT(stderr_text, HasSubstr(dir_ + "/missing.jsonl"));
+}
+
+TEST_F(RunIntegrationTest, FailedRowsExitWithThreeAndAreRetriedNextRun) {
+  // A grader target with nothing listening: every row exhausts its attempts.
+  const std::string out = dir_ + "/out";
+  std::string stderr_text;
+  EXPECT_EQ(
+      RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {"--row-timeout=300ms", "--row-attempts=2"},
+                              /*two_checkpoints=*/false),
+                      dir_, &stderr_text),
+      3);
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat(rows_per_checkpoint_, " row(s) failed")));
+  EXPECT_THAT(ReadText(out + "/base/failures.jsonl"), HasSubstr("DEADLINE_EXCEEDED"));
+  // With a grader, the next run grades exactly the failed rows.
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {}));
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target(), {}, /*two_checkpoints=*/false), dir_,
+                            &stderr_text),
+            0);
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("0 already graded in the journal, ",
+                                                  rows_per_checkpoint_, " to grade")));
+  EXPECT_EQ(ReadText(out + "/base/failures.jsonl"), "");
+}
+
+TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {"--latency-ms=50"}));
+  const std::string out = dir_ + "/out";
+  Orch orch = SpawnOrchestrator(
+      RunArgs(out, cluster->Target(), {"--max-in-flight=4"}, /*two_checkpoints=*/false), dir_);
+  ASSERT_TRUE(WaitForJournalRows(out + "/journal.sqlite", 20, orch.pid))
+      << ReadText(orch.stderr_path);
+  ::kill(orch.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(orch.pid), 4) << ReadText(orch.stderr_path);
+  EXPECT_THAT(ReadText(orch.stderr_path), HasSubstr("SIGTERM received: stopping"));
+  EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("\"incomplete\": true"));
+  const int64_t committed = JournalOkRows(out + "/journal.sqlite");
+  EXPECT_EQ(static_cast<int64_t>(Lines(ReadText(out + "/base/verdicts.jsonl")).size()), committed);
+}
+
+}  // namespace
+}  // namespace hb

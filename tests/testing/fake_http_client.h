@@ -1,0 +1,41 @@
+// FakeHttpClient: an HttpClient whose requests wait until the test answers them. For the
+// OpenAI protocol tests (headers sent, status mapping, parsing) without sockets.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "grader_service/http_client.h"
+
+namespace hb::testing {
+
+// A response with `status`, `body` and optional headers (names lowercase).
+HttpResponse MakeHttpResponse(int status, std::string body,
+                              std::vector<std::pair<std::string, std::string>> headers = {});
+
+class FakeHttpClient final : public HttpClient {
+ public:
+  CallId Post(HttpRequest request, HttpCallback done) override;
+  // Completes the request with kCancelled (inline) when it is still pending.
+  void Cancel(CallId id) override;
+
+  size_t pending() const;
+  std::vector<HttpRequest> requests() const;
+  std::vector<CallId> cancelled() const;
+  // Answers the oldest pending request; false when none.
+  bool RespondNext(absl::StatusOr<HttpResponse> response);
+
+ private:
+  mutable absl::Mutex mu_;
+  CallId next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<CallId, HttpCallback> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<HttpRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<CallId> cancelled_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hb::testing

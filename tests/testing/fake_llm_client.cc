@@ -1,0 +1,175 @@
+#include "tests/testing/fake_llm_client.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace hb::testing {
+
+ChatResult ChatReply(std::string content) {
+  ChatResult result;
+  result.content = std::move(content);
+  result.model = "fake-grader";
+  result.http_status = 200;
+  result.usage.prompt_tokens = 100;
+  result.usage.completion_tokens = 20;
+  return result;
+}
+
+absl::Status HttpFailure(int http_status, std::optional<absl::Duration> retry_after,
+                         std::string message) {
+  std::string text = absl::StrCat("upstream HTTP ", http_status, ": ",
+                                  message.empty() ? "fake failure" : message);
+  AttemptOutcome outcome{FailureKind::kOtherHttp4xx, retry_after};
+  absl::StatusCode code = absl::StatusCode::kFailedPrecondition;
+  switch (http_status) {
+    case 400: outcome.kind = FailureKind::kHttp400; code = absl::StatusCode::kInvalidArgument; break;
+    case 401: outcome.kind = FailureKind::kHttp401; code = absl::StatusCode::kUnauthenticated; break;
+    case 403: outcome.kind = FailureKind::kHttp403; code = absl::StatusCode::kPermissionDenied; break;
+    case 404: outcome.kind = FailureKind::kHttp404; code = absl::StatusCode::kNotFound; break;
+    case 408: outcome.kind = FailureKind::kHttp408; code = absl::StatusCode::kDeadlineExceeded; break;
+    case 409: outcome.kind = FailureKind::kHttp409; code = absl::StatusCode::kAborted; break;
+    case 429: outcome.kind = FailureKind::kHttp429; code = absl::StatusCode::kResourceExhausted; break;
+    default:
+      if (http_status >= 500) {
+        outcome.kind = FailureKind::kHttp5xx;
+        code = absl::StatusCode::kUnavailable;
+      }
+  }
+  return WithAttemptOutcome(absl::Status(code, text), outcome);
+}
+
+absl::Status ConnectionFailure() {
+  return WithAttemptOutcome(absl::UnavailableError("HTTP transport: Couldn't connect to server"),
+                            {FailureKind::kConnection, std::nullopt});
+}
+
+absl::Status TimeoutFailure() {
+  return WithAttemptOutcome(absl::DeadlineExceededError("HTTP transport: Timeout was reached"),
+                            {FailureKind::kTimeout, std::nullopt});
+}
+
+LlmClient::CallId FakeLlmClient::Complete(ChatRequest request, ChatCallback done) {
+  std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder;
+  CallId id;
+  {
+    absl::MutexLock lock(&mu_);
+    id = ++next_id_;
+    requests_.push_back(request);
+    responder = responder_;
+    if (!responder) pending_.emplace(id, std::move(done));
+  }
+  if (responder) done(responder(request));
+  return id;
+}
+
+void FakeLlmClient::Cancel(CallId id) {
+  ChatCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    done = std::move(it->second);
+    pending_.erase(it);
+    cancelled_.push_back(id);
+  }
+  done(absl::CancelledError("HTTP request cancelled"));
+}
+
+size_t FakeLlmClient::pending() const {
+  absl::MutexLock lock(&mu_);
+  return pending_.size();
+}
+
+std::vector<ChatRequest> FakeLlmClient::requests() const {
+  absl::MutexLock lock(&mu_);
+  return requests_;
+}
+
+std::vector<LlmClient::CallId> FakeLlmClient::cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+bool FakeLlmClient::WaitForPending(size_t n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.size() >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
+
+bool FakeLlmClient::WaitForCancelled(size_t n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancelled_.size() >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
+
+bool FakeLlmClient::CompleteNext(absl::StatusOr<ChatResult> result) {
+  ChatCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    if (pending_.empty()) return false;
+    done = std::move(pending_.begin()->second);
+    pending_.erase(pending_.begin());
+  }
+  done(std::move(result));
+  return true;
+}
+
+void FakeLlmClient::SetResponder(
+    std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder) {
+  absl::MutexLock lock(&mu_);
+  responder_ = std::move(responder);
+}
+
+Scheduler::TimerId FakeScheduler::Schedule(absl::Duration delay, absl::AnyInvocable<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  TimerId id = ++next_id_;
+  timers_.emplace(std::make_pair(clock_.Now() + delay, id), Timer{delay, std::move(fn)});
+  requested_.push_back(delay);
+  return id;
+}
+
+bool FakeScheduler::CancelTimer(TimerId id) {
+  absl::AnyInvocable<void()> dropped;
+  absl::MutexLock lock(&mu_);
+  for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+    if (it->first.second == id) {
+      dropped = std::move(it->second.fn);
+      timers_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<absl::Duration> FakeScheduler::PendingDelays() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<absl::Duration> out;
+  for (const auto& [key, timer] : timers_) out.push_back(timer.delay);
+  return out;
+}
+
+std::vector<absl::Duration> FakeScheduler::RequestedDelays() const {
+  absl::MutexLock lock(&mu_);
+  return requested_;
+}
+
+int FakeScheduler::RunDue() {
+  int fired = 0;
+  while (true) {
+    absl::AnyInvocable<void()> fn;
+    {
+      absl::MutexLock lock(&mu_);
+      if (timers_.empty() || timers_.begin()->first.first > clock_.Now()) return fired;
+      fn = std::move(timers_.begin()->second.fn);
+      timers_.erase(timers_.begin());
+    }
+    fn();
+    ++fired;
+  }
+}
+
+int FakeScheduler::AdvanceAndRun(absl::Duration d) {
+  clock_.Advance(d);
+  return RunDue();
+}
+
+}  // namespace hb::testing

@@ -1,0 +1,250 @@
+#include "tests/testing/loopback.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "event2/buffer.h"
+#include "event2/event.h"
+#include "event2/http.h"
+#include "event2/keyvalq_struct.h"
+#include "event2/thread.h"
+#include "tests/testing/shared_data.h"
+
+namespace hb::testing {
+
+std::string LoopbackRequest::Header(const std::string& name) const {
+  for (const auto& [key, value] : headers) {
+    if (absl::EqualsIgnoreCase(key, name)) return value;
+  }
+  return "";
+}
+
+struct LoopbackHttpServer::Impl {
+  Handler handler;
+  event_base* base = nullptr;
+  evhttp* http = nullptr;
+  std::thread thread;
+  mutable absl::Mutex mu;
+  std::vector<LoopbackRequest> requests ABSL_GUARDED_BY(mu);
+
+  struct Delayed {
+    evhttp_request* req;
+    LoopbackResponse response;
+  };
+
+  static void Send(evhttp_request* req, const LoopbackResponse& response) {
+    evkeyvalq* out = evhttp_request_get_output_headers(req);
+    for (const auto& [key, value] : response.headers) {
+      evhttp_add_header(out, key.c_str(), value.c_str());
+    }
+    evbuffer* buf = evbuffer_new();
+    evbuffer_add(buf, response.body.data(), response.body.size());
+    evhttp_send_reply(req, response.status, "Loopback", buf);
+    evbuffer_free(buf);
+  }
+
+  static void OnDelay(evutil_socket_t, short, void* arg) {
+    std::unique_ptr<Delayed> delayed(static_cast<Delayed*>(arg));
+    Send(delayed->req, delayed->response);
+  }
+
+  static void OnRequest(evhttp_request* req, void* arg) {
+    auto* impl = static_cast<Impl*>(arg);
+    LoopbackRequest request;
+    switch (evhttp_request_get_command(req)) {
+      case EVHTTP_REQ_POST: request.method = "POST"; break;
+      case EVHTTP_REQ_GET: request.method = "GET"; break;
+      default: request.method = "OTHER"; break;
+    }
+    request.uri = evhttp_request_get_uri(req);
+    evkeyvalq* in = evhttp_request_get_input_headers(req);
+    for (evkeyval* kv = in->tqh_first; kv != nullptr; kv = kv->next.tqe_next) {
+      request.headers.emplace_back(kv->key, kv->value);
+    }
+    evbuffer* body = evhttp_request_get_input_buffer(req);
+    size_t length = evbuffer_get_length(body);
+    request.body.resize(length);
+    evbuffer_copyout(body, request.body.data(), length);
+    char* peer_address = nullptr;
+    ev_uint16_t peer_port = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer_address, &peer_port);
+    request.peer_port = peer_port;
+    LoopbackResponse response = impl->handler(request);
+    {
+      absl::MutexLock lock(&impl->mu);
+      impl->requests.push_back(std::move(request));
+    }
+    if (response.hang) return;
+    if (response.delay > absl::ZeroDuration()) {
+      timeval tv = absl::ToTimeval(response.delay);
+      event_base_once(impl->base, -1, EV_TIMEOUT, &OnDelay,
+                      new Delayed{req, std::move(response)}, &tv);
+      return;
+    }
+    Send(req, response);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> LoopbackHttpServer::Start(Handler handler) {
+  static const int threads_ready = evthread_use_pthreads();
+  (void)threads_ready;
+  std::unique_ptr<LoopbackHttpServer> server(new LoopbackHttpServer());
+  server->impl_ = std::make_unique<Impl>();
+  Impl& impl = *server->impl_;
+  impl.handler = std::move(handler);
+  impl.base = event_base_new();
+  if (impl.base == nullptr) return absl::InternalError("event_base_new failed");
+  impl.http = evhttp_new(impl.base);
+  evhttp_set_gencb(impl.http, &Impl::OnRequest, &impl);
+  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(impl.http, "127.0.0.1", 0);
+  if (bound == nullptr) return absl::InternalError("evhttp_bind_socket failed");
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(evhttp_bound_socket_get_fd(bound), reinterpret_cast<sockaddr*>(&addr), &len);
+  server->port_ = ntohs(addr.sin_port);
+  impl.thread = std::thread([base = impl.base] { event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY); });
+  return server;
+}
+
+LoopbackHttpServer::~LoopbackHttpServer() {
+  if (impl_ == nullptr) return;
+  if (impl_->thread.joinable()) {
+    event_base_loopbreak(impl_->base);
+    impl_->thread.join();
+  }
+  if (impl_->http != nullptr) evhttp_free(impl_->http);
+  if (impl_->base != nullptr) event_base_free(impl_->base);
+}
+
+std::string LoopbackHttpServer::base_url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+
+std::vector<LoopbackRequest> LoopbackHttpServer::requests() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->requests;
+}
+
+bool LoopbackHttpServer::WaitForRequests(size_t n, absl::Duration timeout) const {
+  const std::vector<LoopbackRequest>* requests = &impl_->requests;
+  auto enough = [requests, n]() { return requests->size() >= n; };
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->mu.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
+    const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(strerror(errno));
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(strerror(errno));
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::unique_ptr<ChildProcess> child(new ChildProcess());
+  child->pid_ = pid;
+  child->stdout_fd_ = fds[0];
+  return child;
+}
+
+absl::StatusOr<std::string> ChildProcess::ReadFirstLine(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    size_t newline = buffered_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = buffered_.substr(0, newline);
+      // Keep draining stdout so the child never blocks on a full pipe.
+      if (!drain_.joinable()) {
+        drain_ = std::thread([fd = stdout_fd_] {
+          char buf[4096];
+          while (read(fd, buf, sizeof(buf)) > 0) {
+          }
+        });
+      }
+      return line;
+    }
+    absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError("child printed no line in time");
+    }
+    pollfd pfd{stdout_fd_, POLLIN, 0};
+    int ready = poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (ready <= 0) continue;
+    char buf[1024];
+    ssize_t n = read(stdout_fd_, buf, sizeof(buf));
+    if (n <= 0) return absl::UnavailableError("child exited before printing a line");
+    buffered_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+int ChildProcess::Stop(int signal, absl::Duration timeout) {
+  if (reaped_) return -1;
+  kill(pid_, signal);
+  // waitpid blocks; run it on a helper thread and wait for it with a deadline.
+  auto done = std::make_shared<absl::Notification>();
+  auto status = std::make_shared<int>(0);
+  std::thread waiter([pid = pid_, done, status] {
+    waitpid(pid, status.get(), 0);
+    done->Notify();
+  });
+  if (!done->WaitForNotificationWithTimeout(timeout)) {
+    kill(pid_, SIGKILL);
+    waiter.join();
+    reaped_ = true;
+    return -1;
+  }
+  waiter.join();
+  reaped_ = true;
+  return *status;
+}
+
+ChildProcess::~ChildProcess() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  if (drain_.joinable()) drain_.join();  // EOF once the child is gone
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {BinaryDir() + "/simulator/hb-llm-sim",
+                                   "--listen=127.0.0.1:0", "--log-level=error"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  if (access(argv[0].c_str(), X_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat(argv[0], " is missing; build hb-llm-sim first"));
+  }
+  LlmSim sim;
+  auto process = ChildProcess::Spawn(argv);
+  if (!process.ok()) return process.status();
+  sim.process = *std::move(process);
+  auto line = sim.process->ReadFirstLine(absl::Seconds(20));
+  if (!line.ok()) return line.status();
+  size_t colon = line->rfind(':');
+  if (!absl::StartsWith(*line, "listening on ") || colon == std::string::npos ||
+      !absl::SimpleAtoi(line->substr(colon + 1), &sim.port)) {
+    return absl::InternalError(absl::StrCat("unexpected first line from hb-llm-sim: ", *line));
+  }
+  sim.base_url = absl::StrCat("http://127.0.0.1:", sim.port, "/v1");
+  return sim;
+}
+
+}  // namespace hb::testing

@@ -1,0 +1,106 @@
+// Loopback servers for tests that need real sockets on 127.0.0.1:
+//  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp) that records every
+//    request (method, path, headers, body, peer port) and answers from a handler; for checking
+//    exactly what a client sends, keep-alive reuse, timeouts and cancellation.
+//  - ChildProcess / StartLlmSim: the real `hb-llm-sim` binary as a child process, killed when
+//    the handle is destroyed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace hb::testing {
+
+struct LoopbackRequest {
+  std::string method;
+  std::string uri;
+  // As received (names as the client spelled them).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // The client's source port: requests from one connection share it.
+  int peer_port = 0;
+
+  // First header whose name matches case-insensitively, or "" when absent.
+  std::string Header(const std::string& name) const;
+};
+
+struct LoopbackResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // Answer after this long (an event-loop timer, never a sleep).
+  absl::Duration delay = absl::ZeroDuration();
+  // Never answer (the client must time out or cancel).
+  bool hang = false;
+};
+
+class LoopbackHttpServer {
+ public:
+  // Runs on the server's thread; must not block.
+  using Handler = std::function<LoopbackResponse(const LoopbackRequest&)>;
+
+  // Listens on 127.0.0.1:0. kInternal when libevent fails.
+  static absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> Start(Handler handler);
+  ~LoopbackHttpServer();
+
+  int port() const { return port_; }
+  // "http://127.0.0.1:<port>"
+  std::string base_url() const;
+  std::vector<LoopbackRequest> requests() const;
+  // Waits until at least `n` requests arrived; false on timeout.
+  bool WaitForRequests(size_t n, absl::Duration timeout) const;
+
+  struct Impl;
+
+ private:
+  LoopbackHttpServer() = default;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+// A child process with its stdout on a pipe.
+class ChildProcess {
+ public:
+  // Starts `argv[0]` with `argv`; stdout is captured, stderr inherited.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv);
+  // SIGKILLs (if still running) and reaps the child.
+  ~ChildProcess();
+
+  // The first line of stdout (without '\n'); kDeadlineExceeded after `timeout`, kUnavailable
+  // when the child exits first.
+  absl::StatusOr<std::string> ReadFirstLine(absl::Duration timeout);
+  // Sends `signal` and waits up to `timeout` for the exit; returns the wait status or -1.
+  int Stop(int signal, absl::Duration timeout);
+  pid_t pid() const { return pid_; }
+
+ private:
+  ChildProcess() = default;
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffered_;
+  std::thread drain_;
+  bool reaped_ = false;
+};
+
+// A running `hb-llm-sim` (from BinaryDir()/simulator/hb-llm-sim) on 127.0.0.1:0 with `flags`
+// (e.g. {"--fault-503=0.1"}).
+struct LlmSim {
+  std::unique_ptr<ChildProcess> process;
+  int port = 0;
+  // "http://127.0.0.1:<port>/v1"
+  std::string base_url;
+};
+absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
+
+}  // namespace hb::testing
