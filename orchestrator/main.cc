@@ -55,7 +55,9 @@ ABSL_FLAG(std::string, llm_model, kDefaultGrader.model, "grader model");
 ABSL_FLAG(double, llm_temperature, kDefaultGrader.temperature, "grader temperature");
 ABSL_FLAG(int, llm_max_tokens, kDefaultGrader.max_tokens, "grader max_tokens");
 #endif
-ABSL_FLAG(std::string, prompt_cache_key, "", "prompt_cache_key added to each request body");
+ABSL_FLAG(std::string, prompt_cache_key, "none",
+          "none (no key, as the reference) or prompt_id (each task's prompt_id as the upstream "
+          "prompt_cache_key); run and dry-run");
 ABSL_FLAG(std::string, grader_endpoint, "", "grader endpoint recorded in the provenance");
 ABSL_FLAG(bool, simulated, false, "the verdicts came from the simulator (report banner)");
 ABSL_FLAG(double, price_input_per_mtok, 2.00, "USD per million input tokens");
@@ -123,7 +125,10 @@ flags:
   --llm-max-tokens K              grader max_tokens (default 2048)
                                   (the grader's system message is always the reference's
                                   "You are a helpful assistant.", as in hb-grader)
-  --prompt-cache-key K            prompt_cache_key in each request body (default none)
+  --prompt-cache-key none|prompt_id
+                                  prompt_id: each task's prompt_id as `prompt_cache_key` in
+                                  its request bodies, as `run --prompt-cache-key=prompt_id`
+                                  sends them (default none: no key, as the reference)
   --grader-endpoint URL           grader endpoint to record (score; default none)
   --simulated                     mark the report as simulated (score)
   --price-input-per-mtok USD      default 2.00 (gpt-4.1 list price)
@@ -255,7 +260,12 @@ absl::StatusOr<std::string> RunOffline(const std::string& command, const ParsedA
     options.grader_template = absl::GetFlag(FLAGS_grader_template);
     options.require_reference_template = absl::GetFlag(FLAGS_require_reference_template);
     options.grader = GraderFromFlags();
-    options.prompt_cache_key = absl::GetFlag(FLAGS_prompt_cache_key);
+    const std::string cache_key_mode = absl::GetFlag(FLAGS_prompt_cache_key);
+    if (cache_key_mode != "none" && cache_key_mode != "prompt_id") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--prompt-cache-key: expected none or prompt_id, got '", cache_key_mode, "'"));
+    }
+    options.prompt_cache_key_per_task = cache_key_mode == "prompt_id";
     options.price_input_per_mtok = absl::GetFlag(FLAGS_price_input_per_mtok);
     options.price_cached_input_per_mtok = absl::GetFlag(FLAGS_price_cached_input_per_mtok);
     options.price_output_per_mtok = absl::GetFlag(FLAGS_price_output_per_mtok);

@@ -45,7 +45,8 @@ struct DryRunOptions {
   std::string grader_template;
   bool require_reference_template = true;
   GraderSettings grader;
-  std::string prompt_cache_key;
+  // Each task's prompt_id as `prompt_cache_key` (as `run --prompt-cache-key=prompt_id`).
+  bool prompt_cache_key_per_task = false;
   double price_input_per_mtok = 2.00;         // USD per million input tokens (gpt-4.1)
   double price_cached_input_per_mtok = 0.50;  // USD per million cached input tokens
   double price_output_per_mtok = 8.00;        // USD per million output tokens

@@ -112,7 +112,7 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           }
           const int attempt = ++state_[row].attempts;
           ++in_flight_;
-          to_start.emplace_back(row, BuildGradeItemRequest(rows_[row], attempt));
+          to_start.emplace_back(row, BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key));
         }
       }
       if (to_start.empty()) {

@@ -59,6 +59,9 @@ struct DispatcherOptions {
   absl::Duration backoff_cap = absl::Seconds(4);
   // After RequestStop, how long in-flight calls may finish before they are cancelled.
   absl::Duration drain_timeout = absl::Seconds(20);
+  // Send each task's prompt_id as the upstream `prompt_cache_key` (--prompt-cache-key=prompt_id)
+  // so its rubric items share OpenAI's prompt cache. Off by default, like the reference.
+  bool send_prompt_cache_key = false;
   // Called from Run's thread about every `progress_interval` and once at the end.
   std::function<void(const DispatchStats&)> on_progress;
   absl::Duration progress_interval = absl::Seconds(5);

@@ -106,8 +106,8 @@ std::vector<PlannedRow> PlanRows(const std::vector<const Example*>& tasks,
   return rows;
 }
 
-healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow& row,
-                                                                int attempt) {
+healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow& row, int attempt,
+                                                                bool send_prompt_cache_key) {
   healthbench::grader::v1::GradeItemRequest request;
   if (row.response->system_prompt.has_value()) {
     auto* message = request.add_conversation();
@@ -126,7 +126,7 @@ healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow
   rubric->set_points(item.points);
   rubric->set_points_text(item.points_text);
   for (const std::string& tag : item.tags) rubric->add_tags(tag);
-  request.set_prompt_cache_key(row.example->prompt_id);
+  if (send_prompt_cache_key) request.set_prompt_cache_key(row.example->prompt_id);
   request.set_request_id(absl::StrCat(*row.checkpoint, "/", row.example->prompt_id, "/",
                                       row.rubric_index, "/", attempt));
   return request;

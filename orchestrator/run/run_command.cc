@@ -79,6 +79,7 @@ const std::set<std::string>& SharedFlags() {
                                                        "out",
                                                        "examples",
                                                        "seed",
+                                                       "prompt_cache_key",
                                                        "price_input_per_mtok",
                                                        "price_cached_input_per_mtok",
                                                        "price_output_per_mtok"};
@@ -296,6 +297,11 @@ dispatch:
   --shard-count N                shards; shard i grades the selected tasks at positions
                                  p % N == i (default 1). Join shards with `hb-orchestrator merge`
   --drain-timeout DURATION       on SIGTERM/SIGINT, time for in-flight rows (default 20s)
+  --prompt-cache-key none|prompt_id
+                                 prompt_id: send each task's prompt_id upstream as
+                                 `prompt_cache_key` so its rubric items share OpenAI's prompt
+                                 cache (default none: no key, as the reference; dry-run takes
+                                 the same flag and prints the same bodies)
 
 progress:
   --progress auto|tty|log|off    live line on a terminal, log lines otherwise (default auto)
@@ -401,6 +407,13 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   }
   if (const std::string* v = find("seed"))
     HB_RETURN_IF_ERROR(ParseValue("seed", *v, &options.seed));
+  if (const std::string* v = find("prompt_cache_key")) {
+    if (*v != "none" && *v != "prompt_id") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--prompt-cache-key: expected none or prompt_id, got '", *v, "'"));
+    }
+    options.send_prompt_cache_key = *v == "prompt_id";
+  }
   if (const std::string* v = find("price_input_per_mtok")) {
     HB_RETURN_IF_ERROR(ParseValue("price_input_per_mtok", *v, &options.prices.input_per_mtok));
   }
@@ -591,6 +604,7 @@ int RunWithOptions(const RunOptions& options) {
     dispatcher_options.row_attempts = options.row_attempts;
     dispatcher_options.row_timeout = options.row_timeout;
     dispatcher_options.drain_timeout = options.drain_timeout;
+    dispatcher_options.send_prompt_cache_key = options.send_prompt_cache_key;
     // A live line redraws often; log lines follow --progress-interval.
     dispatcher_options.progress_interval =
         reporter.mode() == ProgressMode::kTty

@@ -39,6 +39,8 @@ extern const char kRunUsage[];
 // Everything `run` was asked to do, parsed and validated.
 struct RunOptions {
   std::string dataset;
+  // --prompt-cache-key=prompt_id: send each task's prompt_id as `prompt_cache_key`.
+  bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;
   // Output folder as given; with --shard-count > 1 the run writes to <out>/shard-<index>.
   std::string out;

@@ -77,6 +77,7 @@ DispatcherOptions FastOptions(FakeClock* clock) {
   options.backoff_cap = absl::ZeroDuration();
   options.poll_interval = absl::Milliseconds(5);
   options.progress_interval = absl::Hours(1);
+  options.send_prompt_cache_key = true;  // the tests tell rows apart by it
   return options;
 }
 

@@ -128,7 +128,8 @@ TEST(BuildGradeItemRequestTest, CopiesTheRow) {
   response.response = "the reply";
   response.system_prompt = "sys";
   const std::string checkpoint = "ck";
-  auto request = BuildGradeItemRequest(PlannedRow{&checkpoint, &example, &response, 1}, 2);
+  const PlannedRow row{&checkpoint, &example, &response, 1};
+  auto request = BuildGradeItemRequest(row, 2, /*send_prompt_cache_key=*/true);
   ASSERT_EQ(request.conversation_size(), 4);
   EXPECT_EQ(request.conversation(0).role(), "system");
   EXPECT_EQ(request.conversation(3).content(), "help");
@@ -139,6 +140,8 @@ TEST(BuildGradeItemRequestTest, CopiesTheRow) {
   EXPECT_THAT(request.rubric_item().tags(), ElementsAre("axis:accuracy", "level:example"));
   EXPECT_EQ(request.request_id(), "ck/pid/1/2");
   EXPECT_EQ(request.prompt_cache_key(), "pid");
+  // Without the opt-in no key goes upstream, as in the reference.
+  EXPECT_EQ(BuildGradeItemRequest(row, 2, false).prompt_cache_key(), "");
 }
 
 }  // namespace
