@@ -25,15 +25,12 @@
 #include "common/healthbench/types.h"
 #include "orchestrator/commands/offline_commands.h"
 
-#ifdef HB_HAVE_GRADER_FLAGS
 // --grader-template, --require-reference-template, --llm-model, --llm-temperature and
 // --llm-max-tokens are hb-grader's own flags (defined there), shared so that `run` and
-// `dry-run` agree; without that target they are defined below.
+// `dry-run` agree.
+#include "common/base/flags_usage.h"
 #include "grader_service/grader_flags.h"
-#endif
-#ifdef HB_HAVE_RUN_COMMAND
 #include "orchestrator/run/run_command.h"
-#endif
 
 ABSL_FLAG(std::string, dataset, "", "HealthBench JSONL file (plain or gzip)");
 ABSL_FLAG(std::string, responses, "",
@@ -44,17 +41,6 @@ ABSL_FLAG(std::string, out, "", "output file (tasks, dry-run) or folder (score, 
 ABSL_FLAG(int64_t, examples, -1, "the reference's --examples N selection; -1 = all tasks");
 ABSL_FLAG(uint32_t, seed, 0, "numpy seed of the bootstrap");
 ABSL_FLAG(std::string, checkpoint, "", "checkpoint name (default: responses file name)");
-#ifndef HB_HAVE_GRADER_FLAGS
-namespace {
-const hb::GraderSettings kDefaultGrader;
-}  // namespace
-ABSL_FLAG(std::string, grader_template, "data/grader_template.txt", "grader prompt template file");
-ABSL_FLAG(bool, require_reference_template, true,
-          "refuse a template whose sha256 is not the reference's");
-ABSL_FLAG(std::string, llm_model, kDefaultGrader.model, "grader model");
-ABSL_FLAG(double, llm_temperature, kDefaultGrader.temperature, "grader temperature");
-ABSL_FLAG(int, llm_max_tokens, kDefaultGrader.max_tokens, "grader max_tokens");
-#endif
 ABSL_FLAG(std::string, prompt_cache_key, "none",
           "none (no key, as the reference) or prompt_id (each task's prompt_id as the upstream "
           "prompt_cache_key); run and dry-run");
@@ -319,17 +305,12 @@ bool IsHelp(const std::string& arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
+  hb::InitFlagsUsage(kUsage);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return UsageError("", "missing command");
   const std::string command = args.front();
   if (command == "run") {
-#ifdef HB_HAVE_RUN_COMMAND
     return hb::RunCommand(std::vector<std::string>(args.begin() + 1, args.end()));
-#else
-    std::fprintf(stderr, "hb-orchestrator run: not built (orchestrator/run is missing)\n");
-    return 2;
-#endif
   }
   for (const std::string& arg : args) {
     if (arg == "--helpfull" || arg == "--version") {
