@@ -1,4 +1,5 @@
-// Internals shared by the JSONL loaders (dataset.cc, responses.cc): reading a file with the
+// Internals shared by the JSONL loaders (dataset.cc, responses.cc, and the orchestrator's
+// verdict files): reading a file with the
 // sha256 of its stored bytes, splitting it into lines, and naming JSON types in error
 // messages. Not part of the public contract; use dataset.h / responses.h.
 #pragma once

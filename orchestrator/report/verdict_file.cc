@@ -11,32 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
+#include "common/healthbench/jsonl_file.h"
 #include "rapidjson/document.h"
-#include "rapidjson/error/en.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
 namespace hb {
 namespace {
 
-const char* TypeName(const rapidjson::Value& value) {
-  switch (value.GetType()) {
-    case rapidjson::kNullType:
-      return "null";
-    case rapidjson::kFalseType:
-    case rapidjson::kTrueType:
-      return "boolean";
-    case rapidjson::kObjectType:
-      return "object";
-    case rapidjson::kArrayType:
-      return "array";
-    case rapidjson::kStringType:
-      return "string";
-    case rapidjson::kNumberType:
-      return "number";
-  }
-  return "unknown";
-}
+using jsonl_internal::TypeName;
 
 // Parses one JSONL file line by line; `parse_row` fills the row-specific fields of one object.
 // Shared by verdicts and failures so both report identical errors.
@@ -110,16 +93,12 @@ class RowFileReader {
   absl::Status ForEachLine(ParseRow parse_row) {
     absl::StatusOr<std::string> contents = ReadFile(path_);
     if (!contents.ok()) return contents.status();
-    int line = 0;
-    for (absl::string_view text : absl::StrSplit(*contents, '\n')) {
-      ++line;
-      if (absl::StripAsciiWhitespace(text).empty()) continue;
+    for (const jsonl_internal::Line& text : jsonl_internal::SplitLines(*contents)) {
+      const int line = text.number;
+      if (jsonl_internal::IsBlank(text.text)) continue;
       rapidjson::Document doc;
-      doc.Parse(text.data(), text.size());
-      if (doc.HasParseError()) {
-        return Error(
-            line, absl::StrCat("invalid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
-                               " at offset ", doc.GetErrorOffset()));
+      if (std::string error = jsonl_internal::ParseLine(text.text, doc); !error.empty()) {
+        return Error(line, error);
       }
       if (!doc.IsObject()) {
         return Error(line, absl::StrCat("expected a JSON object, got ", TypeName(doc)));
