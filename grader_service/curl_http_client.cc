@@ -1,9 +1,15 @@
 #include "grader_service/curl_http_client.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 
 #include "absl/status/status.h"
@@ -14,8 +20,20 @@
 
 namespace hb {
 
+struct CurlMultiHttpClient::Shard {
+  CurlMultiHttpClient* client = nullptr;
+  uint32_t index = 0;
+  CURLM* multi = nullptr;  // owned (cleaned up by ~CurlMultiHttpClient)
+  // When libcurl wants curl_multi_socket_action(CURL_SOCKET_TIMEOUT) (steady clock: libcurl
+  // keeps its own monotonic time); max() when it has no timeout pending. Loop thread only.
+  std::chrono::steady_clock::time_point curl_due = std::chrono::steady_clock::time_point::max();
+  // Transfers added to `multi` and not yet removed. Loop thread only.
+  int active = 0;
+};
+
 struct CurlMultiHttpClient::Transfer {
   CallId id = 0;
+  Shard* shard = nullptr;  // set while added to shard->multi
   CURL* easy = nullptr;
   curl_slist* header_list = nullptr;
   HttpRequest request;
@@ -32,7 +50,17 @@ struct CurlMultiHttpClient::Transfer {
 
 namespace {
 
-CURLM* Multi(void* p) { return static_cast<CURLM*>(p); }
+// epoll_event.data.u64 carries the shard index in the high half and the fd in the low half;
+// the eventfd is marked with this shard index.
+constexpr uint32_t kWakeIndex = 0xffffffffu;
+constexpr int kMaxShards = 16;
+
+uint64_t EpollKey(uint32_t shard, int fd) {
+  return (static_cast<uint64_t>(shard) << 32) | static_cast<uint32_t>(fd);
+}
+
+// ceil(total / parts), or 0 (no limit) when total is 0.
+long PerShard(long total, int parts) { return total <= 0 ? 0 : (total + parts - 1) / parts; }
 
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<CurlMultiHttpClient::Transfer*>(user);
@@ -87,18 +115,42 @@ absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> CurlMultiHttpClient::Create
     const CurlHttpClientOptions& options) {
   GlobalInit();
   std::unique_ptr<CurlMultiHttpClient> client(new CurlMultiHttpClient(options));
-  if (client->multi_ == nullptr) return absl::InternalError("curl_multi_init failed");
-  CURLM* multi = Multi(client->multi_);
-  const long in_flight = std::max(1, options.max_in_flight);
-  curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-  curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-                    static_cast<long>(std::max(0, options.max_host_connections)));
-  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS,
-                    static_cast<long>(options.max_cached_connections > 0
-                                          ? options.max_cached_connections
-                                          : in_flight));
-  curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
-                    static_cast<long>(std::max(1, options.max_concurrent_streams)));
+  if (client->epoll_fd_ < 0 || client->wake_fd_ < 0) {
+    return absl::InternalError(absl::StrCat("epoll_create1/eventfd: ", std::strerror(errno)));
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.u64 = EpollKey(kWakeIndex, client->wake_fd_);
+  if (epoll_ctl(client->epoll_fd_, EPOLL_CTL_ADD, client->wake_fd_, &wake) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl(eventfd): ", std::strerror(errno)));
+  }
+  const int in_flight = std::max(1, options.max_in_flight);
+  const int shards =
+      options.transfers_per_multi <= 0
+          ? 1
+          : std::clamp((in_flight + options.transfers_per_multi - 1) / options.transfers_per_multi,
+                       1, kMaxShards);
+  const long cached =
+      options.max_cached_connections > 0 ? options.max_cached_connections : in_flight;
+  for (int i = 0; i < shards; ++i) {
+    auto shard = std::make_unique<Shard>();
+    shard->client = client.get();
+    shard->index = static_cast<uint32_t>(i);
+    shard->multi = curl_multi_init();
+    if (shard->multi == nullptr) return absl::InternalError("curl_multi_init failed");
+    CURLM* multi = shard->multi;
+    client->shards_.push_back(std::move(shard));
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      PerShard(std::max(0, options.max_host_connections), shards));
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, PerShard(cached, shards));
+    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                      static_cast<long>(std::max(1, options.max_concurrent_streams)));
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &CurlMultiHttpClient::OnSocket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, client->shards_.back().get());
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &CurlMultiHttpClient::OnCurlTimer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, client->shards_.back().get());
+  }
   client->thread_ = std::thread([c = client.get()] { c->Loop(); });
   return client;
 }
@@ -106,14 +158,15 @@ absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> CurlMultiHttpClient::Create
 CurlMultiHttpClient::CurlMultiHttpClient(const CurlHttpClientOptions& options)
     : options_(options),
       clock_(options.clock != nullptr ? *options.clock : Clock::Real()),
-      multi_(curl_multi_init()) {}
+      epoll_fd_(epoll_create1(EPOLL_CLOEXEC)),
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
 CurlMultiHttpClient::~CurlMultiHttpClient() {
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  if (multi_ != nullptr) curl_multi_wakeup(Multi(multi_));
+  Wake();
   if (thread_.joinable()) thread_.join();
   // The loop is gone: finish everything here so no caller waits forever.
   std::vector<std::unique_ptr<Transfer>> leftovers;
@@ -129,7 +182,7 @@ CurlMultiHttpClient::~CurlMultiHttpClient() {
   for (auto& t : waiting_) leftovers.push_back(std::move(t));
   waiting_.clear();
   for (auto& [id, t] : active_) {
-    curl_multi_remove_handle(Multi(multi_), t->easy);
+    curl_multi_remove_handle(t->shard->multi, t->easy);
     leftovers.push_back(std::move(t));
   }
   active_.clear();
@@ -139,7 +192,28 @@ CurlMultiHttpClient::~CurlMultiHttpClient() {
     done(absl::CancelledError("HTTP client shut down"));
   }
   for (auto& fn : timers) fn();
-  if (multi_ != nullptr) curl_multi_cleanup(Multi(multi_));
+  // Closing cached connections calls OnSocket, which needs epoll_fd_ still open.
+  for (auto& shard : shards_) {
+    if (shard->multi != nullptr) curl_multi_cleanup(shard->multi);
+  }
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+bool CurlMultiHttpClient::NeedsWakeLocked() {
+  // The loop thread re-reads the queues before it sleeps, and one outstanding eventfd write
+  // is enough to make the loop look.
+  if (wake_pending_ || std::this_thread::get_id() == loop_thread_id_) return false;
+  wake_pending_ = true;
+  return true;
+}
+
+void CurlMultiHttpClient::Wake() {
+  if (wake_fd_ < 0) return;
+  const uint64_t one = 1;
+  // EAGAIN only when the counter is saturated, which still wakes the loop.
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+  }
 }
 
 HttpClient::CallId CurlMultiHttpClient::Post(HttpRequest request, HttpCallback done) {
@@ -148,44 +222,51 @@ HttpClient::CallId CurlMultiHttpClient::Post(HttpRequest request, HttpCallback d
   transfer->done = std::move(done);
   transfer->submitted = clock_.Now();
   CallId id;
+  bool wake = false;
   {
     absl::MutexLock lock(&mu_);
     id = ++next_call_id_;
     transfer->id = id;
     if (!stop_) {
       submitted_.push_back(std::move(transfer));
-      ++stats_.queued;
+      queued_.fetch_add(1, std::memory_order_relaxed);
+      wake = NeedsWakeLocked();
     }
   }
   if (transfer != nullptr) {
     transfer->done(absl::CancelledError("HTTP client shut down"));
     return id;
   }
-  curl_multi_wakeup(Multi(multi_));
+  if (wake) Wake();
   return id;
 }
 
 void CurlMultiHttpClient::Cancel(CallId id) {
   if (id == 0) return;
+  bool wake = false;
   {
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     cancelled_.push_back(id);
+    wake = NeedsWakeLocked();
   }
-  curl_multi_wakeup(Multi(multi_));
+  if (wake) Wake();
 }
 
 Scheduler::TimerId CurlMultiHttpClient::Schedule(absl::Duration delay,
                                                  absl::AnyInvocable<void()> fn) {
   TimerId id;
+  bool wake = false;
   {
     absl::MutexLock lock(&mu_);
     id = ++next_timer_id_;
     absl::Time due = clock_.Now() + std::max(delay, absl::ZeroDuration());
-    timers_.emplace(std::make_pair(due, id), std::move(fn));
+    auto it = timers_.emplace(std::make_pair(due, id), std::move(fn)).first;
     timer_due_[id] = due;
+    // Only a new earliest timer can make the loop wake up sooner than it planned to.
+    if (it == timers_.begin()) wake = NeedsWakeLocked();
   }
-  curl_multi_wakeup(Multi(multi_));
+  if (wake) Wake();
   return id;
 }
 
@@ -204,10 +285,51 @@ bool CurlMultiHttpClient::CancelTimer(TimerId id) {
 }
 
 CurlHttpClientStats CurlMultiHttpClient::stats() const {
+  CurlHttpClientStats s;
+  s.requests_started = requests_started_.load(std::memory_order_relaxed);
+  s.requests_completed = requests_completed_.load(std::memory_order_relaxed);
+  s.connections_opened = connections_opened_.load(std::memory_order_relaxed);
+  s.in_flight = in_flight_.load(std::memory_order_relaxed);
+  s.queued = queued_.load(std::memory_order_relaxed);
   absl::MutexLock lock(&mu_);
-  CurlHttpClientStats s = stats_;
   s.timers_pending = static_cast<int64_t>(timers_.size());
   return s;
+}
+
+int CurlMultiHttpClient::OnSocket(void* /*easy*/, int fd, int what, void* shard_ptr,
+                                  void* /*socket_data*/) {
+  auto* shard = static_cast<Shard*>(shard_ptr);
+  CurlMultiHttpClient* client = shard->client;
+  if (fd < 0) return 0;
+  const size_t index = static_cast<size_t>(fd);
+  if (index >= client->parked_.size()) client->parked_.resize(index + 1, 0);
+  if (what == CURL_POLL_REMOVE) {
+    // Most such sockets are keep-alive connections going idle until the next request reuses
+    // them: leave them in the epoll set (saving a syscall per request) and drop them from it
+    // only if they become ready while idle (see Loop). A socket libcurl closes leaves the set
+    // by itself.
+    client->parked_[index] = 1;
+    return 0;
+  }
+  client->parked_[index] = 0;
+  epoll_event ev{};
+  ev.data.u64 = EpollKey(shard->index, fd);
+  if ((what & CURL_POLL_IN) != 0) ev.events |= EPOLLIN;
+  if ((what & CURL_POLL_OUT) != 0) ev.events |= EPOLLOUT;
+  // Usually registered already (a reused connection); ENOENT for a new socket, or one that
+  // was closed and whose number came back.
+  if (epoll_ctl(client->epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0 && errno == ENOENT) {
+    epoll_ctl(client->epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  return 0;
+}
+
+int CurlMultiHttpClient::OnCurlTimer(void* /*multi*/, long timeout_ms, void* shard_ptr) {
+  auto* shard = static_cast<Shard*>(shard_ptr);
+  shard->curl_due = timeout_ms < 0
+                        ? std::chrono::steady_clock::time_point::max()
+                        : std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
 }
 
 void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
@@ -238,6 +360,9 @@ void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(
+      easy, CURLOPT_BUFFERSIZE,
+      static_cast<long>(std::clamp(options_.receive_buffer_bytes, 1024, CURL_MAX_READ_SIZE)));
   curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   if (absl::StartsWithIgnoreCase(req.url, "https://")) {
     // Wait for a multiplexable connection instead of opening a new one per request.
@@ -252,29 +377,29 @@ void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   int64_t timeout_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(req.timeout));
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
-  CURLMcode rc = curl_multi_add_handle(Multi(multi_), easy);
+  // The multi handle with the fewest transfers (the first on ties).
+  Shard* shard = shards_.front().get();
+  for (auto& s : shards_) {
+    if (s->active < shard->active) shard = s.get();
+  }
+  CURLMcode rc = curl_multi_add_handle(shard->multi, easy);
   if (rc != CURLM_OK) {
-    Finish(std::move(t), absl::InternalError(absl::StrCat("curl_multi_add_handle: ",
-                                                          curl_multi_strerror(rc))));
+    Finish(std::move(t),
+           absl::InternalError(absl::StrCat("curl_multi_add_handle: ", curl_multi_strerror(rc))));
     return;
   }
-  {
-    absl::MutexLock lock(&mu_);
-    ++stats_.requests_started;
-    ++stats_.in_flight;
-  }
+  t->shard = shard;
+  ++shard->active;
+  requests_started_.fetch_add(1, std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   CallId id = t->id;
   active_.emplace(id, std::move(t));
 }
 
-void CurlMultiHttpClient::Finish(std::unique_ptr<Transfer> t,
-                                 absl::StatusOr<HttpResponse> result) {
+void CurlMultiHttpClient::Finish(std::unique_ptr<Transfer> t, absl::StatusOr<HttpResponse> result) {
   HttpCallback done = std::move(t->done);
   t.reset();  // frees the easy handle (its connection stays in the multi's cache)
-  {
-    absl::MutexLock lock(&mu_);
-    ++stats_.requests_completed;
-  }
+  requests_completed_.fetch_add(1, std::memory_order_relaxed);
   done(std::move(result));
 }
 
@@ -283,11 +408,9 @@ void CurlMultiHttpClient::CancelTransfer(CallId id) {
   if (it != active_.end()) {
     std::unique_ptr<Transfer> t = std::move(it->second);
     active_.erase(it);
-    curl_multi_remove_handle(Multi(multi_), t->easy);
-    {
-      absl::MutexLock lock(&mu_);
-      --stats_.in_flight;
-    }
+    curl_multi_remove_handle(t->shard->multi, t->easy);
+    --t->shard->active;
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
     Finish(std::move(t), absl::CancelledError("HTTP request cancelled"));
     return;
   }
@@ -295,10 +418,7 @@ void CurlMultiHttpClient::CancelTransfer(CallId id) {
     if ((*w)->id == id) {
       std::unique_ptr<Transfer> t = std::move(*w);
       waiting_.erase(w);
-      {
-        absl::MutexLock lock(&mu_);
-        --stats_.queued;
-      }
+      queued_.fetch_sub(1, std::memory_order_relaxed);
       Finish(std::move(t), absl::CancelledError("HTTP request cancelled"));
       return;
     }
@@ -310,34 +430,29 @@ void CurlMultiHttpClient::StartWaiting() {
   while (!waiting_.empty() && active_.size() < limit) {
     std::unique_ptr<Transfer> t = std::move(waiting_.front());
     waiting_.pop_front();
-    {
-      absl::MutexLock lock(&mu_);
-      --stats_.queued;
-    }
+    queued_.fetch_sub(1, std::memory_order_relaxed);
     AddHandle(std::move(t));
   }
 }
 
-void CurlMultiHttpClient::DrainCompleted() {
+void CurlMultiHttpClient::DrainCompleted(Shard& shard) {
   int left = 0;
-  while (CURLMsg* msg = curl_multi_info_read(Multi(multi_), &left)) {
+  while (CURLMsg* msg = curl_multi_info_read(shard.multi, &left)) {
     if (msg->msg != CURLMSG_DONE) continue;
     CURL* easy = msg->easy_handle;
     CURLcode code = msg->data.result;
     Transfer* raw = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
-    curl_multi_remove_handle(Multi(multi_), easy);
+    curl_multi_remove_handle(shard.multi, easy);
+    --shard.active;
     auto it = active_.find(raw->id);
     if (it == active_.end()) continue;
     std::unique_ptr<Transfer> t = std::move(it->second);
     active_.erase(it);
     long connects = 0;
     curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
-    {
-      absl::MutexLock lock(&mu_);
-      --stats_.in_flight;
-      stats_.connections_opened += connects;
-    }
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    connections_opened_.fetch_add(connects, std::memory_order_relaxed);
     if (code != CURLE_OK) {
       absl::Status status = CurlError(code, t->error);
       Finish(std::move(t), status);
@@ -368,31 +483,60 @@ void CurlMultiHttpClient::RunDueTimers() {
   }
 }
 
+bool CurlMultiHttpClient::TakeQueues() {
+  std::vector<std::unique_ptr<Transfer>> submitted;
+  std::vector<CallId> cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return false;
+    submitted.swap(submitted_);
+    cancelled.swap(cancelled_);
+    // Callers from now on must write the eventfd again (the loop has consumed it already).
+    wake_pending_ = false;
+  }
+  for (auto& t : submitted) waiting_.push_back(std::move(t));
+  for (CallId id : cancelled) CancelTransfer(id);
+  return true;
+}
+
+void CurlMultiHttpClient::SocketAction(Shard& shard, int fd, int events) {
+  int running = 0;
+  curl_multi_socket_action(shard.multi, fd, events, &running);
+  DrainCompleted(shard);
+}
+
 void CurlMultiHttpClient::Loop() {
-  CURLM* multi = Multi(multi_);
+  {
+    absl::MutexLock lock(&mu_);
+    loop_thread_id_ = std::this_thread::get_id();
+  }
+  constexpr int kMaxEvents = 256;
+  epoll_event events[kMaxEvents];
   while (true) {
-    std::vector<std::unique_ptr<Transfer>> submitted;
-    std::vector<CallId> cancelled;
-    absl::Time next_timer = absl::InfiniteFuture();
-    {
-      absl::MutexLock lock(&mu_);
-      if (stop_) return;
-      submitted.swap(submitted_);
-      cancelled.swap(cancelled_);
-    }
-    for (auto& t : submitted) waiting_.push_back(std::move(t));
-    for (CallId id : cancelled) CancelTransfer(id);
+    if (!TakeQueues()) return;
     StartWaiting();
-    int running = 0;
-    curl_multi_perform(multi, &running);
-    DrainCompleted();
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& shard : shards_) {
+      if (shard->curl_due <= now) {
+        shard->curl_due = std::chrono::steady_clock::time_point::max();
+        SocketAction(*shard, CURL_SOCKET_TIMEOUT, 0);
+      }
+    }
     StartWaiting();
     RunDueTimers();
 
-    long curl_timeout_ms = -1;
-    curl_multi_timeout(multi, &curl_timeout_ms);
+    // Sleep until a socket is ready, the eventfd is written, libcurl's timeout or the
+    // earliest timer; at most a second.
     int64_t wait_ms = 1000;
-    if (curl_timeout_ms >= 0) wait_ms = std::min<int64_t>(wait_ms, curl_timeout_ms);
+    auto curl_due = std::chrono::steady_clock::time_point::max();
+    for (auto& shard : shards_) curl_due = std::min(curl_due, shard->curl_due);
+    if (curl_due != std::chrono::steady_clock::time_point::max()) {
+      auto until = curl_due - std::chrono::steady_clock::now();
+      wait_ms = std::min<int64_t>(
+          wait_ms,
+          std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(until).count()));
+    }
+    absl::Time next_timer = absl::InfiniteFuture();
     {
       absl::MutexLock lock(&mu_);
       if (!timers_.empty()) next_timer = timers_.begin()->first.first;
@@ -400,14 +544,36 @@ void CurlMultiHttpClient::Loop() {
     }
     if (next_timer != absl::InfiniteFuture()) {
       absl::Duration until = next_timer - clock_.Now();
-      int64_t timer_ms =
-          until <= absl::ZeroDuration()
-              ? 0
-              : static_cast<int64_t>(std::ceil(absl::ToDoubleMilliseconds(until)));
+      int64_t timer_ms = until <= absl::ZeroDuration()
+                             ? 0
+                             : static_cast<int64_t>(std::ceil(absl::ToDoubleMilliseconds(until)));
       wait_ms = std::min(wait_ms, timer_ms);
     }
-    if (wait_ms > 0) {
-      curl_multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), nullptr);
+    int n = epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(wait_ms));
+    for (int i = 0; i < n; ++i) {
+      const uint32_t index = static_cast<uint32_t>(events[i].data.u64 >> 32);
+      const int fd = static_cast<int>(static_cast<uint32_t>(events[i].data.u64));
+      if (index == kWakeIndex) {
+        uint64_t count = 0;
+        if (read(wake_fd_, &count, sizeof(count)) < 0) {
+          // EAGAIN: already consumed.
+        }
+        continue;
+      }
+      if (static_cast<size_t>(fd) < parked_.size() && parked_[fd] != 0) {
+        // An idle connection closed or written to by the server: libcurl notices when it next
+        // tries to reuse it; stop watching it meanwhile (epoll is level-triggered).
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+        parked_[fd] = 0;
+        continue;
+      }
+      // As libcurl's own poll does: an error or hang-up makes the socket readable and
+      // writable, so the transfer reads or writes and meets the error itself.
+      const uint32_t e = events[i].events;
+      int action = 0;
+      if ((e & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) action |= CURL_CSELECT_IN;
+      if ((e & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) action |= CURL_CSELECT_OUT;
+      SocketAction(*shards_[index], fd, action);
     }
   }
 }

@@ -1,8 +1,12 @@
 // CurlMultiHttpClient: HttpClient and Scheduler on one libcurl multi event loop.
 //
-// One thread runs curl_multi_poll; other threads submit requests, cancellations and timers
-// through a mutex-protected queue and wake it with curl_multi_wakeup. Connections are kept
-// alive and reused (the multi handle's connection cache is sized for the configured number of
+// One thread runs an epoll loop driving libcurl's socket interface (curl_multi_socket_action
+// with CURLMOPT_SOCKETFUNCTION/TIMERFUNCTION), so each wakeup costs in proportion to the
+// sockets that are ready rather than to the number of requests in flight. Other threads submit
+// requests, cancellations and timers through a mutex-protected queue and wake the loop through
+// an eventfd (written only when the loop is not already due to look). Requests are spread over
+// a few multi handles (see transfers_per_multi), all on that one thread. Connections are kept
+// alive and reused (the connection caches together are sized for the configured number of
 // requests in flight); HTTP/2 is negotiated over TLS and streams are multiplexed when the
 // server offers it. TLS peers are verified by default. Request and timer callbacks run on the
 // loop thread and must not block.
@@ -10,6 +14,7 @@
 // This is the only target that links libcurl.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -34,13 +39,28 @@ struct CurlHttpClientOptions {
   // Requests handed to libcurl at once; more wait in a queue (their timeout starts when they
   // leave it).
   int max_in_flight = 2048;
+  // Requests in flight per libcurl multi handle. libcurl 7.88 walks a multi handle's whole
+  // connection cache once or twice per request (looking for an idle connection, and again on
+  // removal), which at thousands of HTTP/1.1 connections costs more than the request itself;
+  // so max_in_flight is spread over ceil(max_in_flight / transfers_per_multi) multi handles (at
+  // most 16), each with its own connection cache, all on the one loop thread. A request goes
+  // to the multi handle with the fewest requests in flight (the first on ties, so a lightly
+  // loaded client uses one connection cache). 0: one multi handle.
+  int transfers_per_multi = 256;
   // Connections per host (0: no limit beyond max_in_flight). With HTTP/1.1 every request in
-  // flight needs its own connection.
+  // flight needs its own connection. With several multi handles each gets the limit divided
+  // by their number, rounded up.
   int max_host_connections = 0;
-  // Idle connections kept for reuse (0: max_in_flight).
+  // Connections kept for reuse (0: max_in_flight), divided among the multi handles like
+  // max_host_connections.
   int max_cached_connections = 0;
   // HTTP/2 streams per connection.
   int max_concurrent_streams = 256;
+  // libcurl's receive buffer per request (CURLOPT_BUFFERSIZE, clamped to [1 KiB, 512 KiB]),
+  // allocated when the request starts and held until it ends. A chat completion reply with its
+  // headers fits in 4 KiB; bigger ones take more reads, not more memory. libcurl's default,
+  // 16 KiB, is 24 MB more at 2,000 in flight.
+  int receive_buffer_bytes = 4 * 1024;
   absl::Duration connect_timeout = absl::Seconds(10);
   // Verify the TLS peer and host name (never turn off outside tests).
   bool verify_tls = true;
@@ -85,12 +105,29 @@ class CurlMultiHttpClient final : public HttpClient, public Scheduler {
  private:
   CurlHttpClientOptions options_;
   Clock& clock_;
-  void* multi_ = nullptr;  // CURLM*, owned
+  struct Shard;  // one CURLM* with its libcurl timer (curl_http_client.cc)
+  std::vector<std::unique_ptr<Shard>> shards_;  // fixed after Create
+  int epoll_fd_ = -1;                           // owned
+  int wake_fd_ = -1;                            // eventfd, owned
 
   explicit CurlMultiHttpClient(const CurlHttpClientOptions& options);
+  // libcurl callbacks (CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION) with the Shard as
+  // user data; loop thread (or the destructor, after the loop has stopped) only.
+  static int OnSocket(void* easy, int fd, int what, void* shard, void* socket_data);
+  static int OnCurlTimer(void* multi, long timeout_ms, void* shard);
+  // After queueing work under mu_: true (and marks a wakeup pending) when the caller must call
+  // Wake() once it has released mu_; false when a wakeup is already pending or the caller is
+  // the loop thread (which re-reads the queues before it sleeps).
+  bool NeedsWakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the eventfd.
+  void Wake();
   void Loop();
+  // Takes the submitted and cancelled queues; false when stopping.
+  bool TakeQueues();
+  // curl_multi_socket_action on one socket (or CURL_SOCKET_TIMEOUT) then DrainCompleted.
+  void SocketAction(Shard& shard, int fd, int events);
   void StartWaiting();
-  void DrainCompleted();
+  void DrainCompleted(Shard& shard);
   void RunDueTimers();
   void CancelTransfer(CallId id);
   void Finish(std::unique_ptr<Transfer> transfer, absl::StatusOr<HttpResponse> result);
@@ -103,12 +140,23 @@ class CurlMultiHttpClient final : public HttpClient, public Scheduler {
   std::vector<std::unique_ptr<Transfer>> submitted_ ABSL_GUARDED_BY(mu_);
   std::vector<CallId> cancelled_ ABSL_GUARDED_BY(mu_);
   // (due, id) -> callback; timer_due_ maps id -> due for CancelTimer.
-  std::map<std::pair<absl::Time, TimerId>, absl::AnyInvocable<void()>> timers_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<absl::Time, TimerId>, absl::AnyInvocable<void()>> timers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TimerId, absl::Time> timer_due_ ABSL_GUARDED_BY(mu_);
-  CurlHttpClientStats stats_ ABSL_GUARDED_BY(mu_);
+  // Counters (relaxed atomics: the loop updates them without taking mu_).
+  std::atomic<int64_t> requests_started_{0};
+  std::atomic<int64_t> requests_completed_{0};
+  std::atomic<int64_t> connections_opened_{0};
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> queued_{0};
+  // An eventfd write is outstanding that the loop has not consumed yet.
+  bool wake_pending_ ABSL_GUARDED_BY(mu_) = false;
+  // Set when the loop starts.
+  std::thread::id loop_thread_id_ ABSL_GUARDED_BY(mu_);
 
   // Loop thread only.
+  // By fd: 1 when libcurl has stopped watching the socket (CURL_POLL_REMOVE) but it is left
+  // in the epoll set; may be stale for a socket closed since (it left the set by itself).
+  std::vector<uint8_t> parked_;
   std::deque<std::unique_ptr<Transfer>> waiting_;
   absl::flat_hash_map<CallId, std::unique_ptr<Transfer>> active_;
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/logging.h"
@@ -11,6 +12,27 @@
 #include "common/healthbench/chat_request.h"
 
 namespace hb {
+namespace {
+
+constexpr absl::string_view kRetryAfterTag = " [retry_after_ms=";
+
+bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
+  return info.limit_requests || info.remaining_requests || info.reset_requests ||
+         info.limit_tokens || info.remaining_tokens || info.reset_tokens;
+}
+
+}  // namespace
+
+std::optional<absl::Duration> RetryAfterFromMessage(absl::string_view message) {
+  const size_t at = message.rfind(kRetryAfterTag);
+  if (at == absl::string_view::npos) return std::nullopt;
+  absl::string_view rest = message.substr(at + kRetryAfterTag.size());
+  const size_t close = rest.find(']');
+  if (close == absl::string_view::npos) return std::nullopt;
+  int64_t ms = 0;
+  if (!absl::SimpleAtoi(rest.substr(0, close), &ms) || ms < 0) return std::nullopt;
+  return absl::Milliseconds(ms);
+}
 
 // One GradeItem in progress: at most one upstream attempt or one backoff timer at a time.
 // Shared by the attempt callback, the timer and the cancellation callback; `done_` makes the
@@ -86,6 +108,10 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     if (result.ok()) {
       usage_ += result->usage;
       if (!result->model.empty()) model_ = result->model;
+      if (HasAnyRateLimitHeader(result->rate_limit)) {
+        rate_limit_ = result->rate_limit;
+        rate_limit_seen_ = attempt_start_;
+      }
       absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
       if (verdict.ok()) {
         ItemVerdict out;
@@ -95,6 +121,9 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         out.model = model_;
         out.usage = usage_;
         out.upstream_latency = latency_;
+        out.rate_limit = rate_limit_;
+        if (rate_limit_seen_.has_value()) out.rate_limit_age = now - *rate_limit_seen_;
+        out.rate_limited_attempts = rate_limited_attempts_;
         FinishLocked(std::move(out));
         return;
       }
@@ -105,6 +134,10 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
       failure = result.status();
     }
     last_kind_ = outcome.kind;
+    if (outcome.kind == FailureKind::kHttp429) {
+      ++rate_limited_attempts_;
+      last_retry_after_ = outcome.retry_after;
+    }
     last_failure_ = absl::StrCat(FailureKindName(outcome.kind), ": ", failure.message());
     if (outcome.kind == FailureKind::kCancelled) {
       // Not our cancellation (that sets done_ first): the client is shutting down.
@@ -115,6 +148,21 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     }
     RetryDecision decision = Decide(grader_.config_.retry, attempts_, outcome, now, deadline_,
                                     grader_.Jitter());
+    if (outcome.kind == FailureKind::kHttp429 && outcome.retry_after.has_value() &&
+        (decision.retry || decision.reason == GiveUpReason::kDeadline)) {
+      // Decide caps Retry-After at retry.cap; an earlier retry would only be refused again.
+      decision.delay = std::max(decision.delay, *outcome.retry_after);
+      if (!decision.retry ||
+          (deadline_ != absl::InfiniteFuture() &&
+           now + decision.delay + grader_.config_.retry.min_attempt_time > deadline_)) {
+        // Reported as the 429 it is, with the Retry-After, so the caller can wait it out.
+        decision.retry = false;
+        decision.reason = GiveUpReason::kAttemptsExhausted;
+        decision.detail = absl::StrCat("the upstream's Retry-After of ",
+                                       absl::FormatDuration(*outcome.retry_after),
+                                       " would pass the deadline");
+      }
+    }
     if (decision.retry) {
       if (grader_.metrics_ != nullptr) grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
       HB_LOG_DEBUG("grader: request_id={} attempt={} failed ({}); retrying in {}", request_id_,
@@ -139,6 +187,10 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     if (decision.reason == GiveUpReason::kDeadline) return absl::DeadlineExceededError(message);
     switch (last_kind_) {
       case FailureKind::kHttp429:
+        if (last_retry_after_.has_value()) {
+          absl::StrAppend(&message, kRetryAfterTag,
+                          absl::ToInt64Milliseconds(*last_retry_after_), "]");
+        }
         return absl::ResourceExhaustedError(message);
       case FailureKind::kTimeout:
       case FailureKind::kHttp408:
@@ -195,6 +247,11 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
   absl::Duration latency_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   ChatUsage usage_ ABSL_GUARDED_BY(mu_);
   std::string model_ ABSL_GUARDED_BY(mu_);
+  RateLimitInfo rate_limit_ ABSL_GUARDED_BY(mu_);
+  // Start of the attempt whose answer carried rate_limit_.
+  std::optional<absl::Time> rate_limit_seen_ ABSL_GUARDED_BY(mu_);
+  int rate_limited_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Duration> last_retry_after_ ABSL_GUARDED_BY(mu_);
   FailureKind last_kind_ ABSL_GUARDED_BY(mu_) = FailureKind::kConnection;
   std::string last_failure_ ABSL_GUARDED_BY(mu_);
 };

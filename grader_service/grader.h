@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
@@ -72,7 +74,16 @@ struct ItemVerdict {
   ChatUsage usage;
   // Wall time in upstream calls, all attempts.
   absl::Duration upstream_latency = absl::ZeroDuration();
+  // The x-ratelimit-* headers of the latest attempt that carried any (all unset when none did).
+  RateLimitInfo rate_limit;
+  // From the start of the attempt that carried `rate_limit` to the verdict.
+  absl::Duration rate_limit_age = absl::ZeroDuration();
+  // Attempts answered with HTTP 429.
+  int rate_limited_attempts = 0;
 };
+
+// The N of a " [retry_after_ms=N]" suffix (see Grader::GradeItem), or std::nullopt.
+std::optional<absl::Duration> RetryAfterFromMessage(absl::string_view message);
 
 using ItemCallback = absl::AnyInvocable<void(absl::StatusOr<ItemVerdict>)>;
 
@@ -91,7 +102,12 @@ class Grader {
   //                       TLS verification), with the backend's message;
   //   kUnavailable, kResourceExhausted (last failure a 429), kDeadlineExceeded (last failure a
   //                       timeout, or `deadline` would pass): the retry budget ran out; the
-  //                       message gives the attempts made and the last failure;
+  //                       message gives the attempts made and the last failure; a
+  //                       kResourceExhausted message ends with " [retry_after_ms=N]" when the
+  //                       last 429 carried a Retry-After (RetryAfterFromMessage reads it);
+  // A 429's Retry-After is always waited out before the next attempt, even beyond
+  // `retry.cap` (a retry before it would only be refused again and add load); when that wait
+  // would pass `deadline`, the item fails with kResourceExhausted at once.
   //   kCancelled          `cancel` was cancelled (the upstream call in flight is cancelled too).
   // `cancel` may be null.
   void GradeItem(const GradeItemInput& input, absl::Time deadline,

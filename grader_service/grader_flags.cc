@@ -22,7 +22,8 @@ ABSL_FLAG(int, max_attempts, 6, "Upstream attempts per rubric item, the first in
 ABSL_FLAG(absl::Duration, backoff_base, absl::Milliseconds(500),
           "First backoff ceiling (full jitter, doubling per attempt)");
 ABSL_FLAG(absl::Duration, backoff_cap, absl::Seconds(30),
-          "Largest backoff ceiling and largest Retry-After honoured");
+          "Largest backoff ceiling; also caps a Retry-After on statuses other than 429 "
+          "(a 429's Retry-After is always waited out, within the caller's deadline)");
 ABSL_FLAG(absl::Duration, attempt_timeout, absl::Seconds(120), "Timeout of one upstream attempt");
 ABSL_FLAG(int, max_upstream_in_flight, 2048,
           "Upstream requests in flight at once; more wait in a queue");
@@ -72,8 +73,8 @@ absl::StatusOr<GraderServerOptions> GraderServerOptionsFromFlags() {
     return absl::InvalidArgumentError("--attempt-timeout must be positive");
   }
   // An attempt needs at most its own timeout; don't give up earlier than that would allow.
-  options.retry.min_attempt_time = std::min(options.retry.min_attempt_time,
-                                            options.llm.attempt_timeout);
+  options.retry.min_attempt_time =
+      std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);
   options.llm.max_upstream_in_flight = absl::GetFlag(FLAGS_max_upstream_in_flight);
   if (options.llm.max_upstream_in_flight < 1) {
     return absl::InvalidArgumentError("--max-upstream-in-flight must be at least 1");
@@ -90,8 +91,8 @@ absl::StatusOr<GraderServerOptions> GraderServerOptionsFromFlags() {
   options.limits.max_conversation_messages = static_cast<size_t>(max_messages);
   options.limits.max_rubric_items = static_cast<size_t>(max_items);
   // Leave room for a whole conversation at the limits, capped at what gRPC can carry.
-  options.max_receive_message_bytes = static_cast<int>(
-      std::min<int64_t>(std::max<int64_t>(64 << 20, 4 * max_bytes), 1 << 30));
+  options.max_receive_message_bytes =
+      static_cast<int>(std::min<int64_t>(std::max<int64_t>(64 << 20, 4 * max_bytes), 1 << 30));
   options.template_path = absl::GetFlag(FLAGS_grader_template);
   options.require_reference_template = absl::GetFlag(FLAGS_require_reference_template);
   return options;

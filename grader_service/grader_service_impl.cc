@@ -174,6 +174,24 @@ void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse
   UsageToProto(verdict.usage, response->mutable_usage());
   response->set_upstream_latency_ms(absl::ToDoubleMilliseconds(verdict.upstream_latency));
   response->set_raw_reply(verdict.raw_reply);
+  response->set_rate_limited_attempts(verdict.rate_limited_attempts);
+  const RateLimitInfo& rl = verdict.rate_limit;
+  const bool has_requests = rl.limit_requests || rl.remaining_requests || rl.reset_requests;
+  const bool has_tokens = rl.limit_tokens || rl.remaining_tokens || rl.reset_tokens;
+  if (has_requests || has_tokens) {
+    grader_v1::UpstreamRateLimit* out = response->mutable_rate_limit();
+    out->set_has_requests(has_requests);
+    out->set_limit_requests(rl.limit_requests.value_or(0));
+    out->set_remaining_requests(rl.remaining_requests.value_or(0));
+    out->set_reset_requests_ms(
+        absl::ToInt64Milliseconds(rl.reset_requests.value_or(absl::ZeroDuration())));
+    out->set_has_tokens(has_tokens);
+    out->set_limit_tokens(rl.limit_tokens.value_or(0));
+    out->set_remaining_tokens(rl.remaining_tokens.value_or(0));
+    out->set_reset_tokens_ms(
+        absl::ToInt64Milliseconds(rl.reset_tokens.value_or(absl::ZeroDuration())));
+    out->set_age_ms(absl::ToInt64Milliseconds(verdict.rate_limit_age));
+  }
 }
 
 GraderServiceImpl::GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics)

@@ -47,6 +47,10 @@ struct RateLimitInfo {
   std::optional<int64_t> remaining_requests;
   std::optional<int64_t> limit_tokens;
   std::optional<int64_t> remaining_tokens;
+  // x-ratelimit-reset-{requests,tokens}: time until the budget resets ("6m0s", "58.8s",
+  // "250ms", "1m").
+  std::optional<absl::Duration> reset_requests;
+  std::optional<absl::Duration> reset_tokens;
 };
 
 // A usable completion: HTTP 200 with a string `choices[0].message.content`.

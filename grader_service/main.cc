@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "common/base/logging.h"
 #include "common/base/flags_usage.h"
+#include "common/base/process.h"
 #include "grader_service/grader_flags.h"
 #include "grader_service/grader_server.h"
 #include "prometheus/exposer.h"
@@ -47,6 +48,7 @@ Usage: hb-grader [--listen=0.0.0.0:50051] [--llm-base-url=URL] [--grader-templat
 }  // namespace
 
 int main(int argc, char** argv) {
+  hb::TuneProcess();
   hb::ParseFlags(argc, argv, kUsage);
   hb::InitLogging(absl::GetFlag(FLAGS_log_level).c_str());
 

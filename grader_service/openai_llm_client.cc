@@ -71,6 +71,18 @@ int64_t Int64Member(const rapidjson::Value& object, const char* name) {
   return it->value.IsInt64() ? it->value.GetInt64() : static_cast<int64_t>(it->value.GetDouble());
 }
 
+// A Go/absl-style duration header ("6m0s", "58.8s", "250ms", "1m"); also a bare number of
+// seconds. std::nullopt when absent, unparsable or negative.
+std::optional<absl::Duration> DurationHeader(const HttpResponse& response, absl::string_view name) {
+  const std::string* value = response.Header(name);
+  if (value == nullptr) return std::nullopt;
+  absl::Duration d;
+  double seconds = 0;
+  if (absl::ParseDuration(*value, &d) && d >= absl::ZeroDuration()) return d;
+  if (absl::SimpleAtod(*value, &seconds) && seconds >= 0) return absl::Seconds(seconds);
+  return std::nullopt;
+}
+
 absl::Status Malformed(std::string message) {
   return WithAttemptOutcome(absl::UnavailableError(std::move(message)),
                             {FailureKind::kMalformedReply, std::nullopt});
@@ -159,6 +171,8 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
   result.rate_limit.remaining_requests = IntHeader(response, "x-ratelimit-remaining-requests");
   result.rate_limit.limit_tokens = IntHeader(response, "x-ratelimit-limit-tokens");
   result.rate_limit.remaining_tokens = IntHeader(response, "x-ratelimit-remaining-tokens");
+  result.rate_limit.reset_requests = DurationHeader(response, "x-ratelimit-reset-requests");
+  result.rate_limit.reset_tokens = DurationHeader(response, "x-ratelimit-reset-tokens");
 
   auto choices = doc.FindMember("choices");
   if (choices == doc.MemberEnd() || !choices->value.IsArray() || choices->value.Empty() ||

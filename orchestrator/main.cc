@@ -29,6 +29,7 @@
 // --llm-max-tokens are hb-grader's own flags (defined there), shared so that `run` and
 // `dry-run` agree.
 #include "common/base/flags_usage.h"
+#include "common/base/process.h"
 #include "grader_service/grader_flags.h"
 #include "orchestrator/run/run_command.h"
 
@@ -305,6 +306,7 @@ bool IsHelp(const std::string& arg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hb::TuneProcess();
   hb::InitFlagsUsage(kUsage);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return UsageError("", "missing command");

@@ -37,6 +37,7 @@
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
 #include "common/base/flags_usage.h"
+#include "common/base/process.h"
 #include "simulator/sim_core.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000",
@@ -280,6 +281,7 @@ int BindListener(const std::string& host, const std::string& port_text, int* por
 }
 
 int Run(int argc, char** argv) {
+  hb::TuneProcess();
   hb::ParseFlags(argc, argv,
       "OpenAI-compatible chat-completions simulator for tests, benchmarks and capacity "
       "planning.\n\n"

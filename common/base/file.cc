@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -60,41 +62,107 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::string message = gzerror(file, &zerr);
   gzclose(file);
   if (zerr != Z_OK && zerr != Z_STREAM_END) {
-    return absl::DataLossError(absl::StrCat("cannot read ", path, ": ", message,
-                                            " (truncated or corrupt gzip file?)"));
+    return absl::DataLossError(
+        absl::StrCat("cannot read ", path, ": ", message, " (truncated or corrupt gzip file?)"));
   }
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string& path,
+                                                                         size_t buffer_size) {
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot write", path);
-  const char* data = contents.data();
-  size_t left = contents.size();
+  return std::unique_ptr<AtomicFileWriter>(
+      new AtomicFileWriter(path, std::move(tmp), fd, buffer_size));
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string tmp, int fd, size_t buffer_size)
+    : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd), buffer_size_(buffer_size) {
+  buffer_.reserve(buffer_size_);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (!committed_) Abandon();
+}
+
+void AtomicFileWriter::Abandon() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+  }
+}
+
+absl::Status AtomicFileWriter::WriteAll(absl::string_view data) {
+  const char* p = data.data();
+  size_t left = data.size();
   while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
+    ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return ErrnoStatus(err, "cannot write", path);
+      return ErrnoStatus(errno, "cannot write", path_);
     }
-    data += n;
+    p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, "cannot write", path);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, "cannot write", path);
-  }
   return absl::OkStatus();
+}
+
+void AtomicFileWriter::Append(absl::string_view data) {
+  if (!status_.ok() || fd_ < 0) return;
+  if (buffer_.size() + data.size() <= buffer_size_) {
+    buffer_.append(data.data(), data.size());
+    return;
+  }
+  if (!buffer_.empty()) {
+    status_ = WriteAll(buffer_);
+    buffer_.clear();
+    if (!status_.ok()) return;
+  }
+  if (data.size() >= buffer_size_) {
+    status_ = WriteAll(data);
+  } else {
+    buffer_.append(data.data(), data.size());
+  }
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (fd_ < 0) {
+    return status_.ok() ? absl::FailedPreconditionError(
+                              absl::StrCat("cannot write ", path_, ": already committed"))
+                        : status_;
+  }
+  if (status_.ok() && !buffer_.empty()) status_ = WriteAll(buffer_);
+  std::string().swap(buffer_);
+  if (!status_.ok()) {
+    Abandon();
+    return status_;
+  }
+  int err = ::fsync(fd_) != 0 ? errno : 0;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err != 0) {
+    ::unlink(tmp_.c_str());
+    status_ = ErrnoStatus(err, "cannot write", path_);
+    return status_;
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp_.c_str());
+    status_ = ErrnoStatus(err, "cannot write", path_);
+    return status_;
+  }
+  committed_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  // No buffer: the contents go to the file in one write.
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer = AtomicFileWriter::Open(path, 0);
+  if (!writer.ok()) return writer.status();
+  (*writer)->Append(contents);
+  return (*writer)->Commit();
 }
 
 absl::Status MakeDirs(const std::string& path) {

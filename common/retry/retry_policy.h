@@ -53,7 +53,8 @@ struct RetryPolicy {
   int max_attempts = 6;
   // First backoff ceiling; doubles per attempt.
   absl::Duration base = absl::Milliseconds(500);
-  // Largest ceiling, and the largest Retry-After honoured.
+  // Largest ceiling, and the largest Retry-After honoured here (the Grader waits out a 429's
+  // Retry-After in full, within the caller's deadline).
   absl::Duration cap = absl::Seconds(30);
   // Do not start an attempt with less than this left before the caller's deadline.
   absl::Duration min_attempt_time = absl::Seconds(1);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -331,9 +332,9 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
 
-HtmlReport BuildHtml(const ReportContext& context, const CheckpointResult& result,
-                     const std::vector<TaskState>& tasks, bool incomplete,
-                     const std::string& generated_at) {
+HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& result,
+                         const std::vector<TaskState>& tasks, bool incomplete,
+                         const std::string& generated_at) {
   HtmlReport html;
   html.checkpoint = context.checkpoint;
   if (result.graded > 0) html.score = result.score;
@@ -360,39 +361,50 @@ HtmlReport BuildHtml(const ReportContext& context, const CheckpointResult& resul
       {"generated at", generated_at},
   };
   html.metrics = result.aggregate.metrics;
+  // The worst-tasks table only needs each task's prompt_id and score; the page's task
+  // sections are rendered one at a time by BuildHtmlTask.
+  html.tasks.reserve(tasks.size());
   for (const TaskState& task : tasks) {
-    const Example& example = *task.example;
     HtmlTask view;
-    view.prompt_id = example.prompt_id;
+    view.prompt_id = task.example->prompt_id;
     view.score = task.score;
-    view.error = task.error;
-    view.example_tags = example.example_tags;
-    if (task.response != nullptr) {
-      view.has_response = true;
-      view.conversation =
-          GradedConversation(example.prompt, task.response->system_prompt, task.response->response);
-    } else {
-      view.conversation = example.prompt;
-    }
-    for (size_t i = 0; i < example.rubrics.size(); ++i) {
-      const RubricItem& item = example.rubrics[i];
-      HtmlRubricRow row;
-      row.criterion = item.criterion;
-      row.points_text = item.points_text.empty()
-                            ? PythonPointsText(item.points, item.points != std::floor(item.points))
-                            : item.points_text;
-      row.tags = item.tags;
-      if (task.verdicts[i] != nullptr) {
-        row.criteria_met = task.verdicts[i]->criteria_met;
-        row.explanation = task.verdicts[i]->explanation;
-      } else if (task.failures[i] != nullptr) {
-        row.failure = task.failures[i]->reason;
-      }
-      view.rubric.push_back(std::move(row));
-    }
     html.tasks.push_back(std::move(view));
   }
   return html;
+}
+
+HtmlTask BuildHtmlTask(const TaskState& task) {
+  const Example& example = *task.example;
+  HtmlTask view;
+  view.prompt_id = example.prompt_id;
+  view.score = task.score;
+  view.error = task.error;
+  view.example_tags = example.example_tags;
+  if (task.response != nullptr) {
+    view.has_response = true;
+    view.conversation =
+        GradedConversation(example.prompt, task.response->system_prompt, task.response->response);
+  } else {
+    view.conversation = example.prompt;
+  }
+  view.rubric.reserve(example.rubrics.size());
+  for (size_t i = 0; i < example.rubrics.size(); ++i) {
+    const RubricItem& item = example.rubrics[i];
+    HtmlRubricRow row;
+    row.criterion = item.criterion;
+    row.points_text = item.points_text.empty()
+                          ? PythonPointsText(item.points, item.points != std::floor(item.points))
+                          : item.points_text;
+    row.tags = item.tags;
+    if (task.verdicts[i] != nullptr) {
+      row.criteria_met = task.verdicts[i]->criteria_met;
+      row.explanation = task.verdicts[i]->explanation;
+    } else if (task.failures[i] != nullptr) {
+      row.failure = task.failures[i]->reason;
+    }
+    view.rubric.push_back(std::move(row));
+  }
+  return view;
 }
 
 }  // namespace
@@ -458,16 +470,29 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   CheckpointResult result;
   result.checkpoint = context.checkpoint;
   result.tasks = static_cast<int64_t>(tasks.size());
+  result.prompt_ids.reserve(tasks.size());
+  result.task_scores.reserve(tasks.size());
+
+  // The files are streamed to disk as the tasks are scored (a checkpoint's tasks.jsonl and
+  // report.html hold every conversation and reply: far too much to build in memory for a
+  // large run). Each file still appears atomically: AtomicFileWriter writes a temporary file
+  // and renames it on Commit, in the same order as before (verdicts, failures, tasks, summary,
+  // report).
+  HB_RETURN_IF_ERROR(MakeDirs(dir));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> verdicts_out,
+                      AtomicFileWriter::Open(dir + "/verdicts.jsonl"));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> failures_out,
+                      AtomicFileWriter::Open(dir + "/failures.jsonl"));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> tasks_out,
+                      AtomicFileWriter::Open(dir + "/tasks.jsonl"));
   bool missing_rows = false;
   std::vector<OrderedMetrics> graded_metrics;
-  std::string verdict_lines, failure_lines, task_lines;
   for (TaskState& task : tasks) {
     ScoreOne(task);
     result.prompt_ids.push_back(task.example->prompt_id);
     result.task_scores.push_back(task.score);
     if (task.score.has_value()) {
       ++result.graded;
-      graded_metrics.push_back(task.metrics);
     } else {
       ++result.not_graded;
     }
@@ -476,10 +501,12 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
       for (size_t i = 0; i < task.verdicts.size(); ++i) {
         if (task.verdicts[i] != nullptr) {
           ++result.graded_rows;
-          absl::StrAppend(&verdict_lines, FormatVerdictLine(*task.verdicts[i]), "\n");
+          verdicts_out->Append(FormatVerdictLine(*task.verdicts[i]));
+          verdicts_out->Append("\n");
         } else if (task.failures[i] != nullptr) {
           ++result.failed_rows;
-          absl::StrAppend(&failure_lines, FormatFailureLine(*task.failures[i]), "\n");
+          failures_out->Append(FormatFailureLine(*task.failures[i]));
+          failures_out->Append("\n");
         } else {
           missing_rows = true;
         }
@@ -487,10 +514,16 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     } else {
       // Failures recorded for a task without response are reported but graded nothing.
       for (const RowFailure* failure : task.failures) {
-        if (failure != nullptr) absl::StrAppend(&failure_lines, FormatFailureLine(*failure), "\n");
+        if (failure != nullptr) {
+          failures_out->Append(FormatFailureLine(*failure));
+          failures_out->Append("\n");
+        }
       }
     }
-    absl::StrAppend(&task_lines, TaskLine(task), "\n");
+    tasks_out->Append(TaskLine(task));
+    tasks_out->Append("\n");
+    // tasks.jsonl was the last reader of the task's metrics.
+    if (task.score.has_value()) graded_metrics.push_back(std::move(task.metrics));
   }
   if (result.graded > 0) {
     AggregateOptions options;
@@ -504,18 +537,26 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   } else {
     result.score = std::numeric_limits<double>::quiet_NaN();
   }
+  std::vector<OrderedMetrics>().swap(graded_metrics);
   const bool incomplete = context.incomplete || missing_rows;
   const std::string generated_at = GeneratedAt(context);
 
-  HB_RETURN_IF_ERROR(MakeDirs(dir));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/verdicts.jsonl", verdict_lines));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/failures.jsonl", failure_lines));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/tasks.jsonl", task_lines));
+  HB_RETURN_IF_ERROR(verdicts_out->Commit());
+  HB_RETURN_IF_ERROR(failures_out->Commit());
+  HB_RETURN_IF_ERROR(tasks_out->Commit());
   HB_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/summary.json", SummaryJson(context, result, usage, incomplete, generated_at)));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(
-      dir + "/report.html",
-      RenderHtmlReport(BuildHtml(context, result, tasks, incomplete, generated_at))));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> html_out,
+                      AtomicFileWriter::Open(dir + "/report.html"));
+  html_out->Append(HtmlReportHead(BuildHtmlHead(context, result, tasks, incomplete, generated_at)));
+  std::string section;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    section.clear();
+    AppendHtmlReportTask(section, BuildHtmlTask(tasks[i]), i);
+    html_out->Append(section);
+  }
+  html_out->Append(HtmlReportTail());
+  HB_RETURN_IF_ERROR(html_out->Commit());
   return result;
 }
 

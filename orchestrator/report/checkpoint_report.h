@@ -85,7 +85,9 @@ struct CheckpointResult {
 // Scores the checkpoint and writes the five files above into `dir`. Errors:
 // kInvalidArgument when a verdict or failure names a prompt_id not in `dataset`, a rubric index
 // out of range, a duplicate verdict, or a verdict for a task without a response; MakeDirs /
-// WriteFileAtomically errors (naming the path) when `dir` cannot be written.
+// AtomicFileWriter errors (naming the path) when `dir` cannot be written. The files are
+// streamed to disk (each through a temporary file renamed into place, so each appears whole),
+// never built in memory: the memory used is the inputs plus one task at a time.
 absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     const Dataset& dataset, const ResponseSet& responses, const std::vector<VerdictRow>& verdicts,
     const std::vector<RowFailure>& failures, const ReportContext& context, const std::string& dir);

@@ -174,7 +174,7 @@ std::vector<size_t> RubricDisplayOrder(const std::vector<HtmlRubricRow>& rubric)
   return order;
 }
 
-std::string RenderHtmlReport(const HtmlReport& report) {
+std::string HtmlReportHead(const HtmlReport& report) {
   std::string out;
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -225,8 +225,19 @@ std::string RenderHtmlReport(const HtmlReport& report) {
   }
 
   absl::StrAppend(&out, "<h2>Tasks</h2>\n");
+  return out;
+}
+
+void AppendHtmlReportTask(std::string& out, const HtmlTask& task, size_t index) {
+  AppendTask(out, task, index);
+}
+
+std::string HtmlReportTail() { return "</body>\n</html>\n"; }
+
+std::string RenderHtmlReport(const HtmlReport& report) {
+  std::string out = HtmlReportHead(report);
   for (size_t i = 0; i < report.tasks.size(); ++i) AppendTask(out, report.tasks[i], i);
-  absl::StrAppend(&out, "</body>\n</html>\n");
+  absl::StrAppend(&out, HtmlReportTail());
   return out;
 }
 

@@ -61,6 +61,17 @@ struct HtmlReport {
 // explanations.
 std::string RenderHtmlReport(const HtmlReport& report);
 
+// The same page in pieces, so it can be written while it is rendered without holding it (or
+// every task) in memory: RenderHtmlReport(report) ==
+//   HtmlReportHead(report) + AppendHtmlReportTask(task 0, 0) + ... + HtmlReportTail().
+// HtmlReportHead reads `report.tasks` only for the worst-tasks table, i.e. each task's
+// prompt_id and score; the rest of a task (conversation, rubric, ...) may be left empty there
+// and given to AppendHtmlReportTask when the page reaches it. `index` is the task's 0-based
+// position in the dataset (its anchor is "task-<index+1>").
+std::string HtmlReportHead(const HtmlReport& report);
+void AppendHtmlReportTask(std::string& out, const HtmlTask& task, size_t index);
+std::string HtmlReportTail();
+
 // The indices of the `limit` lowest-scoring graded tasks, lowest first, ties in task order.
 std::vector<size_t> WorstTasks(const std::vector<HtmlTask>& tasks, size_t limit);
 

@@ -30,7 +30,15 @@ absl::Duration RowRetryBackoff(const DispatcherOptions& options, int attempts_ma
 }
 
 Dispatcher::Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options)
-    : client_(client), store_(store), options_(std::move(options)) {}
+    : client_(client), store_(store), options_(std::move(options)) {
+  if (options_.adaptive_concurrency) {
+    AdaptiveLimiterOptions limiter = options_.limiter;
+    limiter.max_window = std::max(1, options_.max_in_flight);
+    limiter.clock = options_.clock;
+    absl::MutexLock lock(&mu_);
+    limiter_ = std::make_unique<AdaptiveLimiter>(limiter);
+  }
+}
 
 void Dispatcher::RequestStop() {
   absl::MutexLock lock(&mu_);
@@ -67,6 +75,14 @@ DispatchStats Dispatcher::StatsLocked() const {
   stats.prompt_tokens = prompt_tokens_;
   stats.cached_tokens = cached_tokens_;
   stats.completion_tokens = completion_tokens_;
+  stats.rate_limited_replies = rate_limited_replies_;
+  if (limiter_ != nullptr) {
+    const LimiterSnapshot limiter = limiter_->Snapshot();
+    stats.window = limiter.window;
+    stats.paced_rate = limiter.paced_rate;
+  } else {
+    stats.window = std::max(1, options_.max_in_flight);
+  }
   stats.elapsed = options_.clock->Now() - started_;
   stats.stopping = stop_requested_;
   return stats;
@@ -100,8 +116,13 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           ready_retries_.push_back(retries_.top().row);
           retries_.pop();
         }
-        while (in_flight_ < max_in_flight &&
-               (!ready_retries_.empty() || next_row_ < rows_.size())) {
+        if (limiter_ != nullptr) {
+          limiter_->SetDemand(static_cast<int64_t>(rows_.size() - next_row_ + retries_.size() +
+                                                   ready_retries_.size()));
+        }
+        while ((!ready_retries_.empty() || next_row_ < rows_.size()) &&
+               in_flight_ < (limiter_ != nullptr ? limiter_->Window() : max_in_flight) &&
+               (limiter_ == nullptr || limiter_->NextDispatchTime() <= now)) {
           size_t row;
           if (!ready_retries_.empty()) {
             row = ready_retries_.front();
@@ -112,6 +133,7 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           }
           const int attempt = ++state_[row].attempts;
           ++in_flight_;
+          if (limiter_ != nullptr) state_[row].ticket = limiter_->OnDispatch();
           to_start.emplace_back(row, BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key));
         }
       }
@@ -135,6 +157,12 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           absl::Duration wait = options_.poll_interval;
           wait = std::min(wait, next_progress - now);
           if (!stopping && !retries_.empty()) wait = std::min(wait, retries_.top().due - now);
+          if (!stopping && limiter_ != nullptr &&
+              (!ready_retries_.empty() || next_row_ < rows_.size())) {
+            // Rows are waiting for the pacing (a reply wakes us sooner for the window).
+            const absl::Time next_dispatch = limiter_->NextDispatchTime();
+            if (next_dispatch > now) wait = std::min(wait, next_dispatch - now);
+          }
           if (stopping && !cancelled) wait = std::min(wait, drain_deadline_ - now);
           if (!changed_ && wait > absl::ZeroDuration()) cv_.WaitWithTimeout(&mu_, wait);
           changed_ = false;
@@ -165,6 +193,26 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     cv_.SignalAll();
     const PlannedRow& planned = rows_[row];
     const int attempts = state_[row].attempts;
+    std::optional<absl::Duration> retry_after;
+    if (!result.ok() && result.status().code() == absl::StatusCode::kResourceExhausted) {
+      retry_after = RetryAfterFromStatusMessage(result.status().message());
+    }
+    const bool rate_limited =
+        result.ok() ? result->rate_limited_attempts() > 0
+                    : result.status().code() == absl::StatusCode::kResourceExhausted;
+    if (rate_limited) ++rate_limited_replies_;
+    if (limiter_ != nullptr) {
+      ReplySignal signal;
+      signal.ok = result.ok();
+      signal.rate_limited = rate_limited;
+      signal.retry_after = retry_after;
+      if (result.ok()) {
+        if (result->has_rate_limit()) signal.rate_limit = result->rate_limit();
+        signal.attempts = std::max(1, result->attempts());
+        signal.tokens = result->usage().prompt_tokens() + result->usage().completion_tokens();
+      }
+      limiter_->OnReply(state_[row].ticket, signal);
+    }
     record.key = planned.Key();
     record.attempts = attempts;
     record.time = options_.clock->Now();
@@ -186,7 +234,9 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
           return;
         }
       } else if (retryable && attempts < options_.row_attempts) {
-        retries_.push(Retry{options_.clock->Now() + RowRetryBackoff(options_, attempts), row});
+        absl::Duration backoff = RowRetryBackoff(options_, attempts);
+        if (retry_after.has_value()) backoff = std::max(backoff, *retry_after);
+        retries_.push(Retry{options_.clock->Now() + backoff, row});
         return;
       }
       record.ok = false;

@@ -1,5 +1,6 @@
 // Dispatcher: sends planned rows to a GraderClient with at most `max_in_flight` calls
-// outstanding, retries rows that failed with a retryable code (after a backoff kept on a timer
+// outstanding (with `adaptive_concurrency`, an AdaptiveLimiter narrows that window and paces
+// dispatch from the upstream rate-limit signals the graders relay, job-wide), retries rows that failed with a retryable code (after a backoff kept on a timer
 // queue, never a sleeping thread), and records every outcome in a VerdictStore. A row counts
 // as done only once the store committed it.
 //
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "orchestrator/run/adaptive_limiter.h"
 #include "orchestrator/run/grader_client.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/verdict_store.h"
@@ -40,6 +43,12 @@ struct DispatchStats {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
+  // Calls allowed in flight now: max_in_flight, or the adaptive window.
+  int64_t window = 0;
+  // Calls per second the adaptive pacing allows now; 0 when not pacing.
+  double paced_rate = 0;
+  // Replies that reported upstream 429s (rate_limited_attempts > 0 or RESOURCE_EXHAUSTED).
+  int64_t rate_limited_replies = 0;
   // Time since Run started (by the injected clock).
   absl::Duration elapsed;
   // RequestStop was called.
@@ -49,12 +58,19 @@ struct DispatchStats {
 struct DispatcherOptions {
   // Calls outstanding at most (>= 1).
   int max_in_flight = 512;
+  // Adapt the window within [1, max_in_flight] and pace dispatch (AdaptiveLimiter) instead of
+  // keeping max_in_flight calls outstanding. `limiter` configures it (its max_window and clock
+  // are taken from this struct).
+  bool adaptive_concurrency = false;
+  AdaptiveLimiterOptions limiter;
   // Attempts per row, the first included (>= 1).
   int row_attempts = 3;
   // Deadline of each call.
   absl::Duration row_timeout = absl::Seconds(120);
   // Backoff before retry k (k = 1, 2, ...): min(backoff_cap, backoff_base * 2^(k-1)), no
-  // jitter (round_robin already spreads retries over replicas).
+  // jitter (round_robin already spreads retries over replicas). A RESOURCE_EXHAUSTED error
+  // whose message carries the upstream's Retry-After (" [retry_after_ms=N]") waits at least
+  // that long.
   absl::Duration backoff_base = absl::Milliseconds(250);
   absl::Duration backoff_cap = absl::Seconds(4);
   // After RequestStop, how long in-flight calls may finish before they are cancelled.
@@ -111,6 +127,8 @@ class Dispatcher {
  private:
   struct RowState {
     int attempts = 0;
+    // The current attempt's dispatch, for the limiter.
+    DispatchTicket ticket;
   };
   struct Retry {
     absl::Time due;
@@ -142,6 +160,9 @@ class Dispatcher {
   int64_t prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t cached_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t rate_limited_replies_ ABSL_GUARDED_BY(mu_) = 0;
+  // Null unless adaptive_concurrency.
+  std::unique_ptr<AdaptiveLimiter> limiter_ ABSL_GUARDED_BY(mu_);
   absl::Time started_ ABSL_GUARDED_BY(mu_);
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   // When calls still in flight get cancelled (set by RequestStop).

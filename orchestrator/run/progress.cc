@@ -46,10 +46,16 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
     const int64_t remaining = std::max<int64_t>(0, s.total_rows - s.done_rows);
     eta = FormatEta(absl::Seconds(static_cast<double>(remaining) / per_second));
   }
+  std::string in_flight = absl::StrCat(s.in_flight);
+  if (s.window > 0) {
+    absl::StrAppend(&in_flight, " (window ", s.window);
+    if (s.paced_rate > 0) absl::StrAppend(&in_flight, absl::StrFormat(", paced %.1f/s", s.paced_rate));
+    absl::StrAppend(&in_flight, ")");
+  }
   std::string line = absl::StrFormat(
-      "rows %d/%d (%.1f%%) | %s rows/s | ETA %s | in flight %d | retries %d | failed %d | "
+      "rows %d/%d (%.1f%%) | %s rows/s | ETA %s | in flight %s | retries %d | failed %d | "
       "tokens in %s (cached %s) out %s | est. $%.2f",
-      s.done_rows, s.total_rows, pct, rate, eta, s.in_flight, s.retries, s.failed_rows,
+      s.done_rows, s.total_rows, pct, rate, eta, in_flight, s.retries, s.failed_rows,
       FormatTokenCount(s.prompt_tokens), FormatTokenCount(s.cached_tokens),
       FormatTokenCount(s.completion_tokens), EstimatedCostUsd(s, prices));
   if (s.stopping) absl::StrAppend(&line, " | stopping: draining in-flight rows");

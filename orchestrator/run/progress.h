@@ -30,6 +30,9 @@ struct ProgressSnapshot {
   int64_t failed_rows = 0;
   int64_t retries = 0;
   int64_t in_flight = 0;
+  // The adaptive window and pacing rate (calls/s); 0 when not adaptive / not pacing.
+  int64_t window = 0;
+  double paced_rate = 0;
   int64_t prompt_tokens = 0;  // includes cached
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
@@ -43,7 +46,8 @@ double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& pri
 // One line, no trailing newline, e.g.
 //   "rows 1200/5000 (24.0%) | 40.0 rows/s | ETA 1m35s | in flight 512 | retries 3 |
 //    failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.23"
-// (one line). Before the first row the rate and ETA print as "-". When stopping, the line ends
+// (one line). With an adaptive window, "in flight 20" reads "in flight 20 (window 44)", or
+// "in flight 20 (window 44, paced 100.0/s)" while pacing. Before the first row the rate and ETA print as "-". When stopping, the line ends
 // with " | stopping: draining in-flight rows".
 std::string FormatProgressLine(const ProgressSnapshot& snapshot, const TokenPrices& prices);
 

@@ -44,6 +44,10 @@ ABSL_FLAG(std::string, grader, "embedded",
           "flags) or a gRPC target such as dns:///grader-headless:50051 or "
           "ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin over every address)");
 ABSL_FLAG(int, max_in_flight, 512, "run: grader RPCs outstanding at most");
+ABSL_FLAG(bool, adaptive_concurrency, true,
+          "run: adapt the in-flight window within [1, --max-in-flight] (AIMD) and pace dispatch "
+          "from the upstream rate-limit headers the graders relay; false keeps --max-in-flight "
+          "RPCs outstanding");
 ABSL_FLAG(int, row_attempts, 3,
           "run: attempts per row (first included) for retryable RPC errors (UNAVAILABLE, "
           "RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL, UNKNOWN)");
@@ -89,7 +93,8 @@ const std::set<std::string>& SharedFlags() {
 // Run's own flags (defined above).
 const std::set<std::string>& OwnFlags() {
   static const auto* names =
-      new std::set<std::string>{"grader",        "max_in_flight",      "row_attempts",
+      new std::set<std::string>{"grader",        "max_in_flight",      "adaptive_concurrency",
+                                "row_attempts",
                                 "row_timeout",   "shard_index",        "shard_count",
                                 "force_new",     "progress",           "progress_interval",
                                 "drain_timeout", "simulated_verdicts", "skip_invalid"};
@@ -110,7 +115,8 @@ const std::set<std::string>& GraderFlags() {
 
 const std::set<std::string>& BoolFlags() {
   static const auto* names = new std::set<std::string>{
-      "force_new", "simulated_verdicts", "skip_invalid", "require_reference_template"};
+      "force_new", "simulated_verdicts", "skip_invalid", "require_reference_template",
+      "adaptive_concurrency"};
   return *names;
 }
 
@@ -198,8 +204,10 @@ struct LoadedCheckpoint {
   ResponseSet responses;
 };
 
-// A copy of `dataset` holding only the tasks at `positions`, in that order.
-Dataset SubsetDataset(const Dataset& dataset, const std::vector<size_t>& positions) {
+// The tasks of `dataset` at `positions` (ascending, distinct), in that order. The examples are
+// moved out of `dataset` (no copy of the largest data the run holds); its examples and index
+// are cleared, its path, sha256 and skipped lines stay.
+Dataset SubsetDataset(Dataset& dataset, const std::vector<size_t>& positions) {
   Dataset out;
   out.path = dataset.path;
   out.sha256 = dataset.sha256;
@@ -207,8 +215,10 @@ Dataset SubsetDataset(const Dataset& dataset, const std::vector<size_t>& positio
   out.examples.reserve(positions.size());
   for (size_t p : positions) {
     out.index[dataset.examples[p].prompt_id] = out.examples.size();
-    out.examples.push_back(dataset.examples[p]);
+    out.examples.push_back(std::move(dataset.examples[p]));
   }
+  std::vector<Example>().swap(dataset.examples);
+  dataset.index.clear();
   return out;
 }
 
@@ -379,6 +389,7 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   RunOptions options;
   options.grader = absl::GetFlag(FLAGS_grader);
   options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
+  options.adaptive_concurrency = absl::GetFlag(FLAGS_adaptive_concurrency);
   options.row_attempts = absl::GetFlag(FLAGS_row_attempts);
   options.row_timeout = absl::GetFlag(FLAGS_row_timeout);
   options.shard_count = absl::GetFlag(FLAGS_shard_count);
@@ -601,6 +612,7 @@ int RunWithOptions(const RunOptions& options) {
     ProgressReporter reporter(options.progress, stderr, options.prices);
     DispatcherOptions dispatcher_options;
     dispatcher_options.max_in_flight = options.max_in_flight;
+    dispatcher_options.adaptive_concurrency = options.adaptive_concurrency;
     dispatcher_options.row_attempts = options.row_attempts;
     dispatcher_options.row_timeout = options.row_timeout;
     dispatcher_options.drain_timeout = options.drain_timeout;
@@ -618,6 +630,10 @@ int RunWithOptions(const RunOptions& options) {
       snapshot.failed_rows = s.failed_rows;
       snapshot.retries = s.retries;
       snapshot.in_flight = s.in_flight;
+      if (options.adaptive_concurrency) {
+        snapshot.window = s.window;
+        snapshot.paced_rate = s.paced_rate;
+      }
       snapshot.prompt_tokens = s.prompt_tokens;
       snapshot.cached_tokens = s.cached_tokens;
       snapshot.completion_tokens = s.completion_tokens;
@@ -656,7 +672,8 @@ int RunWithOptions(const RunOptions& options) {
     if (!journal_rows.ok()) return Fail(kRunExitInternal, journal_rows.status());
     std::vector<VerdictRow> verdicts;
     std::vector<RowFailure> failures;
-    for (const RowRecord& row : *journal_rows) {
+    verdicts.reserve(journal_rows->size());
+    for (RowRecord& row : *journal_rows) {
       // Only this run's tasks (the journal may hold others after a change of --examples).
       const Example* example = dataset.Find(row.key.prompt_id);
       if (example == nullptr || c.responses.Find(row.key.prompt_id) == nullptr ||
@@ -665,10 +682,10 @@ int RunWithOptions(const RunOptions& options) {
       }
       if (row.ok) {
         VerdictRow v;
-        v.prompt_id = row.key.prompt_id;
+        v.prompt_id = std::move(row.key.prompt_id);
         v.rubric_index = row.key.rubric_index;
         v.criteria_met = row.criteria_met;
-        v.explanation = row.explanation;
+        v.explanation = std::move(row.explanation);
         v.attempts = row.attempts;
         v.prompt_tokens = row.prompt_tokens;
         v.cached_tokens = row.cached_tokens;
@@ -678,6 +695,7 @@ int RunWithOptions(const RunOptions& options) {
         failures.push_back(RowFailure{row.key.prompt_id, row.key.rubric_index, row.error});
       }
     }
+    std::vector<RowRecord>().swap(*journal_rows);  // moved from; free it before the reports
     ReportContext context;
     context.checkpoint = c.spec.name;
     context.dataset_path = options.dataset;

@@ -47,6 +47,9 @@ struct RunOptions {
   // "embedded" or a gRPC target.
   std::string grader = "embedded";
   int max_in_flight = 512;
+  // Adapt the in-flight window within [1, max_in_flight] and pace dispatch from the upstream
+  // rate-limit signals (AdaptiveLimiter).
+  bool adaptive_concurrency = true;
   int row_attempts = 3;
   absl::Duration row_timeout = absl::Seconds(300);
   int64_t examples = -1;

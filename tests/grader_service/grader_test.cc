@@ -387,5 +387,78 @@ TEST_F(GraderTest, InlineResponderWorks) {
   EXPECT_EQ(verdict.attempts, 3);
 }
 
+TEST_F(GraderTest, WaitsOutARetryAfterLongerThanTheBackoffCap) {
+  jitter_ = 0.5;
+  config_.retry.cap = absl::Seconds(30);
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  // A fixed-window limiter answers "come back when the window ends", 57.3 s away: retrying at
+  // the 30 s cap would only be refused again.
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429, absl::Milliseconds(57300))));
+  EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Milliseconds(57300)));
+  EXPECT_EQ(scheduler_.AdvanceAndRun(absl::Milliseconds(57299)), 0);
+  EXPECT_EQ(llm_.requests().size(), 1u);
+  EXPECT_EQ(scheduler_.AdvanceAndRun(absl::Milliseconds(1)), 1);
+  ASSERT_EQ(llm_.requests().size(), 2u);
+  ChatResult reply = ChatReply(kMet);
+  reply.rate_limit.limit_requests = 6000;
+  reply.rate_limit.remaining_requests = 5990;
+  reply.rate_limit.reset_requests = absl::Milliseconds(59800);
+  reply.rate_limit.remaining_tokens = 123;
+  clock_.Advance(absl::Milliseconds(200));
+  ASSERT_TRUE(llm_.CompleteNext(reply));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_EQ(verdict.attempts, 2);
+  EXPECT_EQ(verdict.rate_limited_attempts, 1);
+  EXPECT_EQ(verdict.rate_limit.limit_requests, 6000);
+  EXPECT_EQ(verdict.rate_limit.remaining_requests, 5990);
+  EXPECT_EQ(verdict.rate_limit.reset_requests, absl::Milliseconds(59800));
+  EXPECT_EQ(verdict.rate_limit.remaining_tokens, 123);
+  EXPECT_EQ(verdict.rate_limit.limit_tokens, std::nullopt);
+  EXPECT_EQ(verdict.rate_limit_age, absl::Milliseconds(200));
+}
+
+TEST_F(GraderTest, KeepsTheLatestRateLimitHeadersAndCountsNoRateLimitsWithoutA429) {
+  jitter_ = 0.0;
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  ChatResult malformed = ChatReply("not json");
+  malformed.rate_limit.remaining_requests = 10;
+  ASSERT_TRUE(llm_.CompleteNext(malformed));
+  EXPECT_EQ(scheduler_.RunDue(), 1);
+  clock_.Advance(absl::Milliseconds(300));
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));  // no headers: the earlier ones stay
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_EQ(verdict.rate_limited_attempts, 0);
+  EXPECT_EQ(verdict.rate_limit.remaining_requests, 10);
+  EXPECT_EQ(verdict.rate_limit_age, absl::Milliseconds(300));
+}
+
+TEST_F(GraderTest, A429WhoseRetryAfterPassesTheDeadlineFailsAtOnceWithTheRetryAfter) {
+  jitter_ = 0.5;
+  config_.retry.min_attempt_time = absl::Seconds(1);
+  Result result;
+  grader().GradeItem(SampleInput(), clock_.Now() + absl::Seconds(20), nullptr,
+                     result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429, absl::Milliseconds(45250))));
+  ASSERT_EQ(result.calls, 1);
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                     HasSubstr("Retry-After of 45.25s would pass the deadline")));
+  EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                     ::testing::EndsWith(" [retry_after_ms=45250]")));
+  EXPECT_EQ(RetryAfterFromMessage(result.get().status().message()), absl::Milliseconds(45250));
+  EXPECT_THAT(scheduler_.PendingDelays(), IsEmpty());
+  EXPECT_EQ(llm_.requests().size(), 1u);
+}
+
+TEST(RetryAfterFromMessageTest, ReadsTheSuffixOnly) {
+  EXPECT_EQ(RetryAfterFromMessage("x [retry_after_ms=0]"), absl::ZeroDuration());
+  EXPECT_EQ(RetryAfterFromMessage("rubric item 3: y [retry_after_ms=1500]"),
+            absl::Milliseconds(1500));
+  EXPECT_EQ(RetryAfterFromMessage("grading failed after 6 attempts"), std::nullopt);
+  EXPECT_EQ(RetryAfterFromMessage("x [retry_after_ms=abc]"), std::nullopt);
+  EXPECT_EQ(RetryAfterFromMessage("x [retry_after_ms=12"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hb

@@ -165,6 +165,24 @@ TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
   EXPECT_EQ(result.rate_limit.remaining_tokens, 29000);
   EXPECT_EQ(result.rate_limit.limit_tokens, std::nullopt);
   EXPECT_THAT(MetricsText(), HasSubstr("hb_grader_ratelimit_remaining{resource=\"requests\"} 499"));
+  EXPECT_EQ(result.rate_limit.reset_requests, std::nullopt);
+}
+
+TEST_F(OpenAiLlmClientTest, ReadsRateLimitResetDurations) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      ChatResult result,
+      Call(MakeHttpResponse(200, kCompletion,
+                            {{"x-ratelimit-reset-requests", "58.8s"},
+                             {"x-ratelimit-reset-tokens", "6m0s"}})));
+  EXPECT_EQ(result.rate_limit.reset_requests, absl::Milliseconds(58800));
+  EXPECT_EQ(result.rate_limit.reset_tokens, absl::Minutes(6));
+  HB_ASSERT_OK_AND_ASSIGN(
+      ChatResult other,
+      Call(MakeHttpResponse(200, kCompletion,
+                            {{"x-ratelimit-reset-requests", "250ms"},
+                             {"x-ratelimit-reset-tokens", "soon"}})));
+  EXPECT_EQ(other.rate_limit.reset_requests, absl::Milliseconds(250));
+  EXPECT_EQ(other.rate_limit.reset_tokens, std::nullopt);
 }
 
 TEST_F(OpenAiLlmClientTest, TransportFailuresKeepTheirCodes) {

@@ -385,6 +385,145 @@ TEST(DispatcherTest, ReportsProgress) {
   EXPECT_EQ(reports.back().planned_rows, 3);
 }
 
+// Answers like EvenIsMet, but the upstream refused the first attempt with a 429.
+absl::StatusOr<GradeItemResponse> RateLimitedThenMet(const GradeItemRequest& request) {
+  absl::StatusOr<GradeItemResponse> response = EvenIsMet(request);
+  response->set_attempts(2);
+  response->set_rate_limited_attempts(1);
+  return response;
+}
+
+TEST(DispatcherTest, AdaptiveWindowShrinksOnRateLimitSignalsThenRecovers) {
+  Fixture fixture(100, 10);  // 1000 rows
+  FakeClock clock;
+  FakeGraderClient client;  // manual: each round answers every call in flight
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.max_in_flight = 32;
+  options.adaptive_concurrency = true;
+  options.limiter.initial_window = 4;
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  // The window only changes on replies, which this thread delivers: between rounds it is
+  // stable and the dispatcher fills it.
+  auto round = [&](const FakeGraderClient::Responder& answer) {
+    const int window = static_cast<int>(dispatcher.Stats().window);
+    EXPECT_TRUE(client.WaitForPending(window));
+    EXPECT_EQ(client.pending(), window);  // never more than the window
+    client.CompleteAll(answer);
+    return static_cast<int>(dispatcher.Stats().window);
+  };
+  EXPECT_EQ(dispatcher.Stats().window, 4);
+  int window = 4;
+  for (int i = 0; i < 6; ++i) {
+    const int next = round(EvenIsMet);
+    // Slow start: grows every round until the maximum.
+    EXPECT_TRUE(next > window || next == 32) << "round " << i << ": " << window << " -> " << next;
+    window = next;
+  }
+  ASSERT_GT(window, 8);
+  // Every reply of one round reports a 429, but they were all sent before the first decrease:
+  // one multiplicative decrease.
+  const int shrunk = round(RateLimitedThenMet);
+  EXPECT_EQ(shrunk, window / 2);
+  EXPECT_EQ(dispatcher.Stats().rate_limited_replies, window);
+  // Recovery: additive increase from the new threshold.
+  int recovered = shrunk;
+  for (int i = 0; i < 6; ++i) recovered = round(EvenIsMet);
+  EXPECT_GT(recovered, shrunk);
+  EXPECT_LE(recovered, 32);
+  client.set_responder(EvenIsMet);
+  client.CompleteAll(EvenIsMet);
+  runner.join();
+  EXPECT_EQ(stats.ok_rows, 1000);
+  EXPECT_EQ(stats.failed_rows, 0);
+  EXPECT_LE(client.max_outstanding(), 32);
+}
+
+// A response carrying the upstream's request budget.
+absl::StatusOr<GradeItemResponse> MetWithBudget(const GradeItemRequest& request,
+                                                int64_t remaining, int64_t reset_ms) {
+  absl::StatusOr<GradeItemResponse> response = EvenIsMet(request);
+  auto* rl = response->mutable_rate_limit();
+  rl->set_has_requests(true);
+  rl->set_limit_requests(100);
+  rl->set_remaining_requests(remaining);
+  rl->set_reset_requests_ms(reset_ms);
+  return response;
+}
+
+TEST(DispatcherTest, AdaptivePacingSpreadsTheRemainingBudgetOnTheClock) {
+  Fixture fixture(2, 10);  // 20 rows
+  FakeClock clock;
+  FakeGraderClient client;
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.adaptive_concurrency = true;
+  options.limiter.initial_window = 2;
+  options.limiter.reset_margin = absl::Milliseconds(100);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  const absl::Time t0 = clock.Now();
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  ASSERT_TRUE(client.WaitForPending(2));
+  clock.Advance(absl::Seconds(1));
+  // 2 requests left until t0+11s: the dispatcher may not use its (grown) window at once.
+  client.CompleteAll([](const GradeItemRequest& r) { return MetWithBudget(r, 2, 10000); });
+  EXPECT_EQ(dispatcher.Stats().window, 3);
+  EXPECT_DOUBLE_EQ(dispatcher.Stats().paced_rate, 0.2);  // 2 per 10 s
+  clock.Set(t0 + absl::Seconds(5));
+  dispatcher.Wake();
+  ASSERT_TRUE(client.WaitForPending(1));
+  // Exactly one call went out (the last request is kept for later in the window).
+  EXPECT_THAT(client.requests(), SizeIs(3));
+  // After the reset nothing is known about the new budget: the window fills.
+  clock.Set(t0 + absl::Seconds(11) + absl::Milliseconds(100));
+  dispatcher.Wake();
+  ASSERT_TRUE(client.WaitForPending(3));
+  EXPECT_THAT(client.requests(), SizeIs(5));
+  client.set_responder(EvenIsMet);
+  client.CompleteAll(EvenIsMet);
+  runner.join();
+  EXPECT_EQ(stats.ok_rows, 20);
+}
+
+TEST(DispatcherTest, ResourceExhaustedRetryWaitsForTheUpstreamRetryAfter) {
+  Fixture fixture(1, 1);
+  FakeClock clock;
+  FakeGraderClient client;
+  int calls = 0;
+  client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    if (++calls == 1) {
+      return absl::ResourceExhaustedError(
+          "grading failed after 1 attempt; last failure: http_429 [retry_after_ms=45000]");
+    }
+    return EvenIsMet(request);
+  });
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock);
+  options.backoff_base = absl::Seconds(1);
+  options.backoff_cap = absl::Seconds(4);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (dispatcher.Stats().waiting_retry != 1 && absl::Now() < deadline) {
+    dispatcher.Wake();
+    absl::SleepFor(absl::Milliseconds(1));  // polling a condition, not synchronising on time
+  }
+  ASSERT_EQ(dispatcher.Stats().waiting_retry, 1);
+  EXPECT_EQ(dispatcher.Stats().rate_limited_replies, 1);
+  clock.Advance(absl::Seconds(4));  // the backoff cap alone would retry now
+  dispatcher.Wake();
+  EXPECT_EQ(dispatcher.Stats().waiting_retry, 1);
+  clock.Advance(absl::Seconds(41));
+  dispatcher.Wake();
+  runner.join();
+  EXPECT_THAT(client.requests(), SizeIs(2));
+  EXPECT_EQ(stats.ok_rows, 1);
+}
+
 TEST(DispatcherTest, RetryableCodes) {
   EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnavailable));
   EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnknown));

@@ -26,6 +26,18 @@ TEST(ProgressTest, FormatsALine) {
             "failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.66");
 }
 
+TEST(ProgressTest, ShowsTheAdaptiveWindowAndPacing) {
+  ProgressSnapshot s;
+  s.total_rows = 10;
+  s.in_flight = 20;
+  s.window = 44;
+  EXPECT_THAT(FormatProgressLine(s, TokenPrices{}),
+              ::testing::HasSubstr("| in flight 20 (window 44) | retries"));
+  s.paced_rate = 99.96;
+  EXPECT_THAT(FormatProgressLine(s, TokenPrices{}),
+              ::testing::HasSubstr("| in flight 20 (window 44, paced 100.0/s) | retries"));
+}
+
 TEST(ProgressTest, BeforeTheFirstRowAndWhenStopping) {
   ProgressSnapshot s;
   s.total_rows = 10;
