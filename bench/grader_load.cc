@@ -148,7 +148,8 @@ class Driver {
                                       latencies_ms_.push_back(ms);
                                     } else {
                                       ++errors_;
-                                      if (first_error_.empty()) first_error_ = status.error_message();
+                                      if (first_error_.empty())
+                                        first_error_ = status.error_message();
                                     }
                                   }
                                 }
@@ -235,11 +236,12 @@ int main(int argc, char** argv) {
       static_cast<long long>(result.errors), absl::GetFlag(FLAGS_in_flight), seconds,
       Percentile(result.latencies_ms, 0.5), Percentile(result.latencies_ms, 0.99));
   if (pid > 0) {
-    std::printf(" server_threads=%d server_cpu_s=%.2f server_cpu_per_row_ms=%.3f "
-                "server_rss_mb=%.1f server_peak_rss_mb=%.1f",
-                after.threads, after.cpu_seconds - before.cpu_seconds,
-                result.ok > 0 ? 1000 * (after.cpu_seconds - before.cpu_seconds) / result.ok : 0,
-                after.rss_kb / 1024.0, after.peak_rss_kb / 1024.0);
+    std::printf(
+        " server_threads=%d server_cpu_s=%.2f server_cpu_per_row_ms=%.3f "
+        "server_rss_mb=%.1f server_peak_rss_mb=%.1f",
+        after.threads, after.cpu_seconds - before.cpu_seconds,
+        result.ok > 0 ? 1000 * (after.cpu_seconds - before.cpu_seconds) / result.ok : 0,
+        after.rss_kb / 1024.0, after.peak_rss_kb / 1024.0);
   }
   std::printf("\n");
   if (!result.first_error.empty()) std::printf("first_error=%s\n", result.first_error.c_str());

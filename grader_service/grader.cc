@@ -83,8 +83,9 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     std::weak_ptr<Call> weak = weak_from_this();
     auto self = shared_from_this();
     LlmClient::CallId id = grader_.llm_.Complete(
-        std::move(request),
-        [self, attempt](absl::StatusOr<ChatResult> result) { self->OnResult(attempt, std::move(result)); });
+        std::move(request), [self, attempt](absl::StatusOr<ChatResult> result) {
+          self->OnResult(attempt, std::move(result));
+        });
     bool cancel_now = false;
     {
       absl::MutexLock lock(&mu_);
@@ -141,13 +142,12 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     last_failure_ = absl::StrCat(FailureKindName(outcome.kind), ": ", failure.message());
     if (outcome.kind == FailureKind::kCancelled) {
       // Not our cancellation (that sets done_ first): the client is shutting down.
-      FinishLocked(absl::UnavailableError(
-          absl::StrCat("upstream call cancelled after ", attempts_, " attempt(s): ",
-                       failure.message())));
+      FinishLocked(absl::UnavailableError(absl::StrCat("upstream call cancelled after ", attempts_,
+                                                       " attempt(s): ", failure.message())));
       return;
     }
-    RetryDecision decision = Decide(grader_.config_.retry, attempts_, outcome, now, deadline_,
-                                    grader_.Jitter());
+    RetryDecision decision =
+        Decide(grader_.config_.retry, attempts_, outcome, now, deadline_, grader_.Jitter());
     if (outcome.kind == FailureKind::kHttp429 && outcome.retry_after.has_value() &&
         (decision.retry || decision.reason == GiveUpReason::kDeadline)) {
       // Decide caps Retry-After at retry.cap; an earlier retry would only be refused again.
@@ -158,13 +158,14 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         // Reported as the 429 it is, with the Retry-After, so the caller can wait it out.
         decision.retry = false;
         decision.reason = GiveUpReason::kAttemptsExhausted;
-        decision.detail = absl::StrCat("the upstream's Retry-After of ",
-                                       absl::FormatDuration(*outcome.retry_after),
-                                       " would pass the deadline");
+        decision.detail =
+            absl::StrCat("the upstream's Retry-After of ",
+                         absl::FormatDuration(*outcome.retry_after), " would pass the deadline");
       }
     }
     if (decision.retry) {
-      if (grader_.metrics_ != nullptr) grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
+      if (grader_.metrics_ != nullptr)
+        grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
       HB_LOG_DEBUG("grader: request_id={} attempt={} failed ({}); retrying in {}", request_id_,
                    attempts_, std::string(FailureKindName(outcome.kind)),
                    absl::FormatDuration(decision.delay));
@@ -181,15 +182,15 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
       return absl::FailedPreconditionError(
           absl::StrCat("grader backend rejected the request: ", failure.message()));
     }
-    std::string message = absl::StrFormat("grading failed after %d attempt%s (%s); last failure: %s",
-                                          attempts_, attempts_ == 1 ? "" : "s", decision.detail,
-                                          last_failure_);
+    std::string message =
+        absl::StrFormat("grading failed after %d attempt%s (%s); last failure: %s", attempts_,
+                        attempts_ == 1 ? "" : "s", decision.detail, last_failure_);
     if (decision.reason == GiveUpReason::kDeadline) return absl::DeadlineExceededError(message);
     switch (last_kind_) {
       case FailureKind::kHttp429:
         if (last_retry_after_.has_value()) {
-          absl::StrAppend(&message, kRetryAfterTag,
-                          absl::ToInt64Milliseconds(*last_retry_after_), "]");
+          absl::StrAppend(&message, kRetryAfterTag, absl::ToInt64Milliseconds(*last_retry_after_),
+                          "]");
         }
         return absl::ResourceExhaustedError(message);
       case FailureKind::kTimeout:
@@ -210,8 +211,8 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
       timer = timer_;
       upstream_ = 0;
       timer_ = 0;
-      FinishLocked(absl::CancelledError(absl::StrCat("grading cancelled by the caller after ",
-                                                     attempts_, " attempt(s)")));
+      FinishLocked(absl::CancelledError(
+          absl::StrCat("grading cancelled by the caller after ", attempts_, " attempt(s)")));
     }
     if (upstream != 0) grader_.llm_.Cancel(upstream);
     if (timer != 0) grader_.scheduler_.CancelTimer(timer);
@@ -276,15 +277,15 @@ absl::Status Grader::Validate(const GradeItemInput& input) const {
   if (input.conversation.empty()) return absl::InvalidArgumentError("conversation is empty");
   if (input.conversation.size() > limits.max_conversation_messages) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("conversation has %d messages; the limit is %d",
-                        input.conversation.size(), limits.max_conversation_messages));
+        absl::StrFormat("conversation has %d messages; the limit is %d", input.conversation.size(),
+                        limits.max_conversation_messages));
   }
   for (size_t i = 0; i < input.conversation.size(); ++i) {
     const Message& m = input.conversation[i];
     if (m.content.size() > limits.max_message_bytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "conversation[%d].content is %d bytes; the limit is %d", i, m.content.size(),
-          limits.max_message_bytes));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("conversation[%d].content is %d bytes; the limit is %d", i,
+                          m.content.size(), limits.max_message_bytes));
     }
     if (m.role.size() > 64) {
       return absl::InvalidArgumentError(absl::StrFormat("conversation[%d].role is too long", i));
@@ -296,9 +297,8 @@ absl::Status Grader::Validate(const GradeItemInput& input) const {
                      input.conversation.back().role, "'"));
   }
   if (input.reply.size() > limits.max_message_bytes) {
-    return absl::InvalidArgumentError(absl::StrFormat("reply is %d bytes; the limit is %d",
-                                                      input.reply.size(),
-                                                      limits.max_message_bytes));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "reply is %d bytes; the limit is %d", input.reply.size(), limits.max_message_bytes));
   }
   if (input.item.criterion.empty()) {
     return absl::InvalidArgumentError("rubric item has no criterion");
@@ -315,8 +315,8 @@ absl::Status Grader::Validate(const GradeItemInput& input) const {
 }
 
 std::string Grader::RequestBody(const GradeItemInput& input) const {
-  std::string conversation = RenderConversation(
-      GradedConversation(input.conversation, std::nullopt, input.reply));
+  std::string conversation =
+      RenderConversation(GradedConversation(input.conversation, std::nullopt, input.reply));
   std::string prompt = template_.Fill(conversation, RenderRubricItem(input.item));
   return BuildChatCompletionBody(config_.settings, prompt, input.prompt_cache_key);
 }

@@ -83,7 +83,8 @@ void GraderMetrics::RpcFinished(absl::string_view method, absl::StatusCode code,
   {
     absl::MutexLock lock(&mu_);
     void*& slot = cache_[{&rpc_latency_, {{"method", std::string(method)}}}];
-    if (slot == nullptr) slot = &rpc_latency_.Add({{"method", std::string(method)}}, LatencyBuckets());
+    if (slot == nullptr)
+      slot = &rpc_latency_.Add({{"method", std::string(method)}}, LatencyBuckets());
     histogram = static_cast<prometheus::Histogram*>(slot);
   }
   histogram->Observe(absl::ToDoubleSeconds(latency));

@@ -19,9 +19,9 @@ namespace hb {
 
 absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
     const GraderServerOptions& options) {
-  HB_ASSIGN_OR_RETURN(GraderTemplate grader_template,
-                      GraderTemplate::Load(options.template_path,
-                                           options.require_reference_template));
+  HB_ASSIGN_OR_RETURN(
+      GraderTemplate grader_template,
+      GraderTemplate::Load(options.template_path, options.require_reference_template));
   std::unique_ptr<GraderServer> server(new GraderServer());
   server->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
@@ -49,8 +49,8 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
       *server->llm_, *server->http_, Clock::Real(),
       [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
       std::move(grader_template), config, server->metrics_.get());
-  server->service_ = std::make_unique<GraderServiceImpl>(*server->grader_, Clock::Real(),
-                                                         server->metrics_.get());
+  server->service_ =
+      std::make_unique<GraderServiceImpl>(*server->grader_, Clock::Real(), server->metrics_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -92,11 +92,10 @@ struct ReplyFanOut {
         // A cancellation we caused is not the interesting error; the caller's own cancel is
         // reported when nothing else failed.
         bool ours = failed && result.status().code() == absl::StatusCode::kCancelled;
-        if (!ours && (first_error.ok() ||
-                      first_error.code() == absl::StatusCode::kCancelled)) {
-          first_error = absl::Status(result.status().code(),
-                                     absl::StrCat("rubric item ", index, ": ",
-                                                  result.status().message()));
+        if (!ours && (first_error.ok() || first_error.code() == absl::StatusCode::kCancelled)) {
+          first_error =
+              absl::Status(result.status().code(),
+                           absl::StrCat("rubric item ", index, ": ", result.status().message()));
         }
         cancel_others = !failed;
         failed = true;
@@ -222,9 +221,8 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeReply(grpc::CallbackServerCont
   if (n == 0) {
     invalid = absl::InvalidArgumentError("no rubric items");
   } else if (n > limits.max_rubric_items) {
-    invalid = absl::InvalidArgumentError(absl::StrCat("request has ", n,
-                                                      " rubric items; the limit is ",
-                                                      limits.max_rubric_items));
+    invalid = absl::InvalidArgumentError(
+        absl::StrCat("request has ", n, " rubric items; the limit is ", limits.max_rubric_items));
   }
   auto* fan_out = new ReplyFanOut{reactor, request, response, {}};
   fan_out->items.reserve(n);

@@ -12,15 +12,16 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
-#include "common/base/logging.h"
 #include "common/base/flags_usage.h"
+#include "common/base/logging.h"
 #include "common/base/process.h"
 #include "grader_service/grader_flags.h"
 #include "grader_service/grader_server.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address (host:port; port 0 picks one)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC listen address (host:port; port 0 picks one)");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
           "Prometheus /metrics listen address; empty disables it");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),

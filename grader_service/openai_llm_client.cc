@@ -148,9 +148,9 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
   rapidjson::Document doc;
   doc.Parse(response.body.data(), response.body.size());
   if (doc.HasParseError()) {
-    return Malformed(absl::StrCat("upstream reply is not valid JSON: ",
-                                  rapidjson::GetParseError_En(doc.GetParseError()), " at offset ",
-                                  doc.GetErrorOffset()));
+    return Malformed(absl::StrCat(
+        "upstream reply is not valid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
+        " at offset ", doc.GetErrorOffset()));
   }
   if (!doc.IsObject()) return Malformed("upstream reply is not a JSON object");
   ChatResult result;
@@ -212,40 +212,39 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
   GraderMetrics* metrics = options_.metrics;
   if (metrics != nullptr) metrics->UpstreamStarted();
   const absl::Time start = clock_.Now();
-  return http_.Post(
-      std::move(http_request),
-      [this, metrics, start, done = std::move(done)](absl::StatusOr<HttpResponse> response) mutable {
-        if (metrics != nullptr) metrics->UpstreamFinished(StatusLabel(response), clock_.Now() - start);
-        if (!response.ok()) {
-          absl::Status status = response.status();
-          AttemptOutcome outcome = AttemptOutcomeOf(status);
-          if (status.code() == absl::StatusCode::kDeadlineExceeded) {
-            outcome.kind = FailureKind::kTimeout;
-          } else if (status.code() == absl::StatusCode::kFailedPrecondition ||
-                     status.code() == absl::StatusCode::kInvalidArgument) {
-            // TLS verification or a bad URL: a configuration problem, never retried.
-            outcome.kind = FailureKind::kOtherHttp4xx;
-          }
-          done(WithAttemptOutcome(
-              absl::Status(status.code(), Scrub(std::string(status.message()), options_.api_key)),
-              outcome));
-          return;
-        }
-        absl::StatusOr<ChatResult> result = InterpretChatResponse(*response, options_.api_key);
-        if (metrics != nullptr) {
-          if (result.ok()) {
-            metrics->AddTokens(result->usage.prompt_tokens, result->usage.cached_tokens,
-                               result->usage.completion_tokens);
-          }
-          if (auto v = IntHeader(*response, "x-ratelimit-remaining-requests")) {
-            metrics->SetRateLimitRemaining("requests", static_cast<double>(*v));
-          }
-          if (auto v = IntHeader(*response, "x-ratelimit-remaining-tokens")) {
-            metrics->SetRateLimitRemaining("tokens", static_cast<double>(*v));
-          }
-        }
-        done(std::move(result));
-      });
+  return http_.Post(std::move(http_request), [this, metrics, start, done = std::move(done)](
+                                                 absl::StatusOr<HttpResponse> response) mutable {
+    if (metrics != nullptr) metrics->UpstreamFinished(StatusLabel(response), clock_.Now() - start);
+    if (!response.ok()) {
+      absl::Status status = response.status();
+      AttemptOutcome outcome = AttemptOutcomeOf(status);
+      if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+        outcome.kind = FailureKind::kTimeout;
+      } else if (status.code() == absl::StatusCode::kFailedPrecondition ||
+                 status.code() == absl::StatusCode::kInvalidArgument) {
+        // TLS verification or a bad URL: a configuration problem, never retried.
+        outcome.kind = FailureKind::kOtherHttp4xx;
+      }
+      done(WithAttemptOutcome(
+          absl::Status(status.code(), Scrub(std::string(status.message()), options_.api_key)),
+          outcome));
+      return;
+    }
+    absl::StatusOr<ChatResult> result = InterpretChatResponse(*response, options_.api_key);
+    if (metrics != nullptr) {
+      if (result.ok()) {
+        metrics->AddTokens(result->usage.prompt_tokens, result->usage.cached_tokens,
+                           result->usage.completion_tokens);
+      }
+      if (auto v = IntHeader(*response, "x-ratelimit-remaining-requests")) {
+        metrics->SetRateLimitRemaining("requests", static_cast<double>(*v));
+      }
+      if (auto v = IntHeader(*response, "x-ratelimit-remaining-tokens")) {
+        metrics->SetRateLimitRemaining("tokens", static_cast<double>(*v));
+      }
+    }
+    done(std::move(result));
+  });
 }
 
 void OpenAiLlmClient::Cancel(CallId id) { http_.Cancel(id); }

@@ -29,15 +29,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "common/base/flags_usage.h"
 #include "common/base/logging.h"
+#include "common/base/process.h"
 #include "event2/buffer.h"
 #include "event2/bufferevent.h"
 #include "event2/event.h"
 #include "event2/http.h"
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
-#include "common/base/flags_usage.h"
-#include "common/base/process.h"
 #include "simulator/sim_core.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:8000",
@@ -282,7 +282,8 @@ int BindListener(const std::string& host, const std::string& port_text, int* por
 
 int Run(int argc, char** argv) {
   hb::TuneProcess();
-  hb::ParseFlags(argc, argv,
+  hb::ParseFlags(
+      argc, argv,
       "OpenAI-compatible chat-completions simulator for tests, benchmarks and capacity "
       "planning.\n\n"
       "Usage: hb-llm-sim [--listen=127.0.0.1:0] [--latency-ms=200 --latency-jitter=0.2] "

@@ -50,8 +50,7 @@ std::string PythonFloatRepr(double value) {
     out += digits.substr(1);
   }
   char exp_buf[16];
-  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
-                std::abs(exponent));
+  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
   out += exp_buf;
   return out;
 }

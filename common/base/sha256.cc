@@ -20,8 +20,7 @@ std::string Sha256::FinishHex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), digest, &size);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), size));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 std::string Sha256Hex(absl::string_view data) {

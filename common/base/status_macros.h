@@ -14,12 +14,12 @@
 #define HB_STATUS_CONCAT_(a, b) HB_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define HB_RETURN_IF_ERROR(expr)                         \
-  do {                                                   \
-    ::absl::Status hb_status_ = (expr);                  \
-    if (ABSL_PREDICT_FALSE(!hb_status_.ok())) {          \
-      return hb_status_;                                 \
-    }                                                    \
+#define HB_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::absl::Status hb_status_ = (expr);         \
+    if (ABSL_PREDICT_FALSE(!hb_status_.ok())) { \
+      return hb_status_;                        \
+    }                                           \
   } while (false)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status, otherwise moves the

@@ -24,8 +24,7 @@ struct AgreementMetric {
 // "pos" or "precision" is safe; a deliberate fix of the reference's substring rewrite, which
 // the official data never triggers). Sizes of the three inputs must match.
 std::map<std::string, AgreementMetric> ComputeAgreementForRaterByClass(
-    const std::vector<bool>& self_labels,
-    const std::vector<std::vector<bool>>& other_labels,
+    const std::vector<bool>& self_labels, const std::vector<std::vector<bool>>& other_labels,
     const std::vector<std::string>& clusters, const std::string& rater_role);
 
 }  // namespace hb

@@ -38,7 +38,7 @@ absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
 // One aggregated statistic set.
 struct MetricSummary {
   std::string name;
-  double mean = 0;           // clipped to [0, 1]
+  double mean = 0;  // clipped to [0, 1]
   int64_t n_samples = 0;
   double bootstrap_std = 0;  // population std of clipped bootstrap means
 };

@@ -22,8 +22,7 @@ namespace hb {
 // turn, like the reference sampler (it sends one only when truthy). Example, one line:
 //   {"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"P"}],
 //   "temperature":0.5,"max_tokens":2048,"prompt_cache_key":"k"}
-std::string BuildChatCompletionBody(const GraderSettings& settings,
-                                    absl::string_view grader_prompt,
+std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key = "");
 
 }  // namespace hb

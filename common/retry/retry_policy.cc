@@ -89,7 +89,8 @@ RetryDecision Decide(const RetryPolicy& policy, int attempts_made, const Attempt
     decision.reason = GiveUpReason::kDeadline;
     decision.detail = absl::StrFormat(
         "the next attempt (after a %s backoff) could not finish before the deadline (%s left)",
-        absl::FormatDuration(delay), absl::FormatDuration(std::max(deadline - now, absl::ZeroDuration())));
+        absl::FormatDuration(delay),
+        absl::FormatDuration(std::max(deadline - now, absl::ZeroDuration())));
     return decision;
   }
   decision.retry = true;

@@ -24,8 +24,7 @@ std::optional<absl::Duration> RetryAfterFromStatusMessage(absl::string_view mess
   absl::string_view rest = message.substr(at + kTag.size());
   const size_t close = rest.find(']');
   int64_t ms = 0;
-  if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &ms) ||
-      ms < 0) {
+  if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &ms) || ms < 0) {
     return std::nullopt;
   }
   return absl::Milliseconds(ms);
@@ -79,7 +78,8 @@ void AdaptiveLimiter::OnReply(const DispatchTicket& ticket, const ReplySignal& s
     tokens_per_call_ = static_cast<double>(signal.tokens) / std::max(1, signal.attempts);
   }
   if (options_.pacing && signal.rate_limit.has_value()) Observe(*signal.rate_limit, now);
-  if (signal.retry_after.has_value()) hold_until_ = std::max(hold_until_, now + *signal.retry_after);
+  if (signal.retry_after.has_value())
+    hold_until_ = std::max(hold_until_, now + *signal.retry_after);
   if (signal.rate_limited) {
     Decrease(ticket.seq);
   } else if (signal.ok) {
@@ -189,8 +189,7 @@ std::optional<absl::Duration> AdaptiveLimiter::PaceSpacing(absl::Time now,
 int AdaptiveLimiter::PaceWindowCap(absl::Time now) const {
   absl::Time exhausted_until = absl::InfinitePast();
   std::optional<absl::Duration> spacing = PaceSpacing(now, &exhausted_until);
-  if (!spacing.has_value() || srtt_ == absl::ZeroDuration() ||
-      *spacing <= absl::ZeroDuration()) {
+  if (!spacing.has_value() || srtt_ == absl::ZeroDuration() || *spacing <= absl::ZeroDuration()) {
     return std::numeric_limits<int>::max();
   }
   const double calls = options_.pace_window_slack * absl::FDivDuration(srtt_, *spacing);

@@ -4,7 +4,8 @@
 // it is the place where the shared upstream budget is paced.
 //
 // Two mechanisms, combined:
-//   * AIMD on the in-flight window. It starts at `initial_window` (default: the maximum), grows by one per success
+//   * AIMD on the in-flight window. It starts at `initial_window` (default: the maximum), grows by
+//   one per success
 //     while below the slow-start threshold (doubling per round trip) and by one per window of
 //     successes above it, but only from replies that find at least half the AIMD window in
 //     flight (a window that pacing or a lack of rows keeps mostly empty is no evidence that a

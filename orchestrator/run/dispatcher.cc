@@ -134,7 +134,8 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           const int attempt = ++state_[row].attempts;
           ++in_flight_;
           if (limiter_ != nullptr) state_[row].ticket = limiter_->OnDispatch();
-          to_start.emplace_back(row, BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key));
+          to_start.emplace_back(
+              row, BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key));
         }
       }
       if (to_start.empty()) {
@@ -197,9 +198,9 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     if (!result.ok() && result.status().code() == absl::StatusCode::kResourceExhausted) {
       retry_after = RetryAfterFromStatusMessage(result.status().message());
     }
-    const bool rate_limited =
-        result.ok() ? result->rate_limited_attempts() > 0
-                    : result.status().code() == absl::StatusCode::kResourceExhausted;
+    const bool rate_limited = result.ok()
+                                  ? result->rate_limited_attempts() > 0
+                                  : result.status().code() == absl::StatusCode::kResourceExhausted;
     if (rate_limited) ++rate_limited_replies_;
     if (limiter_ != nullptr) {
       ReplySignal signal;

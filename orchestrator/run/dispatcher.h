@@ -1,8 +1,9 @@
 // Dispatcher: sends planned rows to a GraderClient with at most `max_in_flight` calls
 // outstanding (with `adaptive_concurrency`, an AdaptiveLimiter narrows that window and paces
-// dispatch from the upstream rate-limit signals the graders relay, job-wide), retries rows that failed with a retryable code (after a backoff kept on a timer
-// queue, never a sleeping thread), and records every outcome in a VerdictStore. A row counts
-// as done only once the store committed it.
+// dispatch from the upstream rate-limit signals the graders relay, job-wide), retries rows that
+// failed with a retryable code (after a backoff kept on a timer queue, never a sleeping thread),
+// and records every outcome in a VerdictStore. A row counts as done only once the store committed
+// it.
 //
 //   Dispatcher dispatcher(&client, &store, options);
 //   std::thread watcher([&] { WaitForSignal(); dispatcher.RequestStop(); });

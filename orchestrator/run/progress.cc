@@ -49,7 +49,8 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
   std::string in_flight = absl::StrCat(s.in_flight);
   if (s.window > 0) {
     absl::StrAppend(&in_flight, " (window ", s.window);
-    if (s.paced_rate > 0) absl::StrAppend(&in_flight, absl::StrFormat(", paced %.1f/s", s.paced_rate));
+    if (s.paced_rate > 0)
+      absl::StrAppend(&in_flight, absl::StrFormat(", paced %.1f/s", s.paced_rate));
     absl::StrAppend(&in_flight, ")");
   }
   std::string line = absl::StrFormat(

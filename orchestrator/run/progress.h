@@ -47,8 +47,8 @@ double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& pri
 //   "rows 1200/5000 (24.0%) | 40.0 rows/s | ETA 1m35s | in flight 512 | retries 3 |
 //    failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.23"
 // (one line). With an adaptive window, "in flight 20" reads "in flight 20 (window 44)", or
-// "in flight 20 (window 44, paced 100.0/s)" while pacing. Before the first row the rate and ETA print as "-". When stopping, the line ends
-// with " | stopping: draining in-flight rows".
+// "in flight 20 (window 44, paced 100.0/s)" while pacing. Before the first row the rate and ETA
+// print as "-". When stopping, the line ends with " | stopping: draining in-flight rows".
 std::string FormatProgressLine(const ProgressSnapshot& snapshot, const TokenPrices& prices);
 
 // Token counts: "950", "45.6k", "1.25M", "3.40B".

@@ -92,12 +92,11 @@ const std::set<std::string>& SharedFlags() {
 
 // Run's own flags (defined above).
 const std::set<std::string>& OwnFlags() {
-  static const auto* names =
-      new std::set<std::string>{"grader",        "max_in_flight",      "adaptive_concurrency",
-                                "row_attempts",
-                                "row_timeout",   "shard_index",        "shard_count",
-                                "force_new",     "progress",           "progress_interval",
-                                "drain_timeout", "simulated_verdicts", "skip_invalid"};
+  static const auto* names = new std::set<std::string>{
+      "grader",      "max_in_flight",     "adaptive_concurrency", "row_attempts",
+      "row_timeout", "shard_index",       "shard_count",          "force_new",
+      "progress",    "progress_interval", "drain_timeout",        "simulated_verdicts",
+      "skip_invalid"};
   return *names;
 }
 
@@ -114,9 +113,9 @@ const std::set<std::string>& GraderFlags() {
 }
 
 const std::set<std::string>& BoolFlags() {
-  static const auto* names = new std::set<std::string>{
-      "force_new", "simulated_verdicts", "skip_invalid", "require_reference_template",
-      "adaptive_concurrency"};
+  static const auto* names =
+      new std::set<std::string>{"force_new", "simulated_verdicts", "skip_invalid",
+                                "require_reference_template", "adaptive_concurrency"};
   return *names;
 }
 

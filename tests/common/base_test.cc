@@ -50,8 +50,7 @@ TEST(JsonNumberTest, IntegralValuesHaveNoFraction) {
 }
 
 TEST(Sha256Test, KnownVector) {
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(FileTest, ReadsPlainAndReportsMissing) {
@@ -64,7 +63,8 @@ TEST(FileTest, ReadsPlainAndReportsMissing) {
 
 TEST(FileTest, TruncatedGzipIsDataLoss) {
   std::string dir = testing::MakeTempDir();
-  ASSERT_EQ(std::system(("printf 'line one\\nline two\\n' | gzip -c > " + dir + "/a.gz").c_str()), 0);
+  ASSERT_EQ(std::system(("printf 'line one\\nline two\\n' | gzip -c > " + dir + "/a.gz").c_str()),
+            0);
   HB_ASSERT_OK_AND_ASSIGN(std::string whole, ReadFile(dir + "/a.gz"));
   EXPECT_EQ(whole, "line one\nline two\n");
   ASSERT_EQ(std::system(("head -c 20 " + dir + "/a.gz > " + dir + "/cut.gz").c_str()), 0);
@@ -73,10 +73,16 @@ TEST(FileTest, TruncatedGzipIsDataLoss) {
 }
 
 TEST(FlagsTest, HyphenatedNamesBecomeUnderscoresButValuesStay) {
-  const char* argv[] = {"prog", "--llm-base-url=http://a-b/v1", "--max-in-flight", "8",
-                        "-log-level=info", "--out", "/tmp/my-dir", "--", "--not-a-flag"};
-  std::vector<std::string> args =
-      NormalizeFlagNames(9, const_cast<char**>(argv));
+  const char* argv[] = {"prog",
+                        "--llm-base-url=http://a-b/v1",
+                        "--max-in-flight",
+                        "8",
+                        "-log-level=info",
+                        "--out",
+                        "/tmp/my-dir",
+                        "--",
+                        "--not-a-flag"};
+  std::vector<std::string> args = NormalizeFlagNames(9, const_cast<char**>(argv));
   EXPECT_THAT(args, ::testing::ElementsAre("prog", "--llm_base_url=http://a-b/v1",
                                            "--max_in_flight", "8", "-log_level=info", "--out",
                                            "/tmp/my-dir", "--", "--not-a-flag"));

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <set>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -74,7 +74,8 @@ class Sample {
         LoadDataset(hb::testing::SharedDataFile(hb::testing::kMainHead30), {});
     EXPECT_TRUE(loaded.ok()) << loaded.status();
     dataset = *std::move(loaded);
-    absl::StatusOr<GraderTemplate> tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath());
+    absl::StatusOr<GraderTemplate> tmpl =
+        GraderTemplate::Load(hb::testing::ReferenceTemplatePath());
     EXPECT_TRUE(tmpl.ok()) << tmpl.status();
     for (const Example& example : dataset.examples) {
       const std::string reply = absl::StrCat("Synthetic reply to ", example.prompt_id,
@@ -140,7 +141,7 @@ LlmSim Sim(std::vector<std::string> flags) {
 
 // Sends every request at once (async) and returns the outcomes in order.
 std::vector<absl::StatusOr<v1::GradeItemResponse>> GradeAll(grpc::Channel& channel,
-                                                           const std::vector<Row>& rows) {
+                                                            const std::vector<Row>& rows) {
   auto stub = v1::Grader::NewStub(std::shared_ptr<grpc::Channel>(&channel, [](auto*) {}));
   struct Call {
     grpc::ClientContext context;
@@ -153,10 +154,11 @@ std::vector<absl::StatusOr<v1::GradeItemResponse>> GradeAll(grpc::Channel& chann
     auto call = std::make_unique<Call>();
     call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     Call* c = call.get();
-    stub->async()->GradeItem(&c->context, &row.request, &c->response, [c, &pending](grpc::Status s) {
-      c->status = std::move(s);
-      pending.DecrementCount();
-    });
+    stub->async()->GradeItem(&c->context, &row.request, &c->response,
+                             [c, &pending](grpc::Status s) {
+                               c->status = std::move(s);
+                               pending.DecrementCount();
+                             });
     calls.push_back(std::move(call));
   }
   pending.Wait();

@@ -1,8 +1,6 @@
 // GraderServiceImpl through a real channel on 127.0.0.1:0, with a FakeLlmClient underneath:
 // proto <-> domain, status mapping on the wire, GradeReply fan-out and scoring, deadline
 // propagation and cancellation reaching the upstream call.
-#include "grader_service/grader_service_impl.h"
-
 #include <memory>
 #include <string>
 
@@ -11,6 +9,7 @@
 #include "common/healthbench/prompts.h"
 #include "gmock/gmock.h"
 #include "grader_service/grader_metrics.h"
+#include "grader_service/grader_service_impl.h"
 #include "grader_service/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -44,8 +43,8 @@ class GraderServiceTest : public ::testing::Test {
   void SetUp() override {
     auto tmpl = GraderTemplate::FromText(kTemplate, false);
     ASSERT_TRUE(tmpl.ok()) << tmpl.status();
-    grader_ = std::make_unique<Grader>(llm_, scheduler_, Clock::Real(), [] { return 0.0; },
-                                       *tmpl, GraderConfig{}, &metrics_);
+    grader_ = std::make_unique<Grader>(
+        llm_, scheduler_, Clock::Real(), [] { return 0.0; }, *tmpl, GraderConfig{}, &metrics_);
     service_ = std::make_unique<GraderServiceImpl>(*grader_, Clock::Real(), &metrics_);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -53,8 +52,8 @@ class GraderServiceTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    stub_ = grader_v1::Grader::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    stub_ = grader_v1::Grader::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                           grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
@@ -114,8 +113,9 @@ TEST_F(GraderServiceTest, GradeItemReturnsTheVerdict) {
   EXPECT_EQ(response.usage().prompt_tokens(), 100);
   EXPECT_EQ(response.raw_reply(), R"({"explanation": "yes", "criteria_met": true})");
   ASSERT_EQ(llm_.requests().size(), 1u);
-  EXPECT_THAT(llm_.requests()[0].body,
-              HasSubstr("user: Is it serious?\\n\\nassistant: Probably not.\\n---\\n[4] [met] Says it."));
+  EXPECT_THAT(
+      llm_.requests()[0].body,
+      HasSubstr("user: Is it serious?\\n\\nassistant: Probably not.\\n---\\n[4] [met] Says it."));
   EXPECT_EQ(metrics_.RpcCount("GradeItem", absl::StatusCode::kOk), 1);
   EXPECT_EQ(metrics_.RpcsInFlight("GradeItem"), 0);
 }
@@ -177,7 +177,8 @@ TEST_F(GraderServiceTest, GradeReplyReturnsEveryVerdictInOrderWithTheScore) {
   EXPECT_THAT(response.tag_scores(), UnorderedElementsAre(Pair("axis:accuracy", 5.0 / 8.0)));
   EXPECT_EQ(response.usage().prompt_tokens(), 300);
   EXPECT_EQ(llm_.requests().size(), 3u);
-  EXPECT_THAT(llm_.requests()[0].body, HasSubstr("system: You are a helpful assistant.\\n\\nuser:"));
+  EXPECT_THAT(llm_.requests()[0].body,
+              HasSubstr("system: You are a helpful assistant.\\n\\nuser:"));
 }
 
 TEST_F(GraderServiceTest, GradeReplyFailsWholeWhenAnyItemFails) {
@@ -227,9 +228,9 @@ TEST_F(GraderServiceTest, TheCallersDeadlineBoundsTheUpstreamTimeout) {
   absl::Notification done;
   grpc::Status status;
   stub_->async()->GradeItem(&context, &request, &response, [&](grpc::Status s) {
-                              status = s;
-                              done.Notify();
-                            });
+    status = s;
+    done.Notify();
+  });
   ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
   absl::Duration timeout = llm_.requests()[0].timeout;
   EXPECT_LE(timeout, absl::Seconds(31));  // grpc-timeout is rounded up on the wire

@@ -73,8 +73,9 @@ class GraderTest : public ::testing::Test {
     if (grader_ == nullptr) {
       auto tmpl = GraderTemplate::FromText(kTemplate, /*require_reference=*/false);
       EXPECT_TRUE(tmpl.ok()) << tmpl.status();
-      grader_ = std::make_unique<Grader>(llm_, scheduler_, clock_, [this] { return jitter_; },
-                                         *std::move(tmpl), config_, &metrics_);
+      grader_ = std::make_unique<Grader>(
+          llm_, scheduler_, clock_, [this] { return jitter_; }, *std::move(tmpl), config_,
+          &metrics_);
     }
     return *grader_;
   }
@@ -119,7 +120,8 @@ TEST_F(GraderTest, GradesOnFirstAttemptWithTheExactBody) {
 TEST_F(GraderTest, RequestBodyMatchesTheReferenceTemplateRendering) {
   auto tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath(), true);
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
-  Grader grader(llm_, scheduler_, clock_, [] { return 0.5; }, *tmpl, config_);
+  Grader grader(
+      llm_, scheduler_, clock_, [] { return 0.5; }, *tmpl, config_);
   GradeItemInput input = SampleInput();
   Result result;
   grader.GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
@@ -155,7 +157,9 @@ TEST_F(GraderTest, RejectsInvalidRequestsWithoutCallingUpstream) {
       {"no conversation", [](GradeItemInput& in) { in.conversation.clear(); },
        "conversation is empty"},
       {"last turn assistant",
-       [](GradeItemInput& in) { in.conversation.push_back({"assistant", "hi"}); },
+       [](GradeItemInput& in) {
+         in.conversation.push_back({"assistant", "hi"});
+       },
        "last conversation turn must be from the user, got role 'assistant'"},
       {"missing criterion", [](GradeItemInput& in) { in.item.criterion.clear(); },
        "rubric item has no criterion"},
@@ -168,8 +172,8 @@ TEST_F(GraderTest, RejectsInvalidRequestsWithoutCallingUpstream) {
        "criterion is 101 bytes"},
       {"too many messages",
        [](GradeItemInput& in) {
-         in.conversation = {{"user", "a"}, {"assistant", "b"}, {"user", "c"}, {"assistant", "d"},
-                            {"user", "e"}};
+         in.conversation = {
+             {"user", "a"}, {"assistant", "b"}, {"user", "c"}, {"assistant", "d"}, {"user", "e"}};
        },
        "conversation has 5 messages; the limit is 3"},
       {"nan points", [](GradeItemInput& in) { in.item.points = std::nan(""); },
@@ -191,9 +195,9 @@ TEST_F(GraderTest, RetriesEveryRetryableFailureWithExactFullJitterDelays) {
   jitter_ = 0.5;  // delays: 0.5 * {500ms, 1s, 2s, 4s, 8s}
   Result result;
   grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
-  const std::vector<absl::StatusOr<ChatResult>> failures = {
-      HttpFailure(503), ConnectionFailure(), TimeoutFailure(), HttpFailure(408),
-      ChatReply("not json at all")};
+  const std::vector<absl::StatusOr<ChatResult>> failures = {HttpFailure(503), ConnectionFailure(),
+                                                            TimeoutFailure(), HttpFailure(408),
+                                                            ChatReply("not json at all")};
   const absl::Duration delays[] = {absl::Milliseconds(250), absl::Milliseconds(500),
                                    absl::Seconds(1), absl::Seconds(2), absl::Seconds(4)};
   for (size_t i = 0; i < failures.size(); ++i) {
@@ -438,8 +442,7 @@ TEST_F(GraderTest, A429WhoseRetryAfterPassesTheDeadlineFailsAtOnceWithTheRetryAf
   jitter_ = 0.5;
   config_.retry.min_attempt_time = absl::Seconds(1);
   Result result;
-  grader().GradeItem(SampleInput(), clock_.Now() + absl::Seconds(20), nullptr,
-                     result.Callback());
+  grader().GradeItem(SampleInput(), clock_.Now() + absl::Seconds(20), nullptr, result.Callback());
   ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429, absl::Milliseconds(45250))));
   ASSERT_EQ(result.calls, 1);
   EXPECT_THAT(result.get(), StatusIs(absl::StatusCode::kResourceExhausted,

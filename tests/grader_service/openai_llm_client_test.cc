@@ -89,8 +89,8 @@ TEST_F(OpenAiLlmClientTest, SendsTheBodyToChatCompletionsWithTheBearerKey) {
 }
 
 TEST_F(OpenAiLlmClientTest, NoKeyNoAuthorizationHeader) {
-  OpenAiLlmClient keyless(http_, OpenAiLlmClientOptions{"http://local:8000/v1", "", nullptr,
-                                                        nullptr});
+  OpenAiLlmClient keyless(http_,
+                          OpenAiLlmClientOptions{"http://local:8000/v1", "", nullptr, nullptr});
   keyless.Complete(ChatRequest{}, [](absl::StatusOr<ChatResult>) {});
   ASSERT_EQ(http_.requests().size(), 1u);
   const std::vector<HttpRequest> sent = http_.requests();
@@ -117,10 +117,11 @@ TEST_F(OpenAiLlmClientTest, MapsEveryHttpStatus) {
       {503, absl::StatusCode::kUnavailable, FailureKind::kHttp5xx},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<ChatResult> result = Call(MakeHttpResponse(
-        c.status, R"({"error": {"message": "backend says no", "type": "x"}})"));
-    EXPECT_THAT(result, StatusIs(c.code, HasSubstr(absl::StrCat("upstream HTTP ", c.status,
-                                                                ": backend says no"))))
+    absl::StatusOr<ChatResult> result = Call(
+        MakeHttpResponse(c.status, R"({"error": {"message": "backend says no", "type": "x"}})"));
+    EXPECT_THAT(
+        result,
+        StatusIs(c.code, HasSubstr(absl::StrCat("upstream HTTP ", c.status, ": backend says no"))))
         << c.status;
     EXPECT_EQ(AttemptOutcomeOf(result.status()).kind, c.kind) << c.status;
     EXPECT_EQ(metrics_.UpstreamCalls(absl::StrCat(c.status)), 1) << c.status;
@@ -128,8 +129,8 @@ TEST_F(OpenAiLlmClientTest, MapsEveryHttpStatus) {
 }
 
 TEST_F(OpenAiLlmClientTest, ExtractsRetryAfterMillisecondsFirst) {
-  absl::StatusOr<ChatResult> both = Call(MakeHttpResponse(
-      429, "slow down", {{"retry-after", "2"}, {"retry-after-ms", "1500"}}));
+  absl::StatusOr<ChatResult> both =
+      Call(MakeHttpResponse(429, "slow down", {{"retry-after", "2"}, {"retry-after-ms", "1500"}}));
   EXPECT_EQ(AttemptOutcomeOf(both.status()).retry_after, absl::Milliseconds(1500));
   absl::StatusOr<ChatResult> seconds = Call(MakeHttpResponse(503, "", {{"retry-after", "3"}}));
   EXPECT_EQ(AttemptOutcomeOf(seconds.status()).retry_after, absl::Seconds(3));
@@ -154,12 +155,11 @@ TEST_F(OpenAiLlmClientTest, NullContentAndBrokenBodiesAreRetryableMalformedRepli
 }
 
 TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
-  HB_ASSERT_OK_AND_ASSIGN(
-      ChatResult result,
-      Call(MakeHttpResponse(200, kCompletion,
-                            {{"x-ratelimit-limit-requests", "500"},
-                             {"x-ratelimit-remaining-requests", "499"},
-                             {"x-ratelimit-remaining-tokens", "29000"}})));
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult result,
+                          Call(MakeHttpResponse(200, kCompletion,
+                                                {{"x-ratelimit-limit-requests", "500"},
+                                                 {"x-ratelimit-remaining-requests", "499"},
+                                                 {"x-ratelimit-remaining-tokens", "29000"}})));
   EXPECT_EQ(result.rate_limit.limit_requests, 500);
   EXPECT_EQ(result.rate_limit.remaining_requests, 499);
   EXPECT_EQ(result.rate_limit.remaining_tokens, 29000);
@@ -169,18 +169,16 @@ TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
 }
 
 TEST_F(OpenAiLlmClientTest, ReadsRateLimitResetDurations) {
-  HB_ASSERT_OK_AND_ASSIGN(
-      ChatResult result,
-      Call(MakeHttpResponse(200, kCompletion,
-                            {{"x-ratelimit-reset-requests", "58.8s"},
-                             {"x-ratelimit-reset-tokens", "6m0s"}})));
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult result,
+                          Call(MakeHttpResponse(200, kCompletion,
+                                                {{"x-ratelimit-reset-requests", "58.8s"},
+                                                 {"x-ratelimit-reset-tokens", "6m0s"}})));
   EXPECT_EQ(result.rate_limit.reset_requests, absl::Milliseconds(58800));
   EXPECT_EQ(result.rate_limit.reset_tokens, absl::Minutes(6));
-  HB_ASSERT_OK_AND_ASSIGN(
-      ChatResult other,
-      Call(MakeHttpResponse(200, kCompletion,
-                            {{"x-ratelimit-reset-requests", "250ms"},
-                             {"x-ratelimit-reset-tokens", "soon"}})));
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult other,
+                          Call(MakeHttpResponse(200, kCompletion,
+                                                {{"x-ratelimit-reset-requests", "250ms"},
+                                                 {"x-ratelimit-reset-tokens", "soon"}})));
   EXPECT_EQ(other.rate_limit.reset_requests, absl::Milliseconds(250));
   EXPECT_EQ(other.rate_limit.reset_tokens, std::nullopt);
 }
@@ -199,8 +197,8 @@ TEST_F(OpenAiLlmClientTest, TransportFailuresKeepTheirCodes) {
 
 TEST_F(OpenAiLlmClientTest, CancelReachesTheHttpClient) {
   std::optional<absl::StatusOr<ChatResult>> out;
-  LlmClient::CallId id =
-      client_->Complete(ChatRequest{}, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
+  LlmClient::CallId id = client_->Complete(
+      ChatRequest{}, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
   client_->Cancel(id);
   ASSERT_TRUE(out.has_value());
   EXPECT_THAT(*out, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));

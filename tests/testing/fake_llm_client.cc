@@ -16,18 +16,39 @@ ChatResult ChatReply(std::string content) {
 
 absl::Status HttpFailure(int http_status, std::optional<absl::Duration> retry_after,
                          std::string message) {
-  std::string text = absl::StrCat("upstream HTTP ", http_status, ": ",
-                                  message.empty() ? "fake failure" : message);
+  std::string text =
+      absl::StrCat("upstream HTTP ", http_status, ": ", message.empty() ? "fake failure" : message);
   AttemptOutcome outcome{FailureKind::kOtherHttp4xx, retry_after};
   absl::StatusCode code = absl::StatusCode::kFailedPrecondition;
   switch (http_status) {
-    case 400: outcome.kind = FailureKind::kHttp400; code = absl::StatusCode::kInvalidArgument; break;
-    case 401: outcome.kind = FailureKind::kHttp401; code = absl::StatusCode::kUnauthenticated; break;
-    case 403: outcome.kind = FailureKind::kHttp403; code = absl::StatusCode::kPermissionDenied; break;
-    case 404: outcome.kind = FailureKind::kHttp404; code = absl::StatusCode::kNotFound; break;
-    case 408: outcome.kind = FailureKind::kHttp408; code = absl::StatusCode::kDeadlineExceeded; break;
-    case 409: outcome.kind = FailureKind::kHttp409; code = absl::StatusCode::kAborted; break;
-    case 429: outcome.kind = FailureKind::kHttp429; code = absl::StatusCode::kResourceExhausted; break;
+    case 400:
+      outcome.kind = FailureKind::kHttp400;
+      code = absl::StatusCode::kInvalidArgument;
+      break;
+    case 401:
+      outcome.kind = FailureKind::kHttp401;
+      code = absl::StatusCode::kUnauthenticated;
+      break;
+    case 403:
+      outcome.kind = FailureKind::kHttp403;
+      code = absl::StatusCode::kPermissionDenied;
+      break;
+    case 404:
+      outcome.kind = FailureKind::kHttp404;
+      code = absl::StatusCode::kNotFound;
+      break;
+    case 408:
+      outcome.kind = FailureKind::kHttp408;
+      code = absl::StatusCode::kDeadlineExceeded;
+      break;
+    case 409:
+      outcome.kind = FailureKind::kHttp409;
+      code = absl::StatusCode::kAborted;
+      break;
+    case 429:
+      outcome.kind = FailureKind::kHttp429;
+      code = absl::StatusCode::kResourceExhausted;
+      break;
     default:
       if (http_status >= 500) {
         outcome.kind = FailureKind::kHttp5xx;

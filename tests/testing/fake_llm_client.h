@@ -35,8 +35,7 @@ ChatResult ChatReply(std::string content);
 
 // An HTTP error the way OpenAiLlmClient reports it (status code and AttemptOutcome payload),
 // e.g. HttpFailure(429, absl::Seconds(2)).
-absl::Status HttpFailure(int http_status,
-                         std::optional<absl::Duration> retry_after = std::nullopt,
+absl::Status HttpFailure(int http_status, std::optional<absl::Duration> retry_after = std::nullopt,
                          std::string message = "");
 
 // A transport failure: kUnavailable (connection) or kDeadlineExceeded (timeout).

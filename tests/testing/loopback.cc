@@ -65,9 +65,15 @@ struct LoopbackHttpServer::Impl {
     auto* impl = static_cast<Impl*>(arg);
     LoopbackRequest request;
     switch (evhttp_request_get_command(req)) {
-      case EVHTTP_REQ_POST: request.method = "POST"; break;
-      case EVHTTP_REQ_GET: request.method = "GET"; break;
-      default: request.method = "OTHER"; break;
+      case EVHTTP_REQ_POST:
+        request.method = "POST";
+        break;
+      case EVHTTP_REQ_GET:
+        request.method = "GET";
+        break;
+      default:
+        request.method = "OTHER";
+        break;
     }
     request.uri = evhttp_request_get_uri(req);
     evkeyvalq* in = evhttp_request_get_input_headers(req);
@@ -90,8 +96,8 @@ struct LoopbackHttpServer::Impl {
     if (response.hang) return;
     if (response.delay > absl::ZeroDuration()) {
       timeval tv = absl::ToTimeval(response.delay);
-      event_base_once(impl->base, -1, EV_TIMEOUT, &OnDelay,
-                      new Delayed{req, std::move(response)}, &tv);
+      event_base_once(impl->base, -1, EV_TIMEOUT, &OnDelay, new Delayed{req, std::move(response)},
+                      &tv);
       return;
     }
     Send(req, response);
@@ -129,7 +135,9 @@ LoopbackHttpServer::~LoopbackHttpServer() {
   if (impl_->base != nullptr) event_base_free(impl_->base);
 }
 
-std::string LoopbackHttpServer::base_url() const { return absl::StrCat("http://127.0.0.1:", port_); }
+std::string LoopbackHttpServer::base_url() const {
+  return absl::StrCat("http://127.0.0.1:", port_);
+}
 
 std::vector<LoopbackRequest> LoopbackHttpServer::requests() const {
   absl::MutexLock lock(&impl_->mu);
@@ -226,8 +234,8 @@ ChildProcess::~ChildProcess() {
 }
 
 absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {BinaryDir() + "/simulator/hb-llm-sim",
-                                   "--listen=127.0.0.1:0", "--log-level=error"};
+  std::vector<std::string> argv = {BinaryDir() + "/simulator/hb-llm-sim", "--listen=127.0.0.1:0",
+                                   "--log-level=error"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   if (access(argv[0].c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat(argv[0], " is missing; build hb-llm-sim first"));

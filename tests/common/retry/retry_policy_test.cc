@@ -17,15 +17,15 @@ TEST(RetryPolicyTest, FullJitterExponentialDelays) {
   const absl::Duration expected_ceilings[] = {absl::Milliseconds(500), absl::Seconds(1),
                                               absl::Seconds(2), absl::Seconds(4), absl::Seconds(8)};
   for (int attempt = 1; attempt <= 5; ++attempt) {
-    RetryDecision full = Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow,
-                                absl::InfiniteFuture(), 1.0);
+    RetryDecision full =
+        Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 1.0);
     ASSERT_TRUE(full.retry) << attempt;
     EXPECT_EQ(full.delay, expected_ceilings[attempt - 1]) << attempt;
-    RetryDecision half = Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow,
-                                absl::InfiniteFuture(), 0.25);
+    RetryDecision half =
+        Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 0.25);
     EXPECT_EQ(half.delay, expected_ceilings[attempt - 1] / 4) << attempt;
-    RetryDecision zero = Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow,
-                                absl::InfiniteFuture(), 0.0);
+    RetryDecision zero =
+        Decide(policy, attempt, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 0.0);
     EXPECT_TRUE(zero.retry);
     EXPECT_EQ(zero.delay, absl::ZeroDuration());
   }
@@ -47,12 +47,12 @@ TEST(RetryPolicyTest, CeilingIsCapped) {
 
 TEST(RetryPolicyTest, JitterIsClamped) {
   RetryPolicy policy;
-  EXPECT_EQ(Decide(policy, 1, Failure(FailureKind::kConnection), kNow, absl::InfiniteFuture(), 7)
-                .delay,
-            absl::Milliseconds(500));
-  EXPECT_EQ(Decide(policy, 1, Failure(FailureKind::kConnection), kNow, absl::InfiniteFuture(), -1)
-                .delay,
-            absl::ZeroDuration());
+  EXPECT_EQ(
+      Decide(policy, 1, Failure(FailureKind::kConnection), kNow, absl::InfiniteFuture(), 7).delay,
+      absl::Milliseconds(500));
+  EXPECT_EQ(
+      Decide(policy, 1, Failure(FailureKind::kConnection), kNow, absl::InfiniteFuture(), -1).delay,
+      absl::ZeroDuration());
 }
 
 TEST(RetryPolicyTest, RetryAfterIsAMinimumUpToTheCap) {
@@ -77,10 +77,9 @@ TEST(RetryPolicyTest, RetryAfterIsAMinimumUpToTheCap) {
 
 TEST(RetryPolicyTest, RetryableKinds) {
   RetryPolicy policy;
-  for (FailureKind kind :
-       {FailureKind::kConnection, FailureKind::kTimeout, FailureKind::kHttp408,
-        FailureKind::kHttp409, FailureKind::kHttp429, FailureKind::kHttp5xx,
-        FailureKind::kMalformedReply}) {
+  for (FailureKind kind : {FailureKind::kConnection, FailureKind::kTimeout, FailureKind::kHttp408,
+                           FailureKind::kHttp409, FailureKind::kHttp429, FailureKind::kHttp5xx,
+                           FailureKind::kMalformedReply}) {
     EXPECT_TRUE(IsRetryable(kind)) << FailureKindName(kind);
     EXPECT_TRUE(Decide(policy, 1, Failure(kind), kNow, absl::InfiniteFuture(), 0.5).retry)
         << FailureKindName(kind);
@@ -90,8 +89,8 @@ TEST(RetryPolicyTest, RetryableKinds) {
 TEST(RetryPolicyTest, NeverRetriesClientErrorsOrCancellation) {
   RetryPolicy policy;
   for (FailureKind kind :
-       {FailureKind::kHttp400, FailureKind::kHttp401, FailureKind::kHttp403,
-        FailureKind::kHttp404, FailureKind::kOtherHttp4xx, FailureKind::kCancelled}) {
+       {FailureKind::kHttp400, FailureKind::kHttp401, FailureKind::kHttp403, FailureKind::kHttp404,
+        FailureKind::kOtherHttp4xx, FailureKind::kCancelled}) {
     EXPECT_FALSE(IsRetryable(kind)) << FailureKindName(kind);
     RetryDecision d = Decide(policy, 1, Failure(kind), kNow, absl::InfiniteFuture(), 0.5);
     EXPECT_FALSE(d.retry) << FailureKindName(kind);
@@ -103,8 +102,8 @@ TEST(RetryPolicyTest, NeverRetriesClientErrorsOrCancellation) {
 TEST(RetryPolicyTest, AttemptsAreBounded) {
   RetryPolicy policy;
   policy.max_attempts = 3;
-  EXPECT_TRUE(Decide(policy, 2, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 0.5)
-                  .retry);
+  EXPECT_TRUE(
+      Decide(policy, 2, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 0.5).retry);
   RetryDecision d =
       Decide(policy, 3, Failure(FailureKind::kHttp5xx), kNow, absl::InfiniteFuture(), 0.5);
   EXPECT_FALSE(d.retry);
@@ -112,17 +111,17 @@ TEST(RetryPolicyTest, AttemptsAreBounded) {
   EXPECT_THAT(d.detail, HasSubstr("3 attempts"));
   RetryPolicy once;
   once.max_attempts = 1;
-  EXPECT_EQ(Decide(once, 1, Failure(FailureKind::kTimeout), kNow, absl::InfiniteFuture(), 0.5)
-                .reason,
-            GiveUpReason::kAttemptsExhausted);
+  EXPECT_EQ(
+      Decide(once, 1, Failure(FailureKind::kTimeout), kNow, absl::InfiniteFuture(), 0.5).reason,
+      GiveUpReason::kAttemptsExhausted);
 }
 
 TEST(RetryPolicyTest, GivesUpEarlyBeforeTheDeadline) {
   RetryPolicy policy;
   policy.min_attempt_time = absl::Seconds(1);
   // Attempt 3: ceiling 2s, jitter 0.5 -> 1s delay; needs 1s + 1s before the deadline.
-  RetryDecision ok = Decide(policy, 3, Failure(FailureKind::kHttp5xx), kNow,
-                            kNow + absl::Seconds(2), 0.5);
+  RetryDecision ok =
+      Decide(policy, 3, Failure(FailureKind::kHttp5xx), kNow, kNow + absl::Seconds(2), 0.5);
   ASSERT_TRUE(ok.retry);
   EXPECT_EQ(ok.delay, absl::Seconds(1));
   RetryDecision late = Decide(policy, 3, Failure(FailureKind::kHttp5xx), kNow,

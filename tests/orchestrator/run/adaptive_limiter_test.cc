@@ -204,7 +204,7 @@ TEST_F(AdaptiveLimiterTest, ABudgetWithRoomForTheWholeDemandIsNotPaced) {
   Reply(WithRequests(50, 5000));
   limiter().SetDemand(51);
   EXPECT_DOUBLE_EQ(limiter().Snapshot().paced_rate, 10.0);  // 50 per 5 s
-  limiter().SetDemand(50);  // the rest of the job fits: go
+  limiter().SetDemand(50);                                  // the rest of the job fits: go
   EXPECT_EQ(limiter().Snapshot().paced_rate, 0);
   EXPECT_EQ(limiter().NextDispatchTime(), absl::InfinitePast());
   limiter().SetDemand(0);
@@ -279,8 +279,9 @@ TEST_F(AdaptiveLimiterTest, PacingOffIgnoresHeaders) {
 }
 
 TEST(RetryAfterFromStatusMessageTest, ReadsTheGradersSuffix) {
-  EXPECT_EQ(RetryAfterFromStatusMessage("grading failed; last failure: http_429 [retry_after_ms=57300]"),
-            absl::Milliseconds(57300));
+  EXPECT_EQ(
+      RetryAfterFromStatusMessage("grading failed; last failure: http_429 [retry_after_ms=57300]"),
+      absl::Milliseconds(57300));
   EXPECT_EQ(RetryAfterFromStatusMessage("rubric item 2: x [retry_after_ms=0]"),
             absl::ZeroDuration());
   EXPECT_EQ(RetryAfterFromStatusMessage("grading failed after 6 attempts"), std::nullopt);

@@ -442,8 +442,8 @@ TEST(DispatcherTest, AdaptiveWindowShrinksOnRateLimitSignalsThenRecovers) {
 }
 
 // A response carrying the upstream's request budget.
-absl::StatusOr<GradeItemResponse> MetWithBudget(const GradeItemRequest& request,
-                                                int64_t remaining, int64_t reset_ms) {
+absl::StatusOr<GradeItemResponse> MetWithBudget(const GradeItemRequest& request, int64_t remaining,
+                                                int64_t reset_ms) {
   absl::StatusOr<GradeItemResponse> response = EvenIsMet(request);
   auto* rl = response->mutable_rate_limit();
   rl->set_has_requests(true);
