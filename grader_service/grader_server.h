@@ -15,8 +15,8 @@
 #include "absl/time/time.h"
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
-#include "grader_service/grader.h"
-#include "grader_service/grader_metrics.h"
+#include "grader/grader.h"
+#include "grader/grader_metrics.h"
 #include "prometheus/registry.h"
 
 namespace grpc {

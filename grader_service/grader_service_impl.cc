@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grading/scoring.h"
-#include "grader_service/cancellation.h"
+#include "common/base/cancellation.h"
 #include "grader_service/grpc_status.h"
 
 namespace hb {

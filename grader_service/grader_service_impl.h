@@ -5,8 +5,8 @@
 #pragma once
 
 #include "common/base/clock.h"
-#include "grader_service/grader.h"
-#include "grader_service/grader_metrics.h"
+#include "grader/grader.h"
+#include "grader/grader_metrics.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
 
 namespace hb {

@@ -8,7 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/healthbench/prompts.h"
 #include "gmock/gmock.h"
-#include "grader_service/grader_metrics.h"
+#include "grader/grader_metrics.h"
 #include "grader_service/grader_service_impl.h"
 #include "grader_service/grpc_status.h"
 #include "grpcpp/client_context.h"

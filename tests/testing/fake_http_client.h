@@ -10,7 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "grader_service/http_client.h"
+#include "http/http_client.h"
 
 namespace hb::testing {
 

@@ -1,4 +1,4 @@
-#include "grader_service/grader.h"
+#include "grader/grader.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,9 +14,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
-#include "grader_service/grader_metrics.h"
-#include "grader_service/http_client.h"
-#include "grader_service/llm_client.h"
+#include "grader/grader_metrics.h"
+#include "http/http_client.h"
+#include "llm/llm_client.h"
 
 namespace hb {
 

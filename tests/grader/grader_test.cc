@@ -1,6 +1,6 @@
 // Grader logic with a FakeLlmClient, a FakeScheduler and a FakeClock: every retry and error
 // rule with exact delays, deadlines, cancellation, validation.
-#include "grader_service/grader.h"
+#include "grader/grader.h"
 
 #include <cmath>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "common/healthbench/chat_request.h"
 #include "common/healthbench/prompts.h"
 #include "gmock/gmock.h"
-#include "grader_service/grader_metrics.h"
+#include "grader/grader_metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "tests/testing/fake_clock.h"

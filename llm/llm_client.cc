@@ -1,4 +1,4 @@
-#include "grader_service/llm_client.h"
+#include "llm/llm_client.h"
 
 #include <cstdlib>
 #include <string>

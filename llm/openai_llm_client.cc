@@ -1,4 +1,4 @@
-#include "grader_service/openai_llm_client.h"
+#include "llm/openai_llm_client.h"
 
 #include <algorithm>
 #include <utility>

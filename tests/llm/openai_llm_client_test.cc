@@ -1,7 +1,7 @@
 // OpenAiLlmClient over a FakeHttpClient: the request it sends, how every HTTP status maps to a
 // code and an AttemptOutcome, reply parsing (null content, usage, rate-limit headers), and that
 // the API key never leaks into statuses or metrics.
-#include "grader_service/openai_llm_client.h"
+#include "llm/openai_llm_client.h"
 
 #include <optional>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "grader_service/curl_http_client.h"
+#include "http/curl_http_client.h"
 
 #include <curl/curl.h>
 #include <sys/epoll.h>

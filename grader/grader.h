@@ -25,10 +25,10 @@
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
-#include "grader_service/cancellation.h"
-#include "grader_service/grader_metrics.h"
-#include "grader_service/llm_client.h"
-#include "grader_service/scheduler.h"
+#include "common/base/cancellation.h"
+#include "grader/grader_metrics.h"
+#include "llm/llm_client.h"
+#include "common/base/scheduler.h"
 
 namespace hb {
 

@@ -1,7 +1,7 @@
 // CurlMultiHttpClient against a real loopback HTTP server: what goes on the wire, keep-alive
 // reuse, error mapping, timeouts, cancellation, queueing, timers, several multi handles on one
 // loop and wakeups from the loop's own callbacks.
-#include "grader_service/curl_http_client.h"
+#include "http/curl_http_client.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

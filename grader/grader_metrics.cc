@@ -1,4 +1,4 @@
-#include "grader_service/grader_metrics.h"
+#include "grader/grader_metrics.h"
 
 #include <string>
 
