@@ -1,0 +1,97 @@
+#include "security/bearer_tokens.h"
+
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr char kTokenA[] = "0123456789abcdef0123456789abcdef";
+constexpr char kTokenB[] = "fedcba9876543210fedcba9876543210";
+
+std::string WriteTemp(const std::string& contents) {
+  std::string path = ::testing::TempDir() + "/tokens-" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::ofstream(path) << contents;
+  return path;
+}
+
+TEST(BearerTokensTest, LoadsEveryTokenAndSkipsCommentsAndBlankLines) {
+  std::string path = WriteTemp(std::string("# rotation\n\n  ") + kTokenA + "  \n" + kTokenB + "\n");
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::LoadFile(path));
+  EXPECT_EQ(tokens.size(), 2u);
+  EXPECT_TRUE(tokens.Accepts(kTokenA));
+  EXPECT_TRUE(tokens.Accepts(kTokenB));
+}
+
+TEST(BearerTokensTest, AcceptsOnlyTheExactToken) {
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::FromList({kTokenA}));
+  EXPECT_FALSE(tokens.Accepts(""));
+  EXPECT_FALSE(tokens.Accepts(std::string(kTokenA).substr(0, 31)));
+  EXPECT_FALSE(tokens.Accepts(std::string(kTokenA) + "0"));
+  EXPECT_FALSE(tokens.Accepts(kTokenB));
+}
+
+TEST(BearerTokensTest, RejectsAFileWithoutTokens) {
+  std::string path = WriteTemp("# nothing here\n\n");
+  EXPECT_THAT(BearerTokens::LoadFile(path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(path + ": no token")));
+}
+
+TEST(BearerTokensTest, RejectsAShortTokenNamingTheLine) {
+  std::string path = WriteTemp(std::string(kTokenA) + "\nshort\n");
+  EXPECT_THAT(BearerTokens::LoadFile(path),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(path + ":2: token is 5 bytes; at least 16 are required")));
+}
+
+TEST(BearerTokensTest, RejectsATokenWithInnerWhiteSpace) {
+  EXPECT_THAT(BearerTokens::FromList({"0123456789 abcdef0123"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("white space")));
+}
+
+TEST(BearerTokensTest, MissingFileIsNotFound) {
+  EXPECT_THAT(BearerTokens::LoadFile("/nonexistent/tokens"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/tokens")));
+}
+
+TEST(BearerFromAuthorizationTest, ReadsTheBearerScheme) {
+  EXPECT_EQ(BearerFromAuthorization("Bearer abc"), "abc");
+  EXPECT_EQ(BearerFromAuthorization("bearer  abc "), "abc");
+  EXPECT_EQ(BearerFromAuthorization("Basic abc"), std::nullopt);
+  EXPECT_EQ(BearerFromAuthorization("Bearer "), std::nullopt);
+  EXPECT_EQ(BearerFromAuthorization(""), std::nullopt);
+}
+
+TEST(CheckCallerTokenTest, OpenWhenNoTokensAreConfigured) {
+  EXPECT_TRUE(CheckCallerToken(BearerTokens(), "", "").ok());
+}
+
+TEST(CheckCallerTokenTest, AcceptsBearerOrApiKey) {
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::FromList({kTokenA}));
+  EXPECT_TRUE(CheckCallerToken(tokens, std::string("Bearer ") + kTokenA, "").ok());
+  EXPECT_TRUE(CheckCallerToken(tokens, "", kTokenA).ok());
+}
+
+TEST(CheckCallerTokenTest, RefusesMissingOrWrongCredentialsWithoutEchoingThem) {
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::FromList({kTokenA}));
+  EXPECT_THAT(CheckCallerToken(tokens, "", ""),
+              StatusIs(absl::StatusCode::kUnauthenticated,
+                       HasSubstr("missing credentials: send `authorization: Bearer <token>`")));
+  absl::Status wrong = CheckCallerToken(tokens, std::string("Bearer ") + kTokenB, "");
+  EXPECT_THAT(wrong, StatusIs(absl::StatusCode::kUnauthenticated,
+                              HasSubstr("bearer token is not accepted")));
+  EXPECT_THAT(std::string(wrong.message()), ::testing::Not(HasSubstr(kTokenB)));
+  EXPECT_THAT(CheckCallerToken(tokens, "", kTokenB),
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("X-API-Key is not accepted")));
+}
+
+}  // namespace
+}  // namespace hb
