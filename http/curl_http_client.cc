@@ -40,6 +40,9 @@ struct CurlMultiHttpClient::Transfer {
   HttpCallback done;
   HttpResponse response;
   absl::Time submitted;
+  size_t max_body_bytes = 0;
+  // Set by WriteBody when the body passed max_body_bytes (libcurl then reports a write error).
+  bool body_over_limit = false;
   char error[CURL_ERROR_SIZE] = {0};
 
   ~Transfer() {
@@ -64,6 +67,10 @@ long PerShard(long total, int parts) { return total <= 0 ? 0 : (total + parts - 
 
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<CurlMultiHttpClient::Transfer*>(user);
+  if (transfer->response.body.size() + size * count > transfer->max_body_bytes) {
+    transfer->body_over_limit = true;
+    return 0;  // CURLE_WRITE_ERROR: libcurl stops reading
+  }
   transfer->response.body.append(data, size * count);
   return size * count;
 }
@@ -351,8 +358,11 @@ void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
   // second for a server that may never answer it; grader prompts are always bigger.
   t->header_list = curl_slist_append(t->header_list, "Expect:");
   curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->header_list);
+  t->max_body_bytes = options_.max_response_body_bytes;
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, t.get());
+  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &WriteHeader);
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(easy, CURLOPT_PRIVATE, t.get());
@@ -453,6 +463,13 @@ void CurlMultiHttpClient::DrainCompleted(Shard& shard) {
     curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     connections_opened_.fetch_add(connects, std::memory_order_relaxed);
+    if (t->body_over_limit) {
+      Finish(std::move(t),
+             absl::FailedPreconditionError(absl::StrCat(
+                 "HTTP transport: response body over the ", options_.max_response_body_bytes,
+                 "-byte limit (max_response_body_bytes); not read further")));
+      continue;
+    }
     if (code != CURLE_OK) {
       absl::Status status = CurlError(code, t->error);
       Finish(std::move(t), status);

@@ -8,8 +8,9 @@
 // a few multi handles (see transfers_per_multi), all on that one thread. Connections are kept
 // alive and reused (the connection caches together are sized for the configured number of
 // requests in flight); HTTP/2 is negotiated over TLS and streams are multiplexed when the
-// server offers it. TLS peers are verified by default. Request and timer callbacks run on the
-// loop thread and must not block.
+// server offers it. TLS peers are verified by default. Only http:// and https:// URLs are
+// accepted and redirects are never followed (a 3xx comes back as a response). Request and timer
+// callbacks run on the loop thread and must not block.
 //
 // This is the only target that links libcurl.
 #pragma once
@@ -30,8 +31,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
-#include "http/http_client.h"
 #include "common/base/scheduler.h"
+#include "http/http_client.h"
 
 namespace hb {
 
@@ -61,6 +62,12 @@ struct CurlHttpClientOptions {
   // headers fits in 4 KiB; bigger ones take more reads, not more memory. libcurl's default,
   // 16 KiB, is 24 MB more at 2,000 in flight.
   int receive_buffer_bytes = 4 * 1024;
+  // Largest response body kept, after decompression (libcurl inflates gzip/deflate before the
+  // body reaches us, so a small compressed body that inflates past this is cut off too). A
+  // larger body ends the request with kFailedPrecondition naming the limit: a chat completion
+  // capped at max_tokens is a few KiB, so a bigger answer is a misconfigured or hostile
+  // endpoint, and retrying would pay for it again.
+  size_t max_response_body_bytes = 8 << 20;
   absl::Duration connect_timeout = absl::Seconds(10);
   // Verify the TLS peer and host name (never turn off outside tests).
   bool verify_tls = true;

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <functional>
@@ -108,6 +109,82 @@ TEST(CurlHttpClientTest, HttpErrorsAreResponsesNotTransportErrors) {
   ASSERT_TRUE(w.result.ok()) << w.result.status();
   EXPECT_EQ(w.result->status_code, 503);
   EXPECT_EQ(*w.result->Header("retry-after"), "2");
+}
+
+// `plain` gzip-compressed (a gzip member, as Content-Encoding: gzip carries).
+std::string Gzip(const std::string& plain) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, plain.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
+  z.avail_in = static_cast<uInt>(plain.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.body = std::string(100 * 1024, 'x');
+    return r;
+  });
+  CurlHttpClientOptions options;
+  options.max_response_body_bytes = 64 * 1024;
+  auto client = MakeClient(options);
+  Waiter w;
+  client->Post(Post(server->base_url() + "/big", "{}"), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("response body over the 65536-byte limit")));
+}
+
+TEST(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {
+  const std::string bomb = Gzip(std::string(1 << 20, '\0'));
+  ASSERT_LT(bomb.size(), 64u * 1024);
+  auto server = StartServer([&bomb](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.headers = {{"Content-Encoding", "gzip"}};
+    r.body = bomb;
+    return r;
+  });
+  CurlHttpClientOptions options;
+  options.max_response_body_bytes = 64 * 1024;
+  auto client = MakeClient(options);
+  Waiter w;
+  client->Post(Post(server->base_url() + "/bomb", "{}"), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                 HasSubstr("over the 65536-byte limit")));
+}
+
+TEST(CurlHttpClientTest, RedirectsAreReturnedNotFollowed) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.status = 302;
+    r.headers = {{"Location", "http://127.0.0.1:1/elsewhere"}};
+    return r;
+  });
+  auto client = MakeClient();
+  Waiter w;
+  client->Post(Post(server->base_url() + "/moved", "{}"), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  EXPECT_EQ(w.result->status_code, 302);
+  EXPECT_EQ(server->requests().size(), 1u);
+}
+
+TEST(CurlHttpClientTest, OnlyHttpAndHttpsUrlsAreAccepted) {
+  auto client = MakeClient();
+  for (const char* url : {"file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/"}) {
+    Waiter w;
+    client->Post(Post(url, "{}"), w.Callback());
+    ASSERT_TRUE(w.Wait());
+    EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_)) << url;
+  }
 }
 
 TEST(CurlHttpClientTest, ReusesOneKeepAliveConnectionForSequentialRequests) {
