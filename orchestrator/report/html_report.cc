@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "orchestrator/report/svg_charts.h"
 
 namespace hb {
 namespace {
@@ -52,8 +53,21 @@ std::string UrlPathEscape(absl::string_view text) {
   return out;
 }
 
+// The metrics named `prefix`... as bars with their 95% intervals.
+std::string MetricBars(const std::vector<MetricSummary>& metrics, absl::string_view prefix) {
+  std::vector<IntervalBar> bars;
+  for (const MetricSummary& metric : metrics) {
+    if (!absl::StartsWith(metric.name, prefix)) continue;
+    bars.push_back(IntervalFromBootstrap(metric.name.substr(prefix.size()), metric.mean,
+                                         metric.bootstrap_std,
+                                         absl::StrCat("n=", metric.n_samples)));
+  }
+  return IntervalBarsSvg(bars);
+}
+
+// `with_chart`: bars with 95% intervals above the table.
 void AppendMetricTable(std::string& out, const std::vector<MetricSummary>& metrics,
-                       absl::string_view prefix, absl::string_view title) {
+                       absl::string_view prefix, absl::string_view title, bool with_chart = false) {
   std::vector<const MetricSummary*> rows;
   for (const MetricSummary& metric : metrics) {
     if (absl::StartsWith(metric.name, prefix)) rows.push_back(&metric);
@@ -62,6 +76,11 @@ void AppendMetricTable(std::string& out, const std::vector<MetricSummary>& metri
   if (rows.empty()) {
     absl::StrAppend(&out, "<p class=\"muted\">none</p>\n");
     return;
+  }
+  if (with_chart) {
+    absl::StrAppend(&out, "<figure>", MetricBars(metrics, prefix),
+                    "<figcaption>Clipped mean with its 95% interval (&plusmn;1.96 bootstrap std)."
+                    "</figcaption></figure>\n");
   }
   absl::StrAppend(&out,
                   "<table><tr><th>metric</th><th>mean</th><th>n</th><th>bootstrap std</th></tr>\n");
@@ -203,8 +222,15 @@ std::string HtmlReportHead(const HtmlReport& report) {
                     "</td></tr>\n");
   }
   absl::StrAppend(&out, "</table>\n");
-  AppendMetricTable(out, report.metrics, "theme:", "By theme");
-  AppendMetricTable(out, report.metrics, "axis:", "By axis");
+  std::vector<double> scores;
+  for (const HtmlTask& task : report.tasks) {
+    if (task.score.has_value()) scores.push_back(*task.score);
+  }
+  absl::StrAppend(&out, "<h2>Per-task scores</h2>\n<figure>", ScoreHistogramSvg(scores),
+                  "<figcaption>Each task's score, unclipped (the reported score is the mean "
+                  "clipped to [0, 1]).</figcaption></figure>\n");
+  AppendMetricTable(out, report.metrics, "theme:", "By theme", /*with_chart=*/true);
+  AppendMetricTable(out, report.metrics, "axis:", "By axis", /*with_chart=*/true);
   absl::StrAppend(&out, "<details><summary>All metrics</summary>\n");
   AppendMetricTable(out, report.metrics, "", "All metrics");
   absl::StrAppend(&out, "</details>\n");
@@ -241,6 +267,45 @@ std::string RenderHtmlReport(const HtmlReport& report) {
   return out;
 }
 
+namespace {
+
+// Score (with its band) and each theme as lines across the checkpoints, in their order.
+std::string ComparisonChart(const std::vector<HtmlComparisonCheckpoint>& checkpoints) {
+  std::vector<std::string> names;
+  CheckpointSeries score{"score", {}, {}, {}};
+  std::vector<CheckpointSeries> themes;
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const HtmlComparisonCheckpoint& c = checkpoints[i];
+    names.push_back(c.checkpoint);
+    score.values.push_back(c.score);
+    std::optional<double> low, high;
+    if (c.score) {
+      IntervalBar bar = IntervalFromBootstrap("", *c.score, c.bootstrap_std);
+      low = bar.low;
+      high = bar.high;
+    }
+    score.low.push_back(low);
+    score.high.push_back(high);
+    for (const MetricSummary& metric : c.metrics) {
+      if (!absl::StartsWith(metric.name, "theme:")) continue;
+      auto it = std::find_if(themes.begin(), themes.end(),
+                             [&](const CheckpointSeries& t) { return t.name == metric.name; });
+      if (it == themes.end()) {
+        themes.push_back(CheckpointSeries{metric.name, {}, {}, {}});
+        it = themes.end() - 1;
+      }
+      it->values.resize(checkpoints.size());
+      it->values[i] = metric.mean;
+    }
+  }
+  for (CheckpointSeries& theme : themes) theme.values.resize(checkpoints.size());
+  std::vector<CheckpointSeries> series = {std::move(score)};
+  for (CheckpointSeries& theme : themes) series.push_back(std::move(theme));
+  return CheckpointLinesSvg(names, series);
+}
+
+}  // namespace
+
 std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
                                  const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
                                  int bootstrap_samples) {
@@ -258,7 +323,9 @@ std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& ch
                     "</td><td class=\"num\">", FormatStd(c.bootstrap_std),
                     "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td></tr>\n");
   }
-  absl::StrAppend(&out, "</table>\n<h2>Differences to the baseline</h2>\n");
+  absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(checkpoints),
+                  "<figcaption>Score with its 95% band and each theme, in checkpoint order."
+                  "</figcaption></figure>\n<h2>Differences to the baseline</h2>\n");
   absl::StrAppend(&out,
                   "<p class=\"muted\">Paired bootstrap over the tasks graded in both "
                   "checkpoints: ",

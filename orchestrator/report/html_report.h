@@ -84,6 +84,8 @@ struct HtmlComparisonCheckpoint {
   std::optional<double> score;
   double bootstrap_std = 0;
   int64_t graded = 0, tasks = 0;
+  // The checkpoint's aggregate metrics (per theme and axis); drawn as lines when present.
+  std::vector<MetricSummary> metrics;
 };
 struct HtmlComparisonPair {
   std::string baseline, checkpoint;
