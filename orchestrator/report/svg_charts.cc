@@ -82,7 +82,9 @@ std::string ScoreHistogramSvg(const std::vector<double>& scores, double bin_widt
   const double axis_y = kTop + plot_h;
   absl::StrAppend(&out, "<line x1=\"", kLeft, "\" y1=\"", Num(axis_y), "\" x2=\"", kWidth - kRight,
                   "\" y2=\"", Num(axis_y), "\" stroke=\"#888\"/>\n");
-  for (double tick = start; tick <= 1.0 + 1e-9; tick += 0.25) {
+  // Ticks on multiples of 0.25 (0.5 when the axis is long), always including 0 and 1.
+  const double step = 1.0 - start > 2.0 ? 0.5 : 0.25;
+  for (double tick = std::ceil(start / step - 1e-9) * step; tick <= 1.0 + 1e-9; tick += step) {
     const double x = kLeft + plot_w * (tick - start) / (1.0 - start);
     absl::StrAppend(&out, "<text x=\"", Num(x), "\" y=\"", Num(axis_y + 14),
                     "\" font-size=\"11\" text-anchor=\"middle\">", absl::StrFormat("%.2f", tick),
