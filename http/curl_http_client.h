@@ -30,8 +30,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
-#include "http/http_client.h"
 #include "common/base/scheduler.h"
+#include "http/http_client.h"
 
 namespace hb {
 
