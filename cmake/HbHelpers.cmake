@@ -42,3 +42,13 @@ function(hb_cc_test)
     PROPERTIES LABELS "${HB_LABELS}"
                ENVIRONMENT "HB_SOURCE_DIR=${PROJECT_SOURCE_DIR};HB_BINARY_DIR=${PROJECT_BINARY_DIR};TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
 endfunction()
+
+# hb_cc_fuzzer(NAME grader_reply_fuzzer SRCS grader_reply_fuzzer.cc DEPS hb::grader_reply)
+#   -> a libFuzzer executable (clang; HB_BUILD_FUZZERS=ON). Its corpus is fuzz/corpus/<NAME>/.
+function(hb_cc_fuzzer)
+  cmake_parse_arguments(HB "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${HB_NAME} ${HB_SRCS})
+  target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS})
+  target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS} -fsanitize=fuzzer)
+  target_link_options(${HB_NAME} PRIVATE -fsanitize=fuzzer)
+endfunction()

@@ -21,14 +21,14 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/cancellation.h"
 #include "common/base/clock.h"
+#include "common/base/scheduler.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
-#include "common/base/cancellation.h"
 #include "grader/grader_metrics.h"
 #include "llm/llm_client.h"
-#include "common/base/scheduler.h"
 
 namespace hb {
 

@@ -1,21 +1,92 @@
 #include "grader_service/grader_server.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
-#include "http/curl_http_client.h"
 #include "grader_service/grader_service_impl.h"
-#include "llm/openai_llm_client.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/server_interceptor.h"
+#include "http/curl_http_client.h"
+#include "llm/openai_llm_client.h"
 
 namespace hb {
+namespace {
+
+namespace grader_v1 = ::healthbench::grader::v1;
+
+// gRPC's callback API answers a request whose bytes do not parse as the method's request
+// message with UNIMPLEMENTED and no message. Clients must not retry such a request, so it
+// becomes INVALID_ARGUMENT naming the method.
+class MalformedRequestInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
+      : method_(info->method()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using Hook = grpc::experimental::InterceptionHookPoints;
+    // A unary request arrives with the call's initial metadata, in one batch; the server hands
+    // interceptors a null message when it did not deserialize. (On a stream a null message
+    // in a later batch is only the end of the stream.)
+    if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA) &&
+        methods->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() == nullptr) {
+      malformed_ = true;
+    }
+    if (malformed_ && methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
+      methods->ModifySendStatus(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       absl::StrCat("malformed request for ", method_,
+                                    ": the bytes do not parse as its request message")));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+  bool malformed_ = false;
+};
+
+class MalformedRequestInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MalformedRequestInterceptor(info);
+  }
+};
+
+// Reflection for this server only: InitProtoReflectionServerBuilderPlugin() would turn it on
+// for every server the process builds afterwards (tests build many).
+class ReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
+
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    grpc::reflection::ProtoServerReflectionPlugin reflection;
+    const std::string name = reflection.name();
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [&](const auto& plugin) { return plugin->name() == name; }),
+                   plugins->end());
+    if (enabled_) {
+      plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
+    }
+  }
+
+ private:
+  const bool enabled_;
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
     const GraderServerOptions& options) {
@@ -53,18 +124,27 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
       std::make_unique<GraderServiceImpl>(*server->grader_, Clock::Real(), server->metrics_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
+  // With SO_REUSEPORT a second hb-grader on the same port would start and silently take half
+  // of the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.SetOption(std::make_unique<ReflectionOption>(options.reflection));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("grader: could not listen on ", options.listen_address));
+        absl::StrCat("grader: could not listen on ", options.listen_address,
+                     ": the address is in use (another hb-grader?) or cannot be bound"));
   }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  health->SetServingStatus(grader_v1::Grader::service_full_name(), true);
+  health->SetServingStatus(true);
   HB_LOG_INFO("grader: listening on port {} (upstream {}, model {})", server->port_,
               server->llm_->url(), options.settings.model);
   return server;

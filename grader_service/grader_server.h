@@ -1,6 +1,9 @@
 // GraderServer: the grader gRPC server as a library (hb-grader's main and the orchestrator's
 // embedded grader run the same code): the Grader service over a libcurl-backed OpenAI client,
-// the standard health service and server reflection. Takes an options struct; knows no flags.
+// the standard health service (SERVING for "" and for "healthbench.grader.v1.Grader" until
+// Shutdown) and, when asked for, server reflection. Takes an options struct; knows no flags.
+// A request whose bytes do not parse as the method's request message fails with
+// INVALID_ARGUMENT ("malformed request for <method>: ..."), not gRPC's bare UNIMPLEMENTED.
 //
 //   HB_ASSIGN_OR_RETURN(auto server, GraderServer::Start(options));
 //   ... server->port() ...
@@ -56,13 +59,17 @@ struct GraderServerOptions {
   std::shared_ptr<prometheus::Registry> registry;
   // Largest request accepted, in bytes.
   int max_receive_message_bytes = 64 << 20;
+  // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to
+  // any client). Off by default.
+  bool reflection = false;
 };
 
 class GraderServer {
  public:
   // Loads the template, starts the HTTP loop and the gRPC server. Errors: the template's load
   // errors (kNotFound, kInvalidArgument for a wrong sha256), kUnavailable when the address
-  // cannot be bound, kInternal when libcurl cannot start.
+  // cannot be bound ("grader: could not listen on <address>: ..."; the port is never shared
+  // with another process: SO_REUSEPORT is off), kInternal when libcurl cannot start.
   static absl::StatusOr<std::unique_ptr<GraderServer>> Start(const GraderServerOptions& options);
 
   // Shuts down (with no drain) if Shutdown was not called.

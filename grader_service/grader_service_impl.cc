@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/grading/scoring.h"
 #include "common/base/cancellation.h"
+#include "common/grading/scoring.h"
 #include "grader_service/grpc_status.h"
 
 namespace hb {

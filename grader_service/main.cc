@@ -27,13 +27,16 @@ ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
           "On SIGTERM/SIGINT, how long RPCs in progress may finish before they are cancelled");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
+ABSL_FLAG(bool, reflection, false,
+          "Serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services to "
+          "any client");
 
 namespace {
 
 constexpr char kUsage[] = R"(the HealthBench grader service.
 
-Serves healthbench.grader.v1.Grader over gRPC (plus grpc.health.v1.Health and server
-reflection). Each GradeItem grades one (conversation, reply, rubric item) with an LLM grader
+Serves healthbench.grader.v1.Grader over gRPC (plus grpc.health.v1.Health, and server
+reflection with --reflection). Each GradeItem grades one (conversation, reply, rubric item) with an LLM grader
 through an OpenAI-compatible chat-completions endpoint, using the reference's prompt and reply
 parsing; GradeReply grades a whole rubric concurrently and returns the task score. Upstream
 calls share keep-alive connections on one libcurl event loop, with bounded retries (exponential
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options->listen_address = absl::GetFlag(FLAGS_listen);
+  options->reflection = absl::GetFlag(FLAGS_reflection);
   options->registry = std::make_shared<prometheus::Registry>();
 
   std::unique_ptr<prometheus::Exposer> exposer;

@@ -2,7 +2,9 @@
 // child process (or a loopback capture server): the 352 rubric rows of the real main sample
 // (synthetic replies) graded exactly as the simulator predicts, with and without injected
 // faults; retry budgets that run out return errors, never verdicts; the upstream body is
-// byte-identical to BuildChatCompletionBody; the API key never leaks; health and shutdown.
+// byte-identical to BuildChatCompletionBody; the API key never leaks; health and shutdown;
+// the gRPC conventions (health names, no shared port, reflection only on request, malformed
+// bytes as INVALID_ARGUMENT).
 #include "grader_service/grader_server.h"
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
@@ -426,6 +429,116 @@ TEST(GraderServerTest, ShutdownWithoutDrainCancelsHangingUpstreamCalls) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   for (const auto& r : results) EXPECT_FALSE(r.ok());
   EXPECT_EQ(server->metrics().UpstreamInFlight(), 0);
+}
+
+// One unary call with raw request bytes, so a test can send what no stub would. Blocks.
+grpc::Status RawUnaryCall(grpc::Channel& channel, const std::string& method,
+                          const std::string& request_bytes, std::string* response_bytes) {
+  grpc::GenericStub stub(std::shared_ptr<grpc::Channel>(&channel, [](auto*) {}));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  std::vector<grpc::Slice> slices;
+  if (status.ok() && response.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) {
+      response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  return status;
+}
+
+// A server with no upstream: enough for the transport's conventions.
+std::unique_ptr<GraderServer> StartServerWithoutUpstream(bool reflection = false) {
+  GraderServerOptions options = Options("http://127.0.0.1:1/v1");
+  options.reflection = reflection;
+  return StartServer(options);
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus HealthOf(grpc::Channel& channel,
+                                                              const std::string& service,
+                                                              grpc::Status* status) {
+  auto health =
+      grpc::health::v1::Health::NewStub(std::shared_ptr<grpc::Channel>(&channel, [](auto*) {}));
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  *status = health->Check(&context, request, &response);
+  return response.status();
+}
+
+TEST(GraderServerTest, HealthServesTheEmptyNameAndTheGraderService) {
+  auto server = StartServerWithoutUpstream();
+  ASSERT_NE(server, nullptr);
+  auto channel = ChannelTo(*server);
+  for (const std::string service : {"", "healthbench.grader.v1.Grader"}) {
+    grpc::Status status;
+    EXPECT_EQ(HealthOf(*channel, service, &status), grpc::health::v1::HealthCheckResponse::SERVING)
+        << service;
+    EXPECT_TRUE(status.ok()) << service << ": " << status.error_message();
+  }
+  grpc::Status status;
+  HealthOf(*channel, "no.such.Service", &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(GraderServerTest, ASecondServerOnAPortInUseFailsToStart) {
+  auto first = StartServerWithoutUpstream();
+  ASSERT_NE(first, nullptr);
+  GraderServerOptions options = Options("http://127.0.0.1:1/v1");
+  options.listen_address = absl::StrCat("127.0.0.1:", first->port());
+  EXPECT_THAT(GraderServer::Start(options).status(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr(absl::StrCat("could not listen on 127.0.0.1:", first->port(),
+                                              ": the address is in use"))));
+}
+
+// ServerReflectionRequest{list_services: ""} on the wire: field 7, length 0.
+constexpr char kListServicesRequest[] = "\x3a\x00";
+constexpr char kReflectionMethod[] =
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+
+TEST(GraderServerTest, ReflectionIsOffByDefault) {
+  auto server = StartServerWithoutUpstream();
+  ASSERT_NE(server, nullptr);
+  std::string response;
+  grpc::Status status = RawUnaryCall(*ChannelTo(*server), kReflectionMethod,
+                                     std::string(kListServicesRequest, 2), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+}
+
+TEST(GraderServerTest, ReflectionListsTheGraderWhenAskedFor) {
+  auto server = StartServerWithoutUpstream(/*reflection=*/true);
+  ASSERT_NE(server, nullptr);
+  std::string response;
+  grpc::Status status = RawUnaryCall(*ChannelTo(*server), kReflectionMethod,
+                                     std::string(kListServicesRequest, 2), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(response, HasSubstr("healthbench.grader.v1.Grader"));
+}
+
+TEST(GraderServerTest, MalformedRequestBytesAreInvalidArgument) {
+  auto server = StartServerWithoutUpstream();
+  ASSERT_NE(server, nullptr);
+  auto channel = ChannelTo(*server);
+  for (const std::string method : {"GradeItem", "GradeReply"}) {
+    const std::string path = absl::StrCat("/healthbench.grader.v1.Grader/", method);
+    std::string response;
+    // An unterminated varint: no protobuf message parses from it.
+    grpc::Status status = RawUnaryCall(*channel, path, "\x08\xff\xff", &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << path;
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(absl::StrCat("malformed request for ", path,
+                                       ": the bytes do not parse as its request message")));
+  }
 }
 
 TEST(GraderServerTest, StartFailsOnAWrongTemplate) {

@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "llm/llm_client.h"
 #include "common/base/scheduler.h"
+#include "llm/llm_client.h"
 #include "tests/testing/fake_clock.h"
 
 namespace hb::testing {

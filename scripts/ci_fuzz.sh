@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# CI step: every libFuzzer target in fuzz/ (clang++-14, -fsanitize=fuzzer,address,undefined)
+# run for HB_FUZZ_SECONDS (default 30) from its seed corpus fuzz/corpus/<target>/. New inputs
+# go to a scratch copy, so the repository's corpora stay the small seeds we wrote.
+#   scripts/ci_fuzz.sh                       # all targets, tree build-fuzz
+#   HB_FUZZ_SECONDS=600 scripts/ci_fuzz.sh grader_reply_fuzzer
+# A crash leaves crash-<sha1> in build-fuzz/artifacts/; rerun it with
+#   build-fuzz/fuzz/<target> build-fuzz/artifacts/crash-<sha1>
+set -euo pipefail
+source "$(dirname "$0")/ci_lib.sh"
+dir=${HB_FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${HB_FUZZ_SECONDS:-30}
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  mapfile -t targets < <(sed -n 's/^hb_cc_fuzzer(NAME \([a-z_]*\).*/\1/p' "$root/fuzz/CMakeLists.txt")
+fi
+ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DHB_BUILD_TESTS=OFF -DHB_BUILD_FUZZERS=ON
+ci_step "fuzz build" ci_build "$dir" "${targets[@]}"
+mkdir -p "$dir/artifacts"
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+for target in "${targets[@]}"; do
+  corpus=$dir/corpus/$target
+  rm -rf "$corpus" && mkdir -p "$corpus"
+  cp "$root/fuzz/corpus/$target"/* "$corpus"/
+  # -rss_limit_mb: the default 2 GB is too much when two targets share a small CI machine.
+  if ! ci_step "fuzz $target (${seconds} s)" "$dir/fuzz/$target" -max_total_time="$seconds" \
+      -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
+      "$corpus" >"$dir/artifacts/$target.log" 2>&1; then
+    echo "fuzz: $target failed; the end of its log ($dir/artifacts/$target.log):" >&2
+    tail -n 60 "$dir/artifacts/$target.log" >&2
+    status=1
+  else
+    grep -E '^(stat::number_of_executed_units|Done )' "$dir/artifacts/$target.log" || true
+  fi
+done
+exit $status

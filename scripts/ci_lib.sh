@@ -1,0 +1,38 @@
+# Sourced by scripts/ci_*.sh: the repository root, a timed-step helper and a CMake configure
+# shared by the extra build trees. Not a script of its own.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export HB_SHARED_DIR=${HB_SHARED_DIR:-$root/../shared}
+jobs=${HB_BUILD_JOBS:-$(nproc)}
+
+# ci_step NAME COMMAND...: runs COMMAND, prints how long it took, returns its exit status.
+ci_step() {
+  local name=$1 start=$SECONDS status=0
+  shift
+  echo "== $name"
+  "$@" || status=$?
+  if ((status)); then
+    echo "== $name: FAILED (exit $status) after $((SECONDS - start)) s"
+  else
+    echo "== $name: $((SECONDS - start)) s"
+  fi
+  return $status
+}
+
+# ci_configure DIR CMAKE_ARGS...: configures DIR (once) with Ninja, no benchmarks, and the
+# ccache launcher when ccache is installed.
+ci_configure() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then return 0; fi
+  local launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  cmake -S "$root" -B "$dir" -G Ninja -DHB_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >/dev/null
+}
+
+# ci_build DIR [TARGETS...]: builds quietly (ninja's progress lines dropped, errors kept).
+ci_build() {
+  local dir=$1
+  shift
+  ninja -C "$dir" -j "$jobs" "$@" | grep -v '^\[' || true
+  test "${PIPESTATUS[0]}" = 0
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# CI step: the unit and integration tests under a sanitizer, in a build tree of its own.
+#   scripts/ci_sanitizers.sh asan      # -fsanitize=address,undefined (UBSan fatal), build-asan
+#   scripts/ci_sanitizers.sh tsan      # -fsanitize=thread with tests/tsan.supp, build-tsan
+# Extra arguments go to ctest (e.g. -R grader_server). -O1 -g1: fast to build, fast enough to
+# run, and stacks with file:line.
+set -euo pipefail
+source "$(dirname "$0")/ci_lib.sh"
+kind=${1:?usage: ci_sanitizers.sh asan|tsan [ctest args]}
+shift
+case $kind in
+  asan) sanitize=address,undefined ;;
+  tsan) sanitize=thread ;;
+  *) echo "ci_sanitizers.sh: unknown sanitizer '$kind' (asan or tsan)" >&2; exit 2 ;;
+esac
+dir=$root/build-$kind
+ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DHB_SANITIZE=$sanitize
+ci_step "$kind build" ci_build "$dir"
+# Any report fails its test: ASan and UBSan (-fno-sanitize-recover) abort, TSan exits 66. TSan
+# gets tests/tsan.supp through each test's ENVIRONMENT (cmake/HbHelpers.cmake), and so do the
+# servers the integration tests start.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+cd "$dir"
+ci_step "$kind tests" ctest --output-on-failure -j "$jobs" -L 'unit|integration' "$@"
