@@ -1,0 +1,36 @@
+// ors_fake_server: serves the ORS API over a FakeEnvironment (two tasks in split "dev", one in
+// "test") for trying the ORS Python client by hand (scripts/ors_client_check.py); not a test.
+//   ors_fake_server [PORT]   (default 8080; prints "listening on 127.0.0.1:PORT")
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/clock.h"
+#include "environment/ors/ors_http_server.h"
+#include "tests/testing/fake_environment.h"
+
+int main(int argc, char** argv) {
+  hb::testing::FakeEnvironment env;
+  env.AddTask("dev", {"prompt-0", {"theme:emergency_referrals"}, "user: I have chest pain."});
+  env.AddTask("dev", {"prompt-1", {"theme:context_seeking"}, "user: Is ibuprofen safe?"});
+  env.AddTask("test", {"prompt-2", {}, "user: What is a fever?"});
+  hb::env::OrsServerOptions options;
+  options.listen = absl::StrCat("127.0.0.1:", argc > 1 ? argv[1] : "8080");
+  auto server = hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("listening on 127.0.0.1:%d\n", (*server)->port());
+  std::fflush(stdout);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  int sig = 0;
+  sigwait(&set, &sig);
+  (*server)->Shutdown();
+  return 0;
+}
