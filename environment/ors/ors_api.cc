@@ -1,6 +1,7 @@
 #include "environment/ors/ors_api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -103,6 +104,12 @@ std::string ItemsJson(const std::vector<ItemResult>& items) {
                                ",\"explanation\":", JsonQuote(item.explanation), "}"));
   }
   return absl::StrCat("[", absl::StrJoin(out, ","), "]");
+}
+
+// Python's float spelling ("1.0", not "1"), so that the client sees floats as from the
+// reference's pydantic models; null for a non-finite value.
+std::string JsonFloat(double value) {
+  return std::isfinite(value) ? PythonFloatRepr(value) : "null";
 }
 
 std::string Summary(const SubmitResult& result) {
@@ -272,9 +279,9 @@ std::string OrsApi::RunToolOutput(const absl::StatusOr<SubmitResult>& result) {
   return absl::StrCat(
       "{\"ok\":true,\"output\":{\"blocks\":[{\"text\":", JsonQuote(Summary(*result)),
       ",\"detail\":null,\"type\":\"text\"}],\"metadata\":{\"reward_clipped\":",
-      JsonNumber(result->reward_clipped), ",\"points_met\":", JsonNumber(result->points_met),
-      ",\"points_possible\":", JsonNumber(result->points_possible),
-      ",\"items\":", ItemsJson(result->items), "},\"reward\":", JsonNumber(result->reward),
+      JsonFloat(result->reward_clipped), ",\"points_met\":", JsonFloat(result->points_met),
+      ",\"points_possible\":", JsonFloat(result->points_possible),
+      ",\"items\":", ItemsJson(result->items), "},\"reward\":", JsonFloat(result->reward),
       ",\"finished\":true}}");
 }
 

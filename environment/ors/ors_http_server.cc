@@ -192,12 +192,20 @@ class OrsHttpServer::Impl {
   event* ping_timer_ = nullptr;
   event* reap_timer_ = nullptr;
   int port_ = 0;
+  // Every open stream, and the open streams of each running call.
   absl::flat_hash_set<Stream*> streams_;
+  absl::flat_hash_map<std::string, absl::flat_hash_set<Stream*>> waiters_;
 };
 
 absl::Status OrsHttpServer::Impl::Listen() {
   if (options_.sse_chunk_bytes < 8 || options_.max_body_bytes == 0) {
     return absl::InvalidArgumentError("sse_chunk_bytes must be >= 8 and max_body_bytes > 0");
+  }
+  if (options_.io_timeout <= options_.ping_interval) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("io_timeout (", absl::FormatDuration(options_.io_timeout),
+                     ") must exceed ping_interval (", absl::FormatDuration(options_.ping_interval),
+                     "): an open call stream is kept alive by its pings"));
   }
   auto address = ParseListen(options_.listen);
   if (!address.ok()) return address.status();
@@ -209,6 +217,8 @@ absl::Status OrsHttpServer::Impl::Listen() {
   evhttp_set_gencb(http_, OnRequest, this);
   // libevent cuts off bodies over twice the limit; OnRequest answers the rest with the limit.
   evhttp_set_max_body_size(http_, static_cast<ev_ssize_t>(2 * options_.max_body_bytes));
+  const timeval io_timeout = absl::ToTimeval(options_.io_timeout);
+  evhttp_set_timeout_tv(http_, &io_timeout);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
   evhttp_bound_socket* bound =
@@ -307,7 +317,13 @@ void OrsHttpServer::Impl::OnStreamClosed(evhttp_connection* /*conn*/, void* arg)
   delete stream;
 }
 
-void OrsHttpServer::Impl::Forget(Stream* stream) { streams_.erase(stream); }
+void OrsHttpServer::Impl::Forget(Stream* stream) {
+  streams_.erase(stream);
+  auto it = waiters_.find(stream->call_id);
+  if (it == waiters_.end()) return;
+  it->second.erase(stream);
+  if (it->second.empty()) waiters_.erase(it);
+}
 
 void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
   auto* self = static_cast<Impl*>(arg);
@@ -491,16 +507,17 @@ void OrsHttpServer::Impl::Attach(evhttp_request* req, const std::string& call_id
   evhttp_send_reply_chunk(req, buf);
   evbuffer_free(buf);
   streams_.insert(stream);
+  waiters_[call_id].insert(stream);
 }
 
 void OrsHttpServer::Impl::Deliver(const std::string& call_id, absl::StatusOr<SubmitResult> result) {
   sessions_.FinishCall(call_id, OrsApi::RunToolOutput(result));
   const OrsSessionManager::Call* call = sessions_.FindCall(call_id);
   if (call == nullptr) return;
-  const std::vector<Stream*> streams(streams_.begin(), streams_.end());
-  for (Stream* stream : streams) {
-    if (stream->call_id == call_id) Finish(stream, call->payload);
-  }
+  auto it = waiters_.find(call_id);
+  if (it == waiters_.end()) return;
+  const std::vector<Stream*> streams(it->second.begin(), it->second.end());
+  for (Stream* stream : streams) Finish(stream, call->payload);
 }
 
 void OrsHttpServer::Impl::Finish(Stream* stream, const std::string& payload) {

@@ -73,13 +73,18 @@ struct OrsServerOptions {
   absl::Duration call_linger = absl::Seconds(60);
   // Largest "chunk"/"end" event payload (the reference's 4096).
   size_t sse_chunk_bytes = 4096;
+  // libevent's read/write timeout of a connection: an idle keep-alive connection is closed
+  // after it, and so would be an open call stream without its pings, hence it must exceed
+  // ping_interval.
+  absl::Duration io_timeout = absl::Seconds(60);
 };
 
 class OrsHttpServer {
  public:
   // Binds `options.listen` (a port in use is refused: kUnavailable naming the address) and
   // starts the loop thread. `env` and `clock` are not owned and must outlive the server.
-  // kInvalidArgument for a malformed listen address or options.
+  // kInvalidArgument for a malformed listen address or options (io_timeout <= ping_interval,
+  // sse_chunk_bytes < 8, max_body_bytes 0).
   static absl::StatusOr<std::unique_ptr<OrsHttpServer>> Start(Environment& env, Clock& clock,
                                                               OrsServerOptions options);
 

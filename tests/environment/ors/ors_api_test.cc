@@ -172,7 +172,7 @@ TEST(OrsToolCallTest, RunToolOutputShapes) {
   EXPECT_EQ(OrsApi::RunToolOutput(result),
             R"({"ok":true,"output":{"blocks":[{"text":"Graded: reward -0.5 (-3.0 of 6.0 points; )"
             R"(1 of 2 rubric items met).","detail":null,"type":"text"}],"metadata":)"
-            R"({"reward_clipped":0,"points_met":-3,"points_possible":6,"items":[)"
+            R"({"reward_clipped":0.0,"points_met":-3.0,"points_possible":6.0,"items":[)"
             R"({"criterion":"Says \"hi\"","points":6,"met":false,"explanation":"no"},)"
             R"({"criterion":"Is rude","points":-3,"met":true,"explanation":"yes"}]},)"
             R"("reward":-0.5,"finished":true}})");

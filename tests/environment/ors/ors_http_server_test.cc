@@ -491,13 +491,20 @@ TEST_F(OrsHttpServerTest, ManyOpenCallsShareOneLoopThread) {
   EXPECT_EQ(env_.submissions(), kCalls);
 }
 
-TEST_F(OrsHttpServerTest, RefusesAPortInUse) {
+TEST_F(OrsHttpServerTest, RefusesAPortInUseAndBadOptions) {
   StartServer();
   OrsServerOptions options;
   options.listen = absl::StrCat("127.0.0.1:", server_->port());
   EXPECT_THAT(OrsHttpServer::Start(env_, clock_, options),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr(absl::StrCat("cannot listen on 127.0.0.1:", server_->port()))));
+  options.listen = "127.0.0.1:0";
+  options.io_timeout = options.ping_interval;
+  EXPECT_THAT(OrsHttpServer::Start(env_, clock_, options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "io_timeout (10s) must exceed ping_interval (10s): an open call stream "
+                       "is kept alive by its pings"));
+  options.io_timeout = absl::Seconds(60);
   options.listen = "nonsense";
   EXPECT_THAT(OrsHttpServer::Start(env_, clock_, options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("host:port")));
