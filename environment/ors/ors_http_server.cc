@@ -118,6 +118,14 @@ void SendSse(evhttp_request* req, absl::string_view events) {
   evhttp_send_reply(req, 200, nullptr, nullptr);
 }
 
+// Appends `data` to a reply started with evhttp_send_reply_start.
+void SendChunk(evhttp_request* req, absl::string_view data) {
+  evbuffer* buf = evbuffer_new();
+  evbuffer_add(buf, data.data(), data.size());
+  evhttp_send_reply_chunk(req, buf);
+  evbuffer_free(buf);
+}
+
 // False when the peer has closed its end: libevent does not read from a connection while its
 // request waits for the reply, so it would only notice at the next failed write.
 bool PeerAlive(evhttp_connection* conn) {
@@ -297,10 +305,7 @@ void OrsHttpServer::Impl::OnPingTimer(evutil_socket_t, short, void* arg) {
       delete stream;
       continue;
     }
-    evbuffer* buf = evbuffer_new();
-    evbuffer_add(buf, ping.data(), ping.size());
-    evhttp_send_reply_chunk(stream->req, buf);
-    evbuffer_free(buf);
+    SendChunk(stream->req, ping);
   }
 }
 
@@ -501,11 +506,7 @@ void OrsHttpServer::Impl::Attach(evhttp_request* req, const std::string& call_id
   evhttp_send_reply_start(req, 200, nullptr);
   auto* stream = new Stream{this, req, evhttp_request_get_connection(req), call_id};
   evhttp_connection_set_closecb(stream->conn, OnStreamClosed, stream);
-  const std::string first = SseEvent("task_id", call_id);
-  evbuffer* buf = evbuffer_new();
-  evbuffer_add(buf, first.data(), first.size());
-  evhttp_send_reply_chunk(req, buf);
-  evbuffer_free(buf);
+  SendChunk(req, SseEvent("task_id", call_id));
   streams_.insert(stream);
   waiters_[call_id].insert(stream);
 }
@@ -523,11 +524,7 @@ void OrsHttpServer::Impl::Deliver(const std::string& call_id, absl::StatusOr<Sub
 void OrsHttpServer::Impl::Finish(Stream* stream, const std::string& payload) {
   Forget(stream);
   evhttp_connection_set_closecb(stream->conn, nullptr, nullptr);
-  const std::string events = ResultEvents("", payload);
-  evbuffer* buf = evbuffer_new();
-  evbuffer_add(buf, events.data(), events.size());
-  evhttp_send_reply_chunk(stream->req, buf);
-  evbuffer_free(buf);
+  SendChunk(stream->req, ResultEvents("", payload));
   evhttp_send_reply_end(stream->req);
   delete stream;
 }

@@ -1,6 +1,7 @@
 // ors_fake_server: serves the ORS API over a FakeEnvironment (two tasks in split "dev", one in
 // "test") for trying the ORS Python client by hand (scripts/ors_client_check.py); not a test.
-//   ors_fake_server [PORT]   (default 8080; prints "listening on 127.0.0.1:PORT")
+//   ors_fake_server [PORT]   (default 8080; prints "listening on 127.0.0.1:PORT", and on
+//                            SIGINT/SIGTERM the number of replies graded)
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -32,5 +33,6 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   (*server)->Shutdown();
+  std::printf("graded %d replies\n", env.submissions());
   return 0;
 }

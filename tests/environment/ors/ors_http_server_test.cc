@@ -203,6 +203,16 @@ class OrsHttpServerTest : public ::testing::Test {
     return sid;
   }
 
+  // Holds grading, posts an answer on a new connection and reads up to its task_id event.
+  std::unique_ptr<Conn> StartHeldCall(const std::string& sid, const std::string& answer) {
+    env_.HoldSubmissions(true);
+    auto conn = std::make_unique<Conn>(server_->port());
+    conn->Send("POST", "/healthbench/call", AnswerBody(answer), sid);
+    conn->ReadUntil("event: task_id");
+    conn->ReadUntil("\r\n\r\n\r\n");  // the end of the event (after the chunk's size line)
+    return conn;
+  }
+
   static std::string AnswerBody(const std::string& answer, const std::string& call_id = "") {
     std::string body = absl::StrCat(R"({"name":"answer","input":{"answer":")", answer, R"("})");
     if (!call_id.empty()) absl::StrAppend(&body, R"(,"task_id":")", call_id, R"(")");
@@ -368,17 +378,15 @@ TEST_F(OrsHttpServerTest, LargeResultIsChunkedLikeTheReference) {
 TEST_F(OrsHttpServerTest, ReconnectByCallIdNeitherRepeatsNorLosesTheCall) {
   StartServer();
   const std::string sid = OpenSession("p0");
-  env_.HoldSubmissions(true);
-  Conn first(server_->port());
-  first.Send("POST", "/healthbench/call", AnswerBody("abcd"), sid);
-  const std::vector<Event> started = Events(Parse(first.ReadUntil("\r\n\r\n\r\n")).body);
+  std::unique_ptr<Conn> first = StartHeldCall(sid, "abcd");
+  const std::vector<Event> started = Events(Parse(first->ReadUntil("")).body);
   ASSERT_THAT(started, SizeIs(1));
   const std::string call_id = started[0].data;
   // A second stream on the same call, then the first client hangs up mid-call.
   Conn second(server_->port());
   second.Send("POST", "/healthbench/call", AnswerBody("ignored", call_id), sid);
   second.ReadUntil("event: task_id");
-  first.Close();
+  first->Close();
   env_.HoldSubmissions(false);
   const std::vector<Event> second_events = Events(Parse(second.ReadAll()).body);
   ASSERT_THAT(second_events, SizeIs(2));
@@ -402,12 +410,10 @@ TEST_F(OrsHttpServerTest, PingsWhileGrading) {
   options.ping_interval = absl::Milliseconds(1);
   StartServer(options);
   const std::string sid = OpenSession("p0");
-  env_.HoldSubmissions(true);
-  Conn conn(server_->port());
-  conn.Send("POST", "/healthbench/call", AnswerBody("ab"), sid);
-  EXPECT_THAT(conn.ReadUntil(": ping\r\n\r\n"), HasSubstr(": ping\r\n\r\n"));
+  std::unique_ptr<Conn> conn = StartHeldCall(sid, "ab");
+  EXPECT_THAT(conn->ReadUntil(": ping\r\n\r\n"), HasSubstr(": ping\r\n\r\n"));
   env_.HoldSubmissions(false);
-  const std::vector<Event> events = Events(Parse(conn.ReadAll()).body);
+  const std::vector<Event> events = Events(Parse(conn->ReadAll()).body);
   ASSERT_THAT(events, SizeIs(2));
   EXPECT_EQ(events[1].name, "end");
 }
@@ -513,12 +519,9 @@ TEST_F(OrsHttpServerTest, RefusesAPortInUseAndBadOptions) {
 TEST_F(OrsHttpServerTest, ShutdownEndsOpenStreamsAndDropsLateResults) {
   StartServer();
   const std::string sid = OpenSession("p0");
-  env_.HoldSubmissions(true);
-  Conn conn(server_->port());
-  conn.Send("POST", "/healthbench/call", AnswerBody("a"), sid);
-  conn.ReadUntil("event: task_id");
+  std::unique_ptr<Conn> conn = StartHeldCall(sid, "a");
   server_->Shutdown();
-  EXPECT_THAT(conn.ReadAll(), ::testing::Not(HasSubstr("event: end")));
+  EXPECT_THAT(conn->ReadAll(), ::testing::Not(HasSubstr("event: end")));
   env_.HoldSubmissions(false);  // the late result finds no server and is dropped
   server_->Shutdown();          // idempotent
 }
