@@ -92,7 +92,8 @@ class OrsHttpServer {
   int port() const;
 
   // Runs one reaper pass on the loop thread and returns when it is done (tests use it with a
-  // fake clock instead of waiting for reaper_period). Thread-safe; not from the loop thread.
+  // fake clock instead of waiting for reaper_period). Thread-safe; not from the loop thread,
+  // nor concurrently with Shutdown(); returns at once after Shutdown().
   void ReapNow();
 
   // Stops accepting, closes every connection (open call streams end without a result) and
