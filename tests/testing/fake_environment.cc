@@ -164,17 +164,15 @@ void FakeEnvironment::Submit(const env::TaskRef& ref, std::string reply, absl::T
   done(rejected);
 }
 
+bool FakeEnvironment::ReadyToWork() const { return stop_ || (!hold_ && !queue_.empty()); }
+
 void FakeEnvironment::Work() {
   while (true) {
     std::vector<Pending> batch;
     ResultFn fn;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](FakeEnvironment* self) {
-            return self->stop_ || (!self->hold_ && !self->queue_.empty());
-          },
-          this));
+      mu_.Await(absl::Condition(this, &FakeEnvironment::ReadyToWork));
       if (queue_.empty() && stop_) return;
       batch.swap(queue_);
       fn = result_fn_;

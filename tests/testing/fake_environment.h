@@ -77,6 +77,7 @@ class FakeEnvironment final : public env::Environment {
 
   absl::StatusOr<env::TaskPrompt> Find(const env::TaskRef& ref) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadyToWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Work();
 
   mutable absl::Mutex mu_;
