@@ -1,0 +1,112 @@
+// OrsHttpServer: the Open Reward Standard HTTP API of hb-env over an hb::env::Environment, so
+// that the unmodified ORS Python client (ors.client) works against hb-env as against the
+// reference server (ors/server.py). Transport only: routing, sessions, server-sent events and
+// status mapping; the ORS logic is OrsApi (ors_api.h), the session table OrsSessionManager
+// (ors_session_manager.h), the status table and SSE framing ors_wire.h.
+//
+// Routes (environment name matched case-insensitively; error bodies are {"detail": "..."}):
+//   GET  /health                 {"status": "ok"}
+//   GET  /list_environments      ["healthbench"]
+//   GET  /{env}/splits           [{"name", "type"}]
+//   GET  /{env}/tools            {"tools": [answer]}
+//   POST /{env}/tasks            {"split"} -> {"tasks": [spec], "env_name"}
+//   POST /{env}/num_tasks        {"split"} -> {"num_tasks"}
+//   POST /{env}/task             {"split", "index"} -> {"task": spec}
+//   POST /{env}/task_range       {"split", "start"?, "stop"?} -> {"tasks": [spec]}
+//   POST /create_session         SSE: "task_id" (a new session id), then "end"
+//   POST /create                 X-Session-ID; {"task_spec": {"prompt_id"}} or {"split","index"}
+//   POST /ping                   X-Session-ID; keeps the session alive
+//   GET  /{env}/prompt           X-Session-ID; [{"type": "text", "text": prompt_text}]
+//   GET  /{env}/task_tools       X-Session-ID; as /{env}/tools
+//   POST /{env}/call             X-Session-ID; {"name", "input", "task_id"?}; SSE (below)
+//   POST /delete, /delete_session X-Session-ID; {"sid"}
+// Session errors: no X-Session-ID -> 400 "X-Session-ID header is required"; unknown, deleted
+// or reaped session -> 404 "Active environment not found"; /create twice -> 400 "Session
+// already exists". Unknown path -> 404 "Not Found"; wrong method -> 405 "Method Not Allowed".
+// A body over max_body_bytes -> 413 "request body is N bytes, over the limit of M bytes"
+// (bodies over twice the limit are cut off by libevent with its own 413 page).
+// Unlike the reference, an unknown first path segment is not redirected to the default
+// environment: /{unknown}/... answers 404 "unknown environment '...'".
+//
+// POST /{env}/call streams, like the reference: event "task_id" (the call id) at once, ": ping"
+// comments every ping_interval while grading runs, then the RunToolOutput JSON split into
+// "chunk" events and a final "end" event of at most sse_chunk_bytes each. A client that lost
+// the stream posts the same call with "task_id": <call id> and gets the same result (the call
+// is neither repeated nor lost); a finished call stays readable for call_linger; an unknown id
+// answers one "error" event "unknown task_id". An unknown tool or invalid input is an
+// {"ok": false} result inside the stream (as the reference). A submission the Environment
+// rejects up front (Submit's callback runs inline) is answered with the HTTP status of its
+// code instead of a stream, so that the client's retry of 429/5xx applies (429 carries
+// Retry-After); a grading that fails later is {"ok": false, "error": "<CODE>: <message>"}.
+//
+// Sessions idle (no create/ping/prompt/task_tools/call) for longer than session_idle_timeout,
+// by the injected clock, are deleted by a reaper that runs every reaper_period.
+//
+// Threading: one libevent loop thread serves every connection; open calls are timers and
+// buffers, not threads. Submit callbacks (on the Environment's threads) hand results to the
+// loop through a mutex-guarded queue and event_active; no evhttp object is touched off the
+// loop thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "environment/environment.h"
+
+namespace hb::env {
+
+struct OrsServerOptions {
+  // "host:port" or "[v6]:port"; port 0 picks a free port (see port()).
+  std::string listen = "127.0.0.1:8080";
+  std::string env_name = "healthbench";
+  absl::Duration session_idle_timeout = absl::Minutes(15);
+  size_t max_body_bytes = 4 << 20;
+  // How often the reaper runs (real time; idleness itself is judged by the injected clock).
+  absl::Duration reaper_period = absl::Seconds(5);
+  // Interval of ": ping" comments on an open call stream (the reference's 10 s).
+  absl::Duration ping_interval = absl::Seconds(10);
+  // How long a finished call's result stays readable by call id (the reference's 60 s).
+  absl::Duration call_linger = absl::Seconds(60);
+  // Largest "chunk"/"end" event payload (the reference's 4096).
+  size_t sse_chunk_bytes = 4096;
+  // libevent's read/write timeout of a connection: an idle keep-alive connection is closed
+  // after it, and so would be an open call stream without its pings, hence it must exceed
+  // ping_interval.
+  absl::Duration io_timeout = absl::Seconds(60);
+};
+
+class OrsHttpServer {
+ public:
+  // Binds `options.listen` (a port in use is refused: kUnavailable naming the address) and
+  // starts the loop thread. `env` and `clock` are not owned and must outlive the server.
+  // kInvalidArgument for a malformed listen address or options (io_timeout <= ping_interval,
+  // sse_chunk_bytes < 8, max_body_bytes 0).
+  static absl::StatusOr<std::unique_ptr<OrsHttpServer>> Start(Environment& env, Clock& clock,
+                                                              OrsServerOptions options);
+
+  // The bound port (the real one when options.listen asked for 0).
+  int port() const;
+
+  // Runs one reaper pass on the loop thread and returns when it is done (tests use it with a
+  // fake clock instead of waiting for reaper_period). Thread-safe; not from the loop thread,
+  // nor concurrently with Shutdown(); returns at once after Shutdown().
+  void ReapNow();
+
+  // Stops accepting, closes every connection (open call streams end without a result) and
+  // joins the loop thread. Submit callbacks that arrive later are dropped. Idempotent; not
+  // from the loop thread.
+  void Shutdown();
+  ~OrsHttpServer();
+
+  class Impl;
+
+ private:
+  explicit OrsHttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hb::env

@@ -1,0 +1,81 @@
+#include "environment/ors/ors_session_manager.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_format.h"
+
+namespace hb::env {
+
+std::string RandomUuid() {
+  thread_local absl::BitGen gen;
+  const uint64_t hi = absl::Uniform<uint64_t>(gen);
+  const uint64_t lo = absl::Uniform<uint64_t>(gen);
+  // Version 4 in the high nibble of the third group, variant 10xx in the fourth.
+  const uint64_t hi_v4 = (hi & 0xFFFFFFFFFFFF0FFFull) | 0x0000000000004000ull;
+  const uint64_t lo_var = (lo & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi_v4 >> 32, (hi_v4 >> 16) & 0xFFFF,
+                         hi_v4 & 0xFFFF, lo_var >> 48, lo_var & 0xFFFFFFFFFFFFull);
+}
+
+OrsSessionManager::OrsSessionManager(Clock& clock, Options options,
+                                     std::function<std::string()> new_id)
+    : clock_(clock), options_(options), new_id_(std::move(new_id)) {
+  if (!new_id_) new_id_ = RandomUuid;
+}
+
+absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_id) {
+  auto [it, inserted] =
+      sessions_.try_emplace(std::string(sid), Session{std::move(task_id), clock_.Now()});
+  if (!inserted) return absl::AlreadyExistsError("Session already exists");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> OrsSessionManager::Touch(absl::string_view sid) {
+  auto it = sessions_.find(sid);
+  if (it == sessions_.end()) return absl::NotFoundError("Active environment not found");
+  it->second.last_active = clock_.Now();
+  return it->second.task_id;
+}
+
+bool OrsSessionManager::Delete(absl::string_view sid) { return sessions_.erase(sid) > 0; }
+
+std::string OrsSessionManager::StartCall() {
+  std::string id = new_id_();
+  calls_[id] = Call{};
+  return id;
+}
+
+void OrsSessionManager::FinishCall(absl::string_view call_id, std::string payload) {
+  auto it = calls_.find(call_id);
+  if (it == calls_.end() || it->second.done) return;
+  it->second = Call{true, std::move(payload), clock_.Now()};
+}
+
+void OrsSessionManager::DropCall(absl::string_view call_id) { calls_.erase(call_id); }
+
+const OrsSessionManager::Call* OrsSessionManager::FindCall(absl::string_view call_id) const {
+  auto it = calls_.find(call_id);
+  return it == calls_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OrsSessionManager::Reap() {
+  const absl::Time now = clock_.Now();
+  std::vector<std::string> reaped;
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (now - it->second.last_active > options_.idle_timeout) {
+      reaped.push_back(it->first);
+      sessions_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  absl::erase_if(calls_, [&](const auto& entry) {
+    return entry.second.done && now - entry.second.finished_at >= options_.call_linger;
+  });
+  std::sort(reaped.begin(), reaped.end());
+  return reaped;
+}
+
+}  // namespace hb::env

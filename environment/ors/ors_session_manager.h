@@ -1,0 +1,87 @@
+// OrsSessionManager: the state of the Open Reward Standard transport without sockets: which
+// sessions exist (session id -> task id, last activity), which tool calls are running or have
+// finished (call id -> serialized RunToolOutput), and the reaping of idle sessions and of
+// finished calls nobody came back for. Time comes from an injected Clock, so a test reaps
+// instantly.
+//
+// Semantics follow the reference server (ors/server.py, ors/_reconnect.py):
+//  - a session is idle when nothing touched it (create, ping, prompt, task_tools, call) for
+//    longer than `idle_timeout`;
+//  - a call id names one submission; a finished call's result stays readable for
+//    `call_linger` after it finished so that a client that lost the stream can reconnect by id
+//    and read it, instead of submitting again. Running calls are never evicted.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+
+namespace hb::env {
+
+// A random RFC 4122 version-4 UUID ("8-4-4-4-12" lowercase hex). Thread-safe.
+std::string RandomUuid();
+
+class OrsSessionManager {
+ public:
+  struct Options {
+    absl::Duration idle_timeout = absl::Minutes(15);
+    absl::Duration call_linger = absl::Seconds(60);
+  };
+
+  // A tool call: `done` once its result is known; `payload` is then the JSON RunToolOutput.
+  struct Call {
+    bool done = false;
+    std::string payload;
+    absl::Time finished_at = absl::InfinitePast();
+  };
+
+  // `clock` is not owned and must outlive the manager. `new_id` makes call ids (RandomUuid
+  // when empty; tests pass a counter).
+  OrsSessionManager(Clock& clock, Options options, std::function<std::string()> new_id = {});
+
+  // Registers session `sid` for task `task_id`. kAlreadyExists "Session already exists".
+  absl::Status Create(absl::string_view sid, std::string task_id);
+  // The task of session `sid`, and marks it active now. kNotFound "Active environment not
+  // found" when the session does not exist (never created, deleted or reaped).
+  absl::StatusOr<std::string> Touch(absl::string_view sid);
+  // Forgets `sid`; false when it did not exist. Its running calls keep running.
+  bool Delete(absl::string_view sid);
+  size_t session_count() const { return sessions_.size(); }
+
+  // A new running call; returns its id.
+  std::string StartCall();
+  // Records the result of a running call (unknown or finished ids are ignored).
+  void FinishCall(absl::string_view call_id, std::string payload);
+  // Forgets a call at once (a submission the environment rejected up front).
+  void DropCall(absl::string_view call_id);
+  // The call, or nullptr for an unknown (never started, dropped or evicted) id. The pointer is
+  // valid until the next non-const call.
+  const Call* FindCall(absl::string_view call_id) const;
+  size_t call_count() const { return calls_.size(); }
+
+  // Deletes every session idle for longer than idle_timeout and every call finished at least
+  // call_linger ago; returns the ids of the sessions deleted, sorted.
+  std::vector<std::string> Reap();
+
+ private:
+  struct Session {
+    std::string task_id;
+    absl::Time last_active;
+  };
+
+  Clock& clock_;
+  const Options options_;
+  std::function<std::string()> new_id_;
+  absl::flat_hash_map<std::string, Session> sessions_;
+  absl::flat_hash_map<std::string, Call> calls_;
+};
+
+}  // namespace hb::env
