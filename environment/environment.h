@@ -106,8 +106,7 @@ class Environment {
   // Tasks [start, stop) of `split` in file order; `stop` is clamped to the split's size.
   // kNotFound for an unknown split; kInvalidArgument when start < 0 or start > stop.
   // Thread-safe.
-  virtual absl::StatusOr<std::vector<TaskSummary>> ListTasks(absl::string_view split,
-                                                             int64_t start,
+  virtual absl::StatusOr<std::vector<TaskSummary>> ListTasks(absl::string_view split, int64_t start,
                                                              int64_t stop) const = 0;
 
   // kNotFound for an unknown task id or split; kOutOfRange for an index outside the split;
