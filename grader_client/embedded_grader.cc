@@ -49,6 +49,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   return embedded;
 }
 
+Scheduler& EmbeddedGrader::scheduler() { return *http_; }
+
 EmbeddedGrader::~EmbeddedGrader() {
   // Cancelling a Grader call completes it inline, so the client's destructor (cancel, then wait
   // for callbacks) returns promptly; only then may the HTTP loop and the grader go.

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/base/scheduler.h"
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
 #include "grader_client/in_process_grader_client.h"
@@ -34,6 +35,8 @@ class EmbeddedGrader {
   // Thread-safe; valid for the EmbeddedGrader's lifetime.
   GraderClient& client() { return *client_; }
   hb::Grader& grader() { return *grader_; }
+  // The HTTP loop's timers (for other pacing work in the same process).
+  Scheduler& scheduler();
   GraderMetrics& metrics() { return *metrics_; }
 
  private:
