@@ -108,7 +108,7 @@ HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, Grader
       scheduler_(scheduler),
       options_(std::move(options)),
       metrics_(metrics),
-      cache_(options_.cache_entries),
+      cache_(options_.cache_entries, options_.cache_store),
       limiter_([&] {
         AdaptiveLimiterOptions limiter;
         limiter.max_window = std::max(1, options_.max_upstream_in_flight);

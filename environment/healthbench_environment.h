@@ -69,6 +69,9 @@ struct HealthBenchEnvironmentOptions {
   size_t cache_entries = 100000;
   // GraderFingerprint of the grader behind the client (part of every cache key).
   std::string grader_fingerprint;
+  // Where cached results persist (`--cache-db`); optional, not owned, must outlive the
+  // environment.
+  ResultStore* cache_store = nullptr;
 };
 
 // The retry delay attached to a kResourceExhausted status as a google.rpc.RetryInfo payload
@@ -90,8 +93,14 @@ class HealthBenchEnvironment final : public Environment {
   absl::StatusOr<std::vector<TaskSummary>> ListTasks(absl::string_view split, int64_t start,
                                                      int64_t stop) const override;
   absl::StatusOr<TaskPrompt> GetTask(const TaskRef& ref) const override;
+  // Answers a cache hit inline (from_cache = true, zero usage). Identical submissions in
+  // flight share the first one's grading, and so its `deadline`.
   void Submit(const TaskRef& ref, std::string reply, absl::Time deadline,
               SubmitCallback done) override;
+
+  // Fills the result cache from options.cache_store (call once, before serving). Errors: the
+  // store's.
+  absl::Status LoadCache() { return cache_.Preload(); }
 
   // Judge calls in flight now and gradings admitted (tests, metrics).
   int64_t upstream_in_flight() const;

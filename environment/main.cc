@@ -18,6 +18,7 @@
 #include "environment/env_metrics.h"
 #include "environment/grpc/env_server.h"
 #include "environment/healthbench_environment.h"
+#include "environment/sqlite_result_store.h"
 #include "grader_client/embedded_grader.h"
 #include "grader_client/grpc_grader_client.h"
 #include "grader_service/grader_flags.h"
@@ -42,6 +43,9 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9465",
           "Prometheus /metrics listen address; empty disables it");
 ABSL_FLAG(int64_t, cache_entries, 100000,
           "Graded results kept in memory (LRU) to answer resubmissions; 0 turns the cache off");
+ABSL_FLAG(std::string, cache_db, "",
+          "SQLite file where cached results persist (reloaded at start); empty keeps them in "
+          "memory only");
 ABSL_FLAG(int64_t, max_pending, 4096,
           "Distinct submissions graded at once; beyond it Submit is RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, max_reply_bytes, 1 << 20, "Largest reply accepted, in bytes");
@@ -166,9 +170,18 @@ int main(int argc, char** argv) {
   env_options.grader_fingerprint =
       hb::env::GraderFingerprint(settings.model, settings.temperature, settings.max_tokens,
                                  settings.system_message, template_sha256);
+  std::unique_ptr<hb::env::SqliteResultStore> cache_store;
+  if (const std::string cache_db = absl::GetFlag(FLAGS_cache_db); !cache_db.empty()) {
+    absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =
+        hb::env::SqliteResultStore::Open(cache_db);
+    if (!opened.ok()) return Fail(opened.status());
+    cache_store = *std::move(opened);
+    env_options.cache_store = cache_store.get();
+  }
   hb::env::EnvMetrics env_metrics(*registry);
   hb::env::HealthBenchEnvironment env(*std::move(splits), *client, hb::Clock::Real(), *scheduler,
                                       env_options, &env_metrics);
+  if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
 
   std::unique_ptr<prometheus::Exposer> exposer;
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

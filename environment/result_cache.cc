@@ -30,21 +30,40 @@ std::optional<SubmitResult> ResultCache::Find(const std::string& key) {
   return it->second->second;
 }
 
+absl::Status ResultCache::Preload() {
+  if (store_ == nullptr || max_entries_ == 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::pair<std::string, SubmitResult>>> entries = store_->LoadAll();
+  if (!entries.ok()) return entries.status();
+  for (auto& [key, result] : *entries) Insert(key, std::move(result), /*write_through=*/false);
+  return absl::OkStatus();
+}
+
 void ResultCache::Put(const std::string& key, SubmitResult result) {
+  Insert(key, std::move(result), /*write_through=*/true);
+}
+
+void ResultCache::Insert(const std::string& key, SubmitResult result, bool write_through) {
   if (max_entries_ == 0) return;
-  absl::MutexLock lock(&mu_);
-  auto it = index_.find(key);
-  if (it != index_.end()) {
-    it->second->second = std::move(result);
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return;
+  std::optional<std::string> evicted;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      it->second->second = result;
+      lru_.splice(lru_.begin(), lru_, it->second);
+    } else {
+      lru_.emplace_front(key, result);
+      index_[key] = lru_.begin();
+      if (lru_.size() > max_entries_) {
+        evicted = lru_.back().first;
+        index_.erase(lru_.back().first);
+        lru_.pop_back();
+      }
+    }
   }
-  lru_.emplace_front(key, std::move(result));
-  index_[key] = lru_.begin();
-  if (lru_.size() > max_entries_) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
+  if (store_ == nullptr) return;
+  if (evicted.has_value()) store_->Erase(*evicted);
+  if (write_through) store_->Put(key, result);
 }
 
 size_t ResultCache::size() const {

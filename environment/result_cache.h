@@ -8,9 +8,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "environment/environment.h"
 
@@ -27,10 +29,28 @@ std::string GraderFingerprint(const std::string& model, double temperature, int 
                               const std::string& system_message,
                               const std::string& template_sha256);
 
+// Where cached results outlive the process (SqliteResultStore), written through by ResultCache.
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+  // Every stored (key, result), oldest first.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, SubmitResult>>> LoadAll() = 0;
+  // Stores or replaces; drops. Failures are logged, never fatal (the cache is an optimisation).
+  // Thread-safe.
+  virtual void Put(const std::string& key, const SubmitResult& result) = 0;
+  virtual void Erase(const std::string& key) = 0;
+};
+
 class ResultCache {
  public:
   // Holds at most `max_entries` results; 0 disables the cache (Find never hits, Put drops).
-  explicit ResultCache(size_t max_entries) : max_entries_(max_entries) {}
+  // `store` (optional, not owned, must outlive the cache) receives every Put and eviction.
+  explicit ResultCache(size_t max_entries, ResultStore* store = nullptr)
+      : max_entries_(max_entries), store_(store) {}
+
+  // Fills the cache from `store` (the newest entries when it holds more than fit), without
+  // writing back. Errors: the store's.
+  absl::Status Preload();
 
   // The result stored under `key` (marked most recently used), or nullopt. Thread-safe.
   std::optional<SubmitResult> Find(const std::string& key);
@@ -40,7 +60,10 @@ class ResultCache {
 
  private:
   using Entry = std::pair<std::string, SubmitResult>;
+  void Insert(const std::string& key, SubmitResult result, bool write_through);
+
   const size_t max_entries_;
+  ResultStore* const store_;
   mutable absl::Mutex mu_;
   // Most recently used first.
   std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);

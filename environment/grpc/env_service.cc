@@ -60,6 +60,24 @@ void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out
   out->set_from_cache(result.from_cache);
 }
 
+SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto) {
+  SubmitResult result;
+  result.task_id = proto.task_id();
+  result.reward = proto.reward();
+  result.reward_clipped = proto.reward_clipped();
+  result.points_met = proto.points_met();
+  result.points_possible = proto.points_possible();
+  for (const env_v1::ItemResult& item : proto.items()) {
+    result.items.push_back(
+        ItemResult{item.criterion(), item.points(), item.met(), item.explanation()});
+  }
+  result.tag_scores.insert(proto.tag_scores().begin(), proto.tag_scores().end());
+  result.usage = TokenCounts{proto.usage().prompt_tokens(), proto.usage().cached_prompt_tokens(),
+                             proto.usage().completion_tokens()};
+  result.from_cache = proto.from_cache();
+  return result;
+}
+
 grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext* context,
                                                      const env_v1::ListSplitsRequest*,
                                                      env_v1::ListSplitsResponse* response) {

@@ -14,6 +14,9 @@ namespace env_v1 = ::healthbench::env::v1;
 // Domain -> proto (exposed for tests and other transports).
 TaskRef TaskRefFromProto(const env_v1::TaskRef& ref);
 void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out);
+// The inverse of SubmitResultToProto (request_id is dropped); the result cache's SQLite file
+// stores results in this form.
+SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 
 class EnvServiceImpl final : public env_v1::Environment::CallbackService {
  public:

@@ -28,9 +28,9 @@ TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
       {BinaryDir() + "/environment/hb-env",
        "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
        "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104),
-       "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0", "--metrics-listen=",
-       "--llm-base-url=" + sim->base_url, "--grader-template=" + testing::ReferenceTemplatePath(),
-       "--log-level=warn"});
+       "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+       "--metrics-listen=", "--llm-base-url=" + sim->base_url,
+       "--grader-template=" + testing::ReferenceTemplatePath(), "--log-level=warn"});
   ASSERT_TRUE(env.ok()) << env.status();
   absl::StatusOr<std::string> line = (*env)->ReadFirstLine(absl::Seconds(30));
   ASSERT_TRUE(line.ok()) << line.status();
@@ -39,8 +39,8 @@ TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
   ASSERT_TRUE(absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &port)) << *line;
   ASSERT_GT(port, 0);
 
-  auto stub = env_v1::Environment::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  auto stub = env_v1::Environment::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   env_v1::ListSplitsResponse splits;
   {
     grpc::ClientContext context;
