@@ -4,25 +4,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/logging.h"
+#include "common/base/sqlite_status.h"
 #include "environment/grpc/env_service.h"
 
 namespace hb::env {
 namespace {
 
 absl::Status SqliteError(sqlite3* db, int rc, const std::string& path, absl::string_view what) {
-  std::string text = absl::StrCat("cache db ", path, ": ", what, ": ",
-                                  db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-  switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(text);
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-      return absl::PermissionDeniedError(text);
-    default:
-      return absl::InternalError(text);
-  }
+  return SqliteStatus(rc, absl::StrCat("cache db ", path, ": ", what, ": ",
+                                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
 }
 
 // Runs `sql` with `key` (and `blob`) bound as ?1 (and ?2).
