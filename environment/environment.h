@@ -116,8 +116,9 @@ class Environment {
   using SubmitCallback = absl::AnyInvocable<void(absl::StatusOr<SubmitResult>)>;
 
   // Grades `reply` (may be empty: it is graded) as the next assistant turn of the task and
-  // returns at once; `done` runs exactly once, inline for a request rejected up front, else on
-  // a grading thread (it must not block). Errors:
+  // returns at once; `done` runs exactly once, inline for a request rejected up front (or, in
+  // implementations with a result cache, answered from it), else on a grading thread (it must
+  // not block). Errors:
   //   kNotFound / kOutOfRange / kInvalidArgument  as GetTask; kInvalidArgument also for a reply
   //                                               over the size limit (the limit is in the
   //                                               message);

@@ -193,6 +193,12 @@ void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse
   }
 }
 
+void GradeItemResponseToProto(const ItemVerdict& verdict, const std::string& request_id,
+                              grader_v1::GradeItemResponse* response) {
+  ItemVerdictToProto(verdict, response);
+  response->set_request_id(request_id);
+}
+
 GraderServiceImpl::GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics)
     : grader_(grader), clock_(clock), metrics_(metrics) {}
 
@@ -203,8 +209,7 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeItem(grpc::CallbackServerConte
   grader_.GradeItem(GradeItemInputFromProto(*request), DeadlineOf(context), reactor->token(),
                     [reactor, request, response](absl::StatusOr<ItemVerdict> verdict) {
                       if (verdict.ok()) {
-                        ItemVerdictToProto(*verdict, response);
-                        response->set_request_id(request->request_id());
+                        GradeItemResponseToProto(*verdict, request->request_id(), response);
                       }
                       reactor->Complete(verdict.status());
                     });

@@ -4,6 +4,8 @@
 // never block: every reactor is finished from the Grader's completion callback.
 #pragma once
 
+#include <string>
+
 #include "common/base/clock.h"
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
@@ -16,6 +18,10 @@ namespace grader_v1 = ::healthbench::grader::v1;
 // Proto <-> domain conversions (exposed for tests and for the orchestrator's embedded mode).
 GradeItemInput GradeItemInputFromProto(const grader_v1::GradeItemRequest& request);
 void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse* response);
+// The GradeItem reply for `verdict`: ItemVerdictToProto plus the request's id. The gRPC service
+// and the in-process client (grader_client/in_process_grader_client.h) both answer with it.
+void GradeItemResponseToProto(const ItemVerdict& verdict, const std::string& request_id,
+                              grader_v1::GradeItemResponse* response);
 RubricItem RubricItemFromProto(const grader_v1::RubricItem& item);
 
 class GraderServiceImpl final : public grader_v1::Grader::CallbackService {

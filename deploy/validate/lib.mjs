@@ -14,6 +14,7 @@ export const BINARIES = {
   'hb-grader': 'grader_service/hb-grader',
   'hb-orchestrator': 'orchestrator/hb-orchestrator',
   'hb-llm-sim': 'simulator/hb-llm-sim',
+  'hb-env': 'environment/hb-env',
 };
 
 /**

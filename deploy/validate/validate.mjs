@@ -737,7 +737,7 @@ function selftest(models, rendered) {
     ['prod', 'missing ConfigMap key', (o) => { delete o.find((x) => x.kind === 'ConfigMap').data.HB_LOG_LEVEL; }, 'has no key HB_LOG_LEVEL'],
     ['prod', 'key file outside the Secret', (o) => { setArg(gc(o), 'llm-api-key-file', '/etc/key'); }, 'is not a file of a mounted Secret'],
     ['prod', 'replicas vs HPA', (o) => { grader(o).spec.replicas = 3; }, 'fights the autoscaler'],
-    ['prod', 'service not headless', (o) => { delete o.find((x) => x.kind === 'Service').spec.clusterIP; }, 'no headless Service'],
+    ['prod', 'service not headless', (o) => { delete o.find((x) => x.kind === 'Service' && x.metadata.name === 'hb-grader-headless').spec.clusterIP; }, 'no headless Service'],
     ['prod', 'netpol open', (o) => { o.find((x) => x.kind === 'NetworkPolicy').spec.ingress[0].from.push({ namespaceSelector: {} }); }, 'undeclared source'],
     ['prod', 'netpol metrics from anywhere', (o) => { o.find((x) => x.kind === 'NetworkPolicy').spec.ingress[1].from = [{ podSelector: {} }]; }, 'monitoring namespace only'],
     ['prod', 'pdb selects nothing', (o) => { o.find((x) => x.kind === 'PodDisruptionBudget').spec.selector.matchLabels = { app: 'x' }; }, 'selector matches no pod template'],

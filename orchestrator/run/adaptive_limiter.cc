@@ -216,4 +216,21 @@ LimiterSnapshot AdaptiveLimiter::Snapshot() const {
   return s;
 }
 
+ReplySignal ReplySignalOf(
+    const absl::StatusOr<healthbench::grader::v1::GradeItemResponse>& result) {
+  ReplySignal signal;
+  signal.ok = result.ok();
+  if (!result.ok()) {
+    signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted;
+    if (signal.rate_limited)
+      signal.retry_after = RetryAfterFromStatusMessage(result.status().message());
+    return signal;
+  }
+  signal.rate_limited = result->rate_limited_attempts() > 0;
+  if (result->has_rate_limit()) signal.rate_limit = result->rate_limit();
+  signal.attempts = std::max(1, result->attempts());
+  signal.tokens = result->usage().prompt_tokens() + result->usage().completion_tokens();
+  return signal;
+}
+
 }  // namespace hb

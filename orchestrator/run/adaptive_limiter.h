@@ -34,6 +34,7 @@
 #include <limits>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
@@ -87,6 +88,10 @@ struct ReplySignal {
   int attempts = 1;
   int64_t tokens = 0;
 };
+
+// The signal of one GradeItem outcome as the dispatcher reads it: ok, rate-limited
+// (rate_limited_attempts > 0 or kResourceExhausted), the relayed headers, attempts and tokens.
+ReplySignal ReplySignalOf(const absl::StatusOr<healthbench::grader::v1::GradeItemResponse>& result);
 
 // A view of the limiter's state, for the progress line and tests.
 struct LimiterSnapshot {

@@ -1,34 +1,5 @@
-// GraderClient: how the orchestrator asks a grader to judge one row. GrpcGraderClient
-// (grpc_grader_client.h) talks to hb-grader replicas; tests use FakeGraderClient.
+// Transitional: grader_client.h moved to grader_client/. Remove once nothing includes this path
+// (orchestrator/run/run_command.cc and dispatcher.h are rewritten on other branches).
 #pragma once
 
-#include <functional>
-
-#include "absl/status/statusor.h"
-#include "absl/time/time.h"
-#include "healthbench/grader/v1/grader.pb.h"
-
-namespace hb {
-
-class GraderClient {
- public:
-  // Receives the verdict, or the RPC's status mapped to absl codes (kUnavailable,
-  // kDeadlineExceeded, kResourceExhausted, kInternal, kUnknown are worth another attempt;
-  // kInvalidArgument, kFailedPrecondition, ... are final; kCancelled after CancelAll).
-  // Runs on a client thread (for gRPC, a callback thread): it must not block.
-  using Callback = std::function<void(absl::StatusOr<healthbench::grader::v1::GradeItemResponse>)>;
-
-  virtual ~GraderClient() = default;
-
-  // Starts one GradeItem call with deadline now + `timeout` and returns at once; `done` is
-  // called exactly once, possibly on another thread, possibly before GradeItem returns.
-  // Thread-safe.
-  virtual void GradeItem(const healthbench::grader::v1::GradeItemRequest& request,
-                         absl::Duration timeout, Callback done) = 0;
-
-  // Cancels every call still outstanding; their callbacks still run (with kCancelled or their
-  // real outcome if it won the race). Thread-safe.
-  virtual void CancelAll() = 0;
-};
-
-}  // namespace hb
+#include "grader_client/grader_client.h"

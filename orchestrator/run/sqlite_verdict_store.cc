@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/base/json.h"
+#include "common/base/sqlite_status.h"
 #include "common/base/status_macros.h"
 
 namespace hb {
@@ -23,23 +24,10 @@ constexpr char kSchemaVersion[] = "1";
 absl::Status SqliteError(sqlite3* db, int rc, const std::string& path, absl::string_view what) {
   const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string text = absl::StrCat("journal ", path, ": ", what, ": ", msg);
-  switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(text);
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-      return absl::PermissionDeniedError(text);
-    case SQLITE_FULL:
-      return absl::ResourceExhaustedError(text);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::FailedPreconditionError(
-          absl::StrCat(text, " (is another hb-orchestrator using this --out folder?)"));
-    default:
-      return absl::InternalError(text);
+  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+    absl::StrAppend(&text, " (is another hb-orchestrator using this --out folder?)");
   }
+  return SqliteStatus(rc, std::move(text));
 }
 
 absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {

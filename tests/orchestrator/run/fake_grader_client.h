@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "orchestrator/run/grader_client.h"
+#include "grader_client/grader_client.h"
 #include "orchestrator/run/verdict_store.h"
 
 namespace hb::testing {

@@ -1,4 +1,4 @@
-#include "orchestrator/run/grpc_grader_client.h"
+#include "grader_client/grpc_grader_client.h"
 
 #include <atomic>
 #include <memory>

@@ -1,0 +1,65 @@
+#include "environment/env_metrics.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+
+namespace hb::env {
+namespace {
+
+std::string CodeLabel(absl::StatusCode code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
+}
+
+}  // namespace
+
+EnvMetrics::EnvMetrics(prometheus::Registry& registry)
+    : submits_(prometheus::BuildCounter()
+                   .Name("hb_env_submits_total")
+                   .Help("Submissions finished, by status code")
+                   .Register(registry)),
+      judge_failures_(prometheus::BuildCounter()
+                          .Name("hb_env_judge_failures_total")
+                          .Help("Judge calls (one rubric item) that failed, by status code")
+                          .Register(registry)),
+      cache_hits_(prometheus::BuildCounter()
+                      .Name("hb_env_cache_hits_total")
+                      .Help("Submissions answered from the result cache")
+                      .Register(registry)
+                      .Add({})),
+      shared_(prometheus::BuildCounter()
+                  .Name("hb_env_inflight_shared_total")
+                  .Help("Submissions that joined an identical grading already in flight")
+                  .Register(registry)
+                  .Add({})),
+      reward_(prometheus::BuildHistogram()
+                  .Name("hb_env_reward")
+                  .Help("Rewards of graded submissions (unclipped)")
+                  .Register(registry)
+                  .Add({}, prometheus::Histogram::BucketBoundaries{-0.5, 0, 0.1, 0.2, 0.3, 0.4, 0.5,
+                                                                   0.6, 0.7, 0.8, 0.9, 1.0})),
+      latency_(prometheus::BuildHistogram()
+                   .Name("hb_env_submit_latency_seconds")
+                   .Help("Submission latency, from acceptance to result")
+                   .Register(registry)) {}
+
+void EnvMetrics::SubmitFinished(absl::StatusCode code, bool from_cache, absl::Duration latency) {
+  submits_.Add({{"code", CodeLabel(code)}}).Increment();
+  latency_
+      .Add({{"source", from_cache ? "cache" : "graded"}},
+           prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                                   5, 10, 30, 60, 120, 300})
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+void EnvMetrics::Reward(double reward) { reward_.Observe(reward); }
+
+void EnvMetrics::JudgeFailure(absl::StatusCode code) {
+  judge_failures_.Add({{"code", CodeLabel(code)}}).Increment();
+}
+
+void EnvMetrics::CacheHit() { cache_hits_.Increment(); }
+void EnvMetrics::SharedInFlight() { shared_.Increment(); }
+
+}  // namespace hb::env

@@ -1,0 +1,39 @@
+// EnvMetrics: hb-env's Prometheus series: submissions by outcome, rewards, judge failures,
+// cache hits, in-flight de-duplications and submission latency.
+#pragma once
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace hb::env {
+
+class EnvMetrics {
+ public:
+  // Registers the series in `registry`, which must outlive this object.
+  explicit EnvMetrics(prometheus::Registry& registry);
+
+  // One submission finished with `code` after `latency` (hb_env_submits_total{code},
+  // hb_env_submit_latency_seconds{source="graded"|"cache"}). Thread-safe.
+  void SubmitFinished(absl::StatusCode code, bool from_cache, absl::Duration latency);
+  // A graded reward (hb_env_reward histogram, unclipped).
+  void Reward(double reward);
+  // A judge call that failed with `code` (hb_env_judge_failures_total{code}).
+  void JudgeFailure(absl::StatusCode code);
+  // hb_env_cache_hits_total / hb_env_inflight_shared_total.
+  void CacheHit();
+  void SharedInFlight();
+
+ private:
+  prometheus::Family<prometheus::Counter>& submits_;
+  prometheus::Family<prometheus::Counter>& judge_failures_;
+  prometheus::Counter& cache_hits_;
+  prometheus::Counter& shared_;
+  prometheus::Histogram& reward_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+};
+
+}  // namespace hb::env

@@ -1,0 +1,57 @@
+#include "environment/grpc/env_server.h"
+
+#include "absl/strings/str_cat.h"
+#include "environment/grpc/env_service.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+
+namespace hb::env {
+
+constexpr char kServiceName[] = "healthbench.env.v1.Environment";
+
+absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
+    Environment& env, const EnvServerOptions& options) {
+  std::unique_ptr<EnvGrpcServer> server(new EnvGrpcServer());
+  server->service_ = std::make_unique<EnvServiceImpl>(env);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // Two servers must never share a port by accident.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("env: could not listen on ", options.listen_address));
+  }
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kServiceName, true);
+  return server;
+}
+
+void EnvGrpcServer::Shutdown(absl::Duration drain) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + drain));
+}
+
+EnvGrpcServer::~EnvGrpcServer() {
+  if (server_ != nullptr) {
+    Shutdown(absl::ZeroDuration());
+    server_->Wait();
+  }
+  server_.reset();
+  service_.reset();
+}
+
+}  // namespace hb::env

@@ -1,0 +1,52 @@
+// EnvGrpcServer: hb-env's gRPC server as a library: the healthbench.env.v1.Environment service
+// over an Environment, grpc.health.v1 (overall "" and per service name) and server reflection.
+// Refuses a port already bound (no SO_REUSEPORT sharing).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "environment/environment.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace hb::env {
+
+class EnvServiceImpl;
+
+struct EnvServerOptions {
+  // "host:port"; port 0 picks a free port (see port()).
+  std::string listen_address = "127.0.0.1:50061";
+  // Largest request accepted (a SubmitBatch carries many replies).
+  int max_receive_message_bytes = 64 << 20;
+};
+
+class EnvGrpcServer {
+ public:
+  // `env` is not owned and must outlive the server. kUnavailable when the address cannot be
+  // bound (including a port another process holds).
+  static absl::StatusOr<std::unique_ptr<EnvGrpcServer>> Start(Environment& env,
+                                                              const EnvServerOptions& options);
+  ~EnvGrpcServer();
+
+  int port() const { return port_; }
+
+  // Reports NOT_SERVING, stops accepting RPCs, lets RPCs in progress finish for up to `drain`,
+  // then cancels the rest. Idempotent; must not be called from an RPC callback.
+  void Shutdown(absl::Duration drain);
+
+ private:
+  EnvGrpcServer() = default;
+  std::unique_ptr<EnvServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace hb::env

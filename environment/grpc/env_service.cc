@@ -1,0 +1,166 @@
+#include "environment/grpc/env_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "grader_service/grpc_status.h"
+
+namespace hb::env {
+namespace {
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  std::chrono::system_clock::time_point deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context,
+                                   const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+void SummaryToProto(const TaskSummary& task, env_v1::TaskSummary* out) {
+  out->set_task_id(task.task_id);
+  out->set_split(task.split);
+  out->set_index(task.index);
+  for (const std::string& tag : task.tags) out->add_tags(tag);
+}
+
+}  // namespace
+
+TaskRef TaskRefFromProto(const env_v1::TaskRef& ref) {
+  TaskRef out;
+  out.task_id = ref.task_id();
+  out.split = ref.split();
+  if (!ref.split().empty()) out.index = ref.index();
+  return out;
+}
+
+void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out) {
+  out->set_task_id(result.task_id);
+  out->set_reward(result.reward);
+  out->set_reward_clipped(result.reward_clipped);
+  out->set_points_met(result.points_met);
+  out->set_points_possible(result.points_possible);
+  for (const ItemResult& item : result.items) {
+    env_v1::ItemResult* proto = out->add_items();
+    proto->set_criterion(item.criterion);
+    proto->set_points(item.points);
+    proto->set_met(item.met);
+    proto->set_explanation(item.explanation);
+  }
+  for (const auto& [name, value] : result.tag_scores) (*out->mutable_tag_scores())[name] = value;
+  out->mutable_usage()->set_prompt_tokens(result.usage.prompt_tokens);
+  out->mutable_usage()->set_cached_prompt_tokens(result.usage.cached_prompt_tokens);
+  out->mutable_usage()->set_completion_tokens(result.usage.completion_tokens);
+  out->set_from_cache(result.from_cache);
+}
+
+SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto) {
+  SubmitResult result;
+  result.task_id = proto.task_id();
+  result.reward = proto.reward();
+  result.reward_clipped = proto.reward_clipped();
+  result.points_met = proto.points_met();
+  result.points_possible = proto.points_possible();
+  for (const env_v1::ItemResult& item : proto.items()) {
+    result.items.push_back(
+        ItemResult{item.criterion(), item.points(), item.met(), item.explanation()});
+  }
+  result.tag_scores.insert(proto.tag_scores().begin(), proto.tag_scores().end());
+  result.usage = TokenCounts{proto.usage().prompt_tokens(), proto.usage().cached_prompt_tokens(),
+                             proto.usage().completion_tokens()};
+  result.from_cache = proto.from_cache();
+  return result;
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext* context,
+                                                     const env_v1::ListSplitsRequest*,
+                                                     env_v1::ListSplitsResponse* response) {
+  for (const SplitInfo& split : env_.ListSplits()) {
+    env_v1::SplitInfo* out = response->add_splits();
+    out->set_name(split.name);
+    out->set_task_count(split.task_count);
+  }
+  return Finished(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::ListTasks(grpc::CallbackServerContext* context,
+                                                    const env_v1::ListTasksRequest* request,
+                                                    env_v1::ListTasksResponse* response) {
+  const int64_t stop = request->stop() == 0 ? std::numeric_limits<int64_t>::max() : request->stop();
+  absl::StatusOr<std::vector<TaskSummary>> tasks =
+      env_.ListTasks(request->split(), request->start(), stop);
+  if (tasks.ok()) {
+    for (const TaskSummary& task : *tasks) SummaryToProto(task, response->add_tasks());
+  }
+  return Finished(context, tasks.status());
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::GetTask(grpc::CallbackServerContext* context,
+                                                  const env_v1::GetTaskRequest* request,
+                                                  env_v1::GetTaskResponse* response) {
+  absl::StatusOr<TaskPrompt> task = env_.GetTask(TaskRefFromProto(request->task()));
+  if (task.ok()) {
+    SummaryToProto(task->task, response->mutable_task());
+    for (const Message& message : task->messages) {
+      env_v1::Message* out = response->add_messages();
+      out->set_role(message.role);
+      out->set_content(message.content);
+    }
+    response->set_prompt_text(task->prompt_text);
+  }
+  return Finished(context, task.status());
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::Submit(grpc::CallbackServerContext* context,
+                                                 const env_v1::SubmitRequest* request,
+                                                 env_v1::SubmitResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  env_.Submit(TaskRefFromProto(request->task()), request->reply(), DeadlineOf(context),
+              [reactor, request, response](absl::StatusOr<SubmitResult> result) {
+                if (result.ok()) {
+                  SubmitResultToProto(*result, response);
+                  response->set_request_id(request->request_id());
+                }
+                reactor->Finish(ToGrpcStatus(result.status()));
+              });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::SubmitBatch(grpc::CallbackServerContext* context,
+                                                      const env_v1::SubmitBatchRequest* request,
+                                                      env_v1::SubmitBatchResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const int n = request->submissions_size();
+  if (n == 0) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  // Each callback fills its own slot; the last one to arrive finishes the RPC.
+  for (int i = 0; i < n; ++i) response->add_results();
+  auto remaining = std::make_shared<std::atomic<int>>(n);
+  const absl::Time deadline = DeadlineOf(context);
+  for (int i = 0; i < n; ++i) {
+    const env_v1::SubmitRequest& submission = request->submissions(i);
+    env_v1::SubmitResult* slot = response->mutable_results(i);
+    env_.Submit(TaskRefFromProto(submission.task()), submission.reply(), deadline,
+                [reactor, remaining, slot, &submission](absl::StatusOr<SubmitResult> result) {
+                  if (result.ok()) {
+                    SubmitResultToProto(*result, slot->mutable_response());
+                    slot->mutable_response()->set_request_id(submission.request_id());
+                  } else {
+                    slot->mutable_error()->set_code(static_cast<int>(result.status().code()));
+                    slot->mutable_error()->set_message(std::string(result.status().message()));
+                  }
+                  if (remaining->fetch_sub(1) == 1) reactor->Finish(grpc::Status::OK);
+                });
+  }
+  return reactor;
+}
+
+}  // namespace hb::env

@@ -1,0 +1,418 @@
+#include "environment/healthbench_environment.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "common/grading/scoring.h"
+#include "common/healthbench/prompts.h"
+#include "google/protobuf/duration.pb.h"
+#include "orchestrator/run/row_plan.h"
+
+namespace hb::env {
+
+using healthbench::grader::v1::GradeItemRequest;
+using healthbench::grader::v1::GradeItemResponse;
+
+namespace {
+
+constexpr char kRetryInfoUrl[] = "type.googleapis.com/google.rpc.RetryInfo";
+// The checkpoint name in the request ids the environment sends to the grader.
+const std::string& EnvCheckpoint() {
+  static const std::string* const name = new std::string("env");
+  return *name;
+}
+
+// google.rpc.RetryInfo { google.protobuf.Duration retry_delay = 1; }, encoded by hand (the
+// googleapis protos are not a dependency): field 1, wire type 2, then the Duration's bytes.
+absl::Status WithRetryDelay(absl::Status status, absl::Duration delay) {
+  google::protobuf::Duration duration;
+  duration.set_seconds(absl::IDivDuration(delay, absl::Seconds(1), &delay));
+  duration.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(delay)));
+  const std::string bytes = duration.SerializeAsString();
+  std::string retry_info = "\x0a";
+  retry_info.push_back(static_cast<char>(bytes.size()));  // < 128 bytes: one varint byte
+  retry_info += bytes;
+  status.SetPayload(kRetryInfoUrl, absl::Cord(retry_info));
+  return status;
+}
+
+}  // namespace
+
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kRetryInfoUrl);
+  if (!payload.has_value()) return std::nullopt;
+  const std::string bytes(*payload);
+  if (bytes.size() < 2 || bytes[0] != '\x0a' || static_cast<size_t>(bytes[1]) != bytes.size() - 2) {
+    return std::nullopt;
+  }
+  google::protobuf::Duration duration;
+  if (!duration.ParseFromString(bytes.substr(2))) return std::nullopt;
+  return absl::Seconds(duration.seconds()) + absl::Nanoseconds(duration.nanos());
+}
+
+absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs) {
+  std::vector<Split> splits;
+  absl::flat_hash_map<std::string, size_t> owner;  // prompt_id -> split
+  for (const SplitSpec& spec : specs) {
+    if (spec.name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("split for ", spec.path, " has no name"));
+    }
+    for (const Split& split : splits) {
+      if (split.name == spec.name) {
+        return absl::InvalidArgumentError(absl::StrCat("split '", spec.name, "' given twice"));
+      }
+    }
+    absl::StatusOr<Dataset> dataset = LoadDataset(spec.path, LoadOptions{});
+    if (!dataset.ok()) return dataset.status();
+    for (const Example& example : dataset->examples) {
+      auto [it, inserted] = owner.emplace(example.prompt_id, splits.size());
+      if (!inserted) {
+        const Split& first = splits[it->second];
+        return absl::InvalidArgumentError(absl::StrCat(
+            "prompt_id '", example.prompt_id, "' is in both ", first.dataset.path, " (split '",
+            first.name, "') and ", spec.path, " (split '", spec.name, "')"));
+      }
+    }
+    splits.push_back(Split{spec.name, *std::move(dataset)});
+  }
+  return splits;
+}
+
+// One distinct submission being graded; every field is guarded by the environment's mu_.
+struct HealthBenchEnvironment::Grading {
+  struct Waiter {
+    SubmitCallback done;
+    absl::Time start;
+  };
+  std::string key;
+  const Example* example = nullptr;
+  Response response;
+  absl::Time deadline;
+  std::vector<std::optional<GradeItemResponse>> verdicts;
+  // Items queued or in flight.
+  size_t outstanding = 0;
+  // The first judge failure; the grading then fails whole.
+  absl::Status failure;
+  std::vector<Waiter> waiters;
+};
+
+HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, GraderClient& grader,
+                                               Clock& clock, Scheduler& scheduler,
+                                               HealthBenchEnvironmentOptions options,
+                                               EnvMetrics* metrics)
+    : splits_(std::move(splits)),
+      grader_(grader),
+      clock_(clock),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      metrics_(metrics),
+      cache_(options_.cache_entries, options_.cache_store),
+      limiter_([&] {
+        AdaptiveLimiterOptions limiter;
+        limiter.max_window = std::max(1, options_.max_upstream_in_flight);
+        limiter.clock = &clock_;
+        return limiter;
+      }()) {
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    for (size_t i = 0; i < splits_[s].dataset.examples.size(); ++i) {
+      by_id_.emplace(splits_[s].dataset.examples[i].prompt_id, TaskLocation{s, i});
+    }
+  }
+}
+
+HealthBenchEnvironment::~HealthBenchEnvironment() {
+  std::vector<std::shared_ptr<Grading>> dropped;
+  Scheduler::TimerId timer = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    timer = pump_timer_;
+    pump_timer_ = 0;
+    for (QueuedItem& queued : queue_) {
+      if (queued.grading->failure.ok()) {
+        queued.grading->failure = absl::CancelledError("the environment is shutting down");
+      }
+      if (--queued.grading->outstanding == 0) dropped.push_back(queued.grading);
+    }
+    queue_.clear();
+  }
+  if (timer != 0) scheduler_.CancelTimer(timer);
+  for (const auto& grading : dropped) {
+    for (Grading::Waiter& waiter : grading->waiters) waiter.done(grading->failure);
+  }
+  grader_.CancelAll();
+  absl::MutexLock lock(&mu_);
+  while (in_flight_ > 0) idle_cv_.Wait(&mu_);
+}
+
+std::vector<SplitInfo> HealthBenchEnvironment::ListSplits() const {
+  std::vector<SplitInfo> out;
+  for (const Split& split : splits_) {
+    out.push_back(SplitInfo{split.name, static_cast<int64_t>(split.dataset.examples.size())});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskSummary>> HealthBenchEnvironment::ListTasks(absl::string_view split,
+                                                                           int64_t start,
+                                                                           int64_t stop) const {
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    if (splits_[s].name != split) continue;
+    if (start < 0 || start > stop) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad range [", start, ", ", stop, "): need 0 <= start <= stop"));
+    }
+    const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
+    std::vector<TaskSummary> out;
+    for (int64_t i = start; i < std::min(stop, size); ++i) {
+      out.push_back(SummaryOf(TaskLocation{s, static_cast<size_t>(i)}));
+    }
+    return out;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown split '", split, "'"));
+}
+
+absl::StatusOr<HealthBenchEnvironment::TaskLocation> HealthBenchEnvironment::Resolve(
+    const TaskRef& ref) const {
+  const bool by_id = !ref.task_id.empty();
+  const bool by_index = !ref.split.empty() || ref.index.has_value();
+  if (by_id == by_index) {
+    return absl::InvalidArgumentError(
+        "give a task either by task_id or by split and index, not both or neither");
+  }
+  if (by_id) {
+    auto it = by_id_.find(ref.task_id);
+    if (it == by_id_.end()) {
+      return absl::NotFoundError(absl::StrCat("unknown task id '", ref.task_id, "'"));
+    }
+    return it->second;
+  }
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    if (splits_[s].name != ref.split) continue;
+    const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
+    const int64_t index = ref.index.value_or(0);
+    if (index < 0 || index >= size) {
+      return absl::OutOfRangeError(
+          absl::StrCat("index ", index, " is outside split '", ref.split, "' (", size, " tasks)"));
+    }
+    return TaskLocation{s, static_cast<size_t>(index)};
+  }
+  return absl::NotFoundError(absl::StrCat("unknown split '", ref.split, "'"));
+}
+
+const Example& HealthBenchEnvironment::ExampleAt(TaskLocation at) const {
+  return splits_[at.split].dataset.examples[at.index];
+}
+
+TaskSummary HealthBenchEnvironment::SummaryOf(TaskLocation at) const {
+  const Example& example = ExampleAt(at);
+  return TaskSummary{example.prompt_id, splits_[at.split].name, static_cast<int64_t>(at.index),
+                     example.example_tags};
+}
+
+absl::StatusOr<TaskPrompt> HealthBenchEnvironment::GetTask(const TaskRef& ref) const {
+  absl::StatusOr<TaskLocation> at = Resolve(ref);
+  if (!at.ok()) return at.status();
+  const Example& example = ExampleAt(*at);
+  return TaskPrompt{SummaryOf(*at), example.prompt, TaskPromptText(example.prompt)};
+}
+
+void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl::Time deadline,
+                                    SubmitCallback done) {
+  const absl::Time start = clock_.Now();
+  auto reject = [&](absl::Status status) {
+    if (metrics_ != nullptr) metrics_->SubmitFinished(status.code(), false, clock_.Now() - start);
+    done(std::move(status));
+  };
+  absl::StatusOr<TaskLocation> at = Resolve(ref);
+  if (!at.ok()) return reject(at.status());
+  if (reply.size() > options_.max_reply_bytes) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("reply is ", reply.size(), " bytes; the limit is ", options_.max_reply_bytes,
+                     " bytes (--max-reply-bytes)")));
+  }
+  const Example& example = ExampleAt(*at);
+  std::string key = SubmissionKey(example.prompt_id, reply, options_.grader_fingerprint);
+  if (std::optional<SubmitResult> hit = cache_.Find(key)) {
+    hit->from_cache = true;
+    hit->usage = TokenCounts{};
+    if (metrics_ != nullptr) {
+      metrics_->CacheHit();
+      metrics_->SubmitFinished(absl::StatusCode::kOk, true, clock_.Now() - start);
+    }
+    return done(*std::move(hit));
+  }
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = gradings_.find(key);
+    if (shutting_down_) {
+      refused = absl::CancelledError("the environment is shutting down");
+    } else if (it != gradings_.end()) {
+      it->second->waiters.push_back(Grading::Waiter{std::move(done), start});
+      if (metrics_ != nullptr) metrics_->SharedInFlight();
+      return;
+    } else if (static_cast<int64_t>(gradings_.size()) >= options_.max_pending) {
+      refused = WithRetryDelay(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "backlog full: ", options_.max_pending, " submissions are being graded (",
+              "--max-pending); retry after ", absl::FormatDuration(options_.backlog_retry_delay))),
+          options_.backlog_retry_delay);
+    } else {
+      auto grading = std::make_shared<Grading>();
+      grading->key = key;
+      grading->example = &example;
+      grading->response = Response{example.prompt_id, std::move(reply), std::nullopt, 0};
+      grading->deadline = deadline;
+      grading->verdicts.resize(example.rubrics.size());
+      grading->outstanding = example.rubrics.size();
+      grading->waiters.push_back(Grading::Waiter{std::move(done), start});
+      for (size_t i = 0; i < example.rubrics.size(); ++i) queue_.push_back(QueuedItem{grading, i});
+      gradings_.emplace(std::move(key), std::move(grading));
+    }
+  }
+  if (!refused.ok()) return reject(std::move(refused));
+  Pump();
+}
+
+void HealthBenchEnvironment::Pump() {
+  struct Start {
+    QueuedItem queued;
+    DispatchTicket ticket;
+  };
+  std::vector<Start> starts;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_.Now();
+    if (options_.adaptive) limiter_.SetDemand(static_cast<int64_t>(queue_.size()));
+    while (!queue_.empty() && !shutting_down_) {
+      const int64_t window = options_.adaptive
+                                 ? std::min(options_.max_upstream_in_flight, limiter_.Window())
+                                 : options_.max_upstream_in_flight;
+      if (in_flight_ >= window) break;
+      if (options_.adaptive && limiter_.NextDispatchTime() > now) {
+        if (pump_timer_ == 0) {
+          pump_timer_ = scheduler_.Schedule(limiter_.NextDispatchTime() - now, [this] {
+            {
+              absl::MutexLock timer_lock(&mu_);
+              pump_timer_ = 0;
+            }
+            Pump();
+          });
+        }
+        break;
+      }
+      const DispatchTicket ticket = options_.adaptive ? limiter_.OnDispatch() : DispatchTicket{};
+      ++in_flight_;
+      starts.push_back(Start{std::move(queue_.front()), ticket});
+      queue_.pop_front();
+    }
+  }
+  for (Start& start : starts) {
+    const std::shared_ptr<Grading>& grading = start.queued.grading;
+    const PlannedRow row{&EnvCheckpoint(), grading->example, &grading->response,
+                         static_cast<int>(start.queued.item)};
+    const GradeItemRequest request =
+        BuildGradeItemRequest(row, /*attempt=*/1, /*send_prompt_cache_key=*/true);
+    const absl::Duration timeout = grading->deadline == absl::InfiniteFuture()
+                                       ? options_.item_timeout
+                                       : grading->deadline - clock_.Now();
+    auto done = [this, grading, item = start.queued.item,
+                 ticket = start.ticket](absl::StatusOr<GradeItemResponse> result) {
+      OnItemDone(grading, item, ticket, std::move(result));
+    };
+    if (timeout <= absl::ZeroDuration()) {
+      done(absl::DeadlineExceededError("the submission's deadline passed before grading"));
+    } else {
+      grader_.GradeItem(request, timeout, std::move(done));
+    }
+  }
+}
+
+void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading, size_t item,
+                                        DispatchTicket ticket,
+                                        absl::StatusOr<GradeItemResponse> result) {
+  bool finished = false;
+  {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+    if (options_.adaptive) limiter_.OnReply(ticket, ReplySignalOf(result));
+    if (!result.ok() && metrics_ != nullptr) metrics_->JudgeFailure(result.status().code());
+    if (grading->failure.ok()) {
+      if (result.ok()) {
+        grading->verdicts[item] = *std::move(result);
+      } else {
+        // The grading fails whole: its items still queued are not sent.
+        grading->failure = result.status();
+        const size_t before = queue_.size();
+        queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                    [&](const QueuedItem& q) { return q.grading == grading; }),
+                     queue_.end());
+        grading->outstanding -= before - queue_.size();
+      }
+    }
+    finished = --grading->outstanding == 0;
+    if (finished) gradings_.erase(grading->key);
+    if (in_flight_ == 0) idle_cv_.SignalAll();
+  }
+  if (finished) {
+    absl::StatusOr<SubmitResult> outcome =
+        grading->failure.ok() ? Finish(*grading) : absl::StatusOr<SubmitResult>(grading->failure);
+    if (outcome.ok()) {
+      cache_.Put(grading->key, *outcome);
+      if (metrics_ != nullptr) metrics_->Reward(outcome->reward);
+    }
+    for (Grading::Waiter& waiter : grading->waiters) {
+      if (metrics_ != nullptr) {
+        metrics_->SubmitFinished(outcome.status().code(), false, clock_.Now() - waiter.start);
+      }
+      waiter.done(outcome);
+    }
+  }
+  Pump();
+}
+
+absl::StatusOr<SubmitResult> HealthBenchEnvironment::Finish(const Grading& grading) const {
+  const Example& example = *grading.example;
+  SubmitResult result;
+  result.task_id = example.prompt_id;
+  std::vector<bool> met;
+  for (size_t i = 0; i < example.rubrics.size(); ++i) {
+    const GradeItemResponse& verdict = *grading.verdicts[i];
+    const RubricItem& rubric = example.rubrics[i];
+    met.push_back(verdict.criteria_met());
+    result.items.push_back(
+        ItemResult{rubric.criterion, rubric.points, verdict.criteria_met(), verdict.explanation()});
+    if (verdict.criteria_met()) result.points_met += rubric.points;
+    if (rubric.points > 0) result.points_possible += rubric.points;
+    result.usage.prompt_tokens += verdict.usage().prompt_tokens();
+    result.usage.cached_prompt_tokens += verdict.usage().cached_prompt_tokens();
+    result.usage.completion_tokens += verdict.usage().completion_tokens();
+  }
+  absl::StatusOr<OrderedMetrics> scores =
+      ScoreTask(example.prompt_id, example.example_tags, example.rubrics, met);
+  if (!scores.ok()) return scores.status();
+  for (const auto& [name, value] : *scores) {
+    if (name == "overall_score") {
+      result.reward = value;
+    } else {
+      result.tag_scores[name] = value;
+    }
+  }
+  result.reward_clipped = std::clamp(result.reward, 0.0, 1.0);
+  return result;
+}
+
+int64_t HealthBenchEnvironment::upstream_in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+int64_t HealthBenchEnvironment::pending() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(gradings_.size());
+}
+
+}  // namespace hb::env

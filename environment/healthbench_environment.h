@@ -1,0 +1,151 @@
+// HealthBenchEnvironment: the Environment that grades. Datasets are loaded at start as named
+// splits; a submitted reply is graded item by item through a GraderClient (in-process or
+// hb-grader replicas), exactly as the orchestrator grades (the transcript is the task's
+// messages plus the reply, no system prompt added) and scored with the reference's per-task
+// score (common/grading/scoring.h).
+//
+// Retries are idempotent and cheap: results are cached by SubmissionKey (task, reply sha256,
+// grader fingerprint) in a bounded LRU, and identical submissions in flight at the same time
+// share one grading. Load is controlled globally: at most `max_upstream_in_flight` judge calls
+// at once across every submission, paced by the orchestrator's AdaptiveLimiter on the relayed
+// rate-limit signals, and a submission that would push the backlog past `max_pending`
+// gradings is refused with kResourceExhausted (with a retry delay) instead of queueing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/clock.h"
+#include "common/base/scheduler.h"
+#include "common/healthbench/dataset.h"
+#include "environment/env_metrics.h"
+#include "environment/environment.h"
+#include "environment/result_cache.h"
+#include "grader_client/grader_client.h"
+#include "orchestrator/run/adaptive_limiter.h"
+
+namespace hb::env {
+
+// One dataset given at start (`--split NAME=PATH`).
+struct SplitSpec {
+  std::string name;
+  std::string path;
+};
+
+struct Split {
+  std::string name;
+  Dataset dataset;
+};
+
+// Loads every split with the orchestrator's loader (LoadDataset, strict). Errors: the loader's
+// (kInvalidArgument "<path>:<line>: ..." and file errors); kInvalidArgument for an empty or
+// repeated split name, or a prompt_id present in two splits (naming both files).
+absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs);
+
+struct HealthBenchEnvironmentOptions {
+  // A reply longer than this is kInvalidArgument.
+  size_t max_reply_bytes = 1 << 20;
+  // Gradings (distinct submissions being graded) admitted at once; more are refused with
+  // kResourceExhausted.
+  int64_t max_pending = 4096;
+  // Judge calls in flight at once, across every submission.
+  int max_upstream_in_flight = 512;
+  // Adapt the window and pace dispatch from the upstream's rate-limit signals.
+  bool adaptive = true;
+  // The retry delay a kResourceExhausted refusal carries.
+  absl::Duration backlog_retry_delay = absl::Seconds(1);
+  // Timeout of one judge call when the submission has no deadline.
+  absl::Duration item_timeout = absl::Minutes(10);
+  // Result cache entries (0: no cache).
+  size_t cache_entries = 100000;
+  // GraderFingerprint of the grader behind the client (part of every cache key).
+  std::string grader_fingerprint;
+  // Where cached results persist (`--cache-db`); optional, not owned, must outlive the
+  // environment.
+  ResultStore* cache_store = nullptr;
+};
+
+// The retry delay attached to a kResourceExhausted status as a google.rpc.RetryInfo payload
+// (type URL "type.googleapis.com/google.rpc.RetryInfo"), or nullopt.
+std::optional<absl::Duration> RetryDelayOf(const absl::Status& status);
+
+class HealthBenchEnvironment final : public Environment {
+ public:
+  // `grader`, `clock`, `scheduler` (pacing timers) and `metrics` (optional) are not owned and
+  // must outlive the environment.
+  HealthBenchEnvironment(std::vector<Split> splits, GraderClient& grader, Clock& clock,
+                         Scheduler& scheduler, HealthBenchEnvironmentOptions options,
+                         EnvMetrics* metrics = nullptr);
+  // Fails every grading still queued or in flight with kCancelled (GraderClient::CancelAll)
+  // and waits until their callbacks have run.
+  ~HealthBenchEnvironment() override;
+
+  std::vector<SplitInfo> ListSplits() const override;
+  absl::StatusOr<std::vector<TaskSummary>> ListTasks(absl::string_view split, int64_t start,
+                                                     int64_t stop) const override;
+  absl::StatusOr<TaskPrompt> GetTask(const TaskRef& ref) const override;
+  // Answers a cache hit inline (from_cache = true, zero usage). Identical submissions in
+  // flight share the first one's grading, and so its `deadline`.
+  void Submit(const TaskRef& ref, std::string reply, absl::Time deadline,
+              SubmitCallback done) override;
+
+  // Fills the result cache from options.cache_store (call once, before serving). Errors: the
+  // store's.
+  absl::Status LoadCache() { return cache_.Preload(); }
+
+  // Judge calls in flight now and gradings admitted (tests, metrics).
+  int64_t upstream_in_flight() const;
+  int64_t pending() const;
+
+ private:
+  struct TaskLocation {
+    size_t split = 0;
+    size_t index = 0;
+  };
+  struct Grading;
+  struct QueuedItem {
+    std::shared_ptr<Grading> grading;
+    size_t item = 0;
+  };
+
+  absl::StatusOr<TaskLocation> Resolve(const TaskRef& ref) const;
+  const Example& ExampleAt(TaskLocation at) const;
+  TaskSummary SummaryOf(TaskLocation at) const;
+  // Starts every queued judge call the window and pacing allow; schedules itself when pacing
+  // holds the queue.
+  void Pump();
+  void OnItemDone(const std::shared_ptr<Grading>& grading, size_t item, DispatchTicket ticket,
+                  absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  // Builds the result (or the failure) of a grading whose items have all come back.
+  absl::StatusOr<SubmitResult> Finish(const Grading& grading) const;
+
+  const std::vector<Split> splits_;
+  absl::flat_hash_map<std::string, TaskLocation> by_id_;
+  GraderClient& grader_;
+  Clock& clock_;
+  Scheduler& scheduler_;
+  const HealthBenchEnvironmentOptions options_;
+  EnvMetrics* const metrics_;
+  ResultCache cache_;
+
+  mutable absl::Mutex mu_;
+  AdaptiveLimiter limiter_ ABSL_GUARDED_BY(mu_);
+  // Gradings in progress by SubmissionKey (for in-flight de-duplication).
+  absl::flat_hash_map<std::string, std::shared_ptr<Grading>> gradings_ ABSL_GUARDED_BY(mu_);
+  std::deque<QueuedItem> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  Scheduler::TimerId pump_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::CondVar idle_cv_;
+};
+
+}  // namespace hb::env

@@ -1,0 +1,74 @@
+#include "environment/result_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/base/sha256.h"
+
+namespace hb::env {
+
+std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
+                          absl::string_view grader_fingerprint) {
+  // Lengths first: ids may contain any byte.
+  return absl::StrCat(task_id.size(), ":", task_id, "|", Sha256Hex(reply), "|", grader_fingerprint);
+}
+
+std::string GraderFingerprint(const std::string& model, double temperature, int max_tokens,
+                              const std::string& system_message,
+                              const std::string& template_sha256) {
+  return Sha256Hex(
+      absl::StrFormat("model=%d:%s\ntemperature=%.17g\nmax_tokens=%d\nsystem=%d:%s\n"
+                      "template_sha256=%s",
+                      model.size(), model, temperature, max_tokens, system_message.size(),
+                      system_message, template_sha256));
+}
+
+std::optional<SubmitResult> ResultCache::Find(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+absl::Status ResultCache::Preload() {
+  if (store_ == nullptr || max_entries_ == 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::pair<std::string, SubmitResult>>> entries = store_->LoadAll();
+  if (!entries.ok()) return entries.status();
+  for (auto& [key, result] : *entries) Insert(key, std::move(result), /*write_through=*/false);
+  return absl::OkStatus();
+}
+
+void ResultCache::Put(const std::string& key, SubmitResult result) {
+  Insert(key, std::move(result), /*write_through=*/true);
+}
+
+void ResultCache::Insert(const std::string& key, SubmitResult result, bool write_through) {
+  if (max_entries_ == 0) return;
+  std::optional<std::string> evicted;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      it->second->second = result;
+      lru_.splice(lru_.begin(), lru_, it->second);
+    } else {
+      lru_.emplace_front(key, result);
+      index_[key] = lru_.begin();
+      if (lru_.size() > max_entries_) {
+        evicted = lru_.back().first;
+        index_.erase(lru_.back().first);
+        lru_.pop_back();
+      }
+    }
+  }
+  if (store_ == nullptr) return;
+  if (evicted.has_value()) store_->Erase(*evicted);
+  if (write_through) store_->Put(key, result);
+}
+
+size_t ResultCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return lru_.size();
+}
+
+}  // namespace hb::env

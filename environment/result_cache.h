@@ -1,0 +1,73 @@
+// ResultCache: graded results by submission key (task id, sha256 of the reply, grader
+// fingerprint), bounded in entries with least-recently-used eviction, so a resubmitted reply
+// is answered without calling the judge again.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "environment/environment.h"
+
+namespace hb::env {
+
+// The cache key of one submission: `task_id`, sha256 of `reply` and `grader_fingerprint`
+// (GraderFingerprint), joined so that no two different triples collide.
+std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
+                          absl::string_view grader_fingerprint);
+
+// sha256 (hex) of everything that changes a verdict besides the transcript: the grader model,
+// temperature, max_tokens, system message and the template's sha256.
+std::string GraderFingerprint(const std::string& model, double temperature, int max_tokens,
+                              const std::string& system_message,
+                              const std::string& template_sha256);
+
+// Where cached results outlive the process (SqliteResultStore), written through by ResultCache.
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+  // Every stored (key, result), oldest first.
+  virtual absl::StatusOr<std::vector<std::pair<std::string, SubmitResult>>> LoadAll() = 0;
+  // Stores or replaces; drops. Failures are logged, never fatal (the cache is an optimisation).
+  // Thread-safe.
+  virtual void Put(const std::string& key, const SubmitResult& result) = 0;
+  virtual void Erase(const std::string& key) = 0;
+};
+
+class ResultCache {
+ public:
+  // Holds at most `max_entries` results; 0 disables the cache (Find never hits, Put drops).
+  // `store` (optional, not owned, must outlive the cache) receives every Put and eviction.
+  explicit ResultCache(size_t max_entries, ResultStore* store = nullptr)
+      : max_entries_(max_entries), store_(store) {}
+
+  // Fills the cache from `store` (the newest entries when it holds more than fit), without
+  // writing back. Errors: the store's.
+  absl::Status Preload();
+
+  // The result stored under `key` (marked most recently used), or nullopt. Thread-safe.
+  std::optional<SubmitResult> Find(const std::string& key);
+  // Stores `result` under `key`, evicting the least recently used entry when full. Thread-safe.
+  void Put(const std::string& key, SubmitResult result);
+  size_t size() const;
+
+ private:
+  using Entry = std::pair<std::string, SubmitResult>;
+  void Insert(const std::string& key, SubmitResult result, bool write_through);
+
+  const size_t max_entries_;
+  ResultStore* const store_;
+  mutable absl::Mutex mu_;
+  // Most recently used first.
+  std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hb::env

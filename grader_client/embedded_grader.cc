@@ -1,0 +1,63 @@
+#include "grader_client/embedded_grader.h"
+
+#include <utility>
+
+#include "absl/random/random.h"
+#include "common/base/clock.h"
+#include "common/base/status_macros.h"
+#include "common/healthbench/prompts.h"
+#include "http/curl_http_client.h"
+#include "llm/openai_llm_client.h"
+
+namespace hb {
+
+// The same construction as GraderServer::Start (grader_service/grader_server.cc) minus the
+// gRPC server; the two are meant to share this once grader_server.cc is free to change.
+absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
+    const GraderServerOptions& options) {
+  HB_ASSIGN_OR_RETURN(
+      GraderTemplate grader_template,
+      GraderTemplate::Load(options.template_path, options.require_reference_template));
+  std::unique_ptr<EmbeddedGrader> embedded(new EmbeddedGrader());
+  embedded->registry_ =
+      options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
+  embedded->metrics_ = std::make_unique<GraderMetrics>(*embedded->registry_);
+
+  CurlHttpClientOptions http_options;
+  http_options.max_in_flight = options.llm.max_upstream_in_flight;
+  http_options.verify_tls = options.llm.verify_tls;
+  http_options.ca_file = options.llm.ca_file;
+  HB_ASSIGN_OR_RETURN(embedded->http_, CurlMultiHttpClient::Create(http_options));
+
+  OpenAiLlmClientOptions llm_options;
+  llm_options.base_url = options.llm.base_url;
+  llm_options.api_key = options.llm.api_key;
+  llm_options.metrics = embedded->metrics_.get();
+  embedded->llm_ = std::make_unique<OpenAiLlmClient>(*embedded->http_, llm_options);
+
+  GraderConfig config;
+  config.settings = options.settings;
+  config.retry = options.retry;
+  config.limits = options.limits;
+  config.attempt_timeout = options.llm.attempt_timeout;
+  auto bitgen = std::make_shared<absl::BitGen>();
+  embedded->grader_ = std::make_unique<hb::Grader>(
+      *embedded->llm_, *embedded->http_, Clock::Real(),
+      [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
+      std::move(grader_template), config, embedded->metrics_.get());
+  embedded->client_ = std::make_unique<InProcessGraderClient>(*embedded->grader_, Clock::Real());
+  return embedded;
+}
+
+Scheduler& EmbeddedGrader::scheduler() { return *http_; }
+
+EmbeddedGrader::~EmbeddedGrader() {
+  // Cancelling a Grader call completes it inline, so the client's destructor (cancel, then wait
+  // for callbacks) returns promptly; only then may the HTTP loop and the grader go.
+  client_.reset();
+  http_.reset();
+  grader_.reset();
+  llm_.reset();
+}
+
+}  // namespace hb

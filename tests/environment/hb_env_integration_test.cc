@@ -1,0 +1,79 @@
+// The hb-env binary against hb-llm-sim on loopback: it prints its listening line, serves the
+// splits, grades a reply end to end and answers the resubmission from its cache.
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "healthbench/env/v1/env.grpc.pb.h"
+#include "tests/testing/loopback.h"
+#include "tests/testing/shared_data.h"
+
+namespace hb {
+namespace {
+
+namespace env_v1 = ::healthbench::env::v1;
+using ::hb::testing::BinaryDir;
+using ::hb::testing::ChildProcess;
+
+TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
+  absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim({});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env = ChildProcess::Spawn(
+      {BinaryDir() + "/environment/hb-env",
+       "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+       "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104),
+       "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+       "--metrics-listen=", "--llm-base-url=" + sim->base_url,
+       "--grader-template=" + testing::ReferenceTemplatePath(), "--log-level=warn"});
+  ASSERT_TRUE(env.ok()) << env.status();
+  absl::StatusOr<std::string> line = (*env)->ReadFirstLine(absl::Seconds(30));
+  ASSERT_TRUE(line.ok()) << line.status();
+  int port = 0;
+  ASSERT_TRUE(absl::StartsWith(*line, "grpc listening on 127.0.0.1:")) << *line;
+  ASSERT_TRUE(absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &port)) << *line;
+  ASSERT_GT(port, 0);
+
+  auto stub = env_v1::Environment::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  env_v1::ListSplitsResponse splits;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->ListSplits(&context, {}, &splits).ok());
+  }
+  ASSERT_EQ(splits.splits_size(), 2);
+  EXPECT_EQ(splits.splits(1).task_count(), 104);
+
+  env_v1::SubmitRequest request;
+  request.mutable_task()->set_split("test");
+  request.mutable_task()->set_index(0);
+  request.set_reply("Call emergency services now.");
+  env_v1::SubmitResponse first;
+  env_v1::SubmitResponse second;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    grpc::Status status = stub->Submit(&context, request, &first);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_GT(first.items_size(), 0);
+  EXPECT_GT(first.points_possible(), 0);
+  EXPECT_EQ(first.reward(), first.points_met() / first.points_possible());
+  EXPECT_FALSE(first.from_cache());
+  EXPECT_GT(first.usage().prompt_tokens(), 0);
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->Submit(&context, request, &second).ok());
+  }
+  EXPECT_TRUE(second.from_cache());
+  EXPECT_EQ(second.reward(), first.reward());
+  EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
+}
+
+}  // namespace
+}  // namespace hb
