@@ -25,9 +25,7 @@
 #include "http/curl_http_client.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
-#ifdef HB_HAVE_ORS_HTTP_SERVER
 #include "environment/ors/ors_http_server.h"
-#endif
 
 ABSL_FLAG(std::vector<std::string>, split, {},
           "NAME=PATH of a HealthBench JSONL file served as split NAME; repeat the flag for "
@@ -200,7 +198,6 @@ int main(int argc, char** argv) {
       hb::env::EnvGrpcServer::Start(env, hb::env::EnvServerOptions{listen});
   if (!server.ok()) return Fail(server.status());
   std::printf("grpc listening on %s:%d\n", HostOf(listen).c_str(), (*server)->port());
-#ifdef HB_HAVE_ORS_HTTP_SERVER
   const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
   hb::env::OrsServerOptions ors_options;
   ors_options.listen = http_listen;
@@ -208,15 +205,12 @@ int main(int argc, char** argv) {
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
   if (!http.ok()) return Fail(http.status());
   std::printf("http listening on %s:%d\n", HostOf(http_listen).c_str(), (*http)->port());
-#endif
   std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   HB_LOG_INFO("hb-env: signal {} received", signal_number);
-#ifdef HB_HAVE_ORS_HTTP_SERVER
   (*http)->Shutdown();
-#endif
   (*server)->Shutdown(absl::GetFlag(FLAGS_drain_timeout));
   server->reset();
   return 0;
