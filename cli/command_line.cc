@@ -180,7 +180,10 @@ absl::Status Command::Apply() const {
       values.insert(values.end(), binding->negation->count(), "false");
     }
     if (values.size() > 1 && !binding->repeatable) {
-      return absl::InvalidArgumentError(absl::StrCat("flag ", binding->name, " given twice"));
+      if (!last_value_wins_) {
+        return absl::InvalidArgumentError(absl::StrCat("flag ", binding->name, " given twice"));
+      }
+      values.erase(values.begin(), values.end() - 1);
     }
     for (const std::string& value : values) {
       std::string error;

@@ -14,7 +14,7 @@
 //
 // Usage errors are kInvalidArgument with a one-line message naming the flag:
 //   unknown flag --bogus=1          flag --verdicts does not apply to 'tasks'
-//   flag --out needs a value         flag --out given twice
+//   flag --out needs a value         flag --out given twice (unless LastValueWins)
 //   invalid value 'abc' for --examples: <what was expected>
 //   unexpected argument 'extra'<the command's positional hint>
 // Main prints them as "<program>[ <subcommand>]: <message> (see <program>[ <subcommand>]
@@ -69,6 +69,9 @@ class Command {
   void Positionals(const std::string& value_name, std::vector<std::string>* target,
                    const std::string& help);
   void SetPositionalHint(std::string hint) { positional_hint_ = std::move(hint); }
+  // A flag given twice keeps its last value instead of being an error (hb-grader and
+  // hb-llm-sim have always taken this, as Abseil flags do: scripts append overrides).
+  void LastValueWins() { last_value_wins_ = true; }
   // Help groups: flags added after this call are listed under `title`.
   void Group(std::string title) { group_ = std::move(title); }
 
@@ -92,6 +95,7 @@ class Command {
   std::string display_name_;
   std::string positional_hint_;
   std::string group_ = "Options";
+  bool last_value_wins_ = false;
   std::vector<std::unique_ptr<Binding>> bindings_;
 };
 

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   hb::TuneProcess();
   Flags flags;
   hb::cli::Program program("hb-grader", kDescription, kFooter);
+  program.root().LastValueWins();
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   hb::InitLogging(flags.log_level.c_str());

@@ -326,6 +326,7 @@ int Run(int argc, char** argv) {
   hb::TuneProcess();
   Flags flags;
   cli::Program program("hb-llm-sim", kDescription);
+  program.root().LastValueWins();
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   InitLogging(flags.log_level.c_str());

@@ -1,7 +1,5 @@
 #include "orchestrator/run/run_command.h"
 
-#include <signal.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -237,6 +235,7 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
 absl::StatusOr<bool> Grade(const RunOptions& options, RunPlan plan, VerdictStore& store,
                            StopSwitch& stop) {
   bool interrupted = false;
+  absl::Status dispatched;
   if (!plan.rows.empty()) {
     HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(options));
     ProgressReporter reporter(options.progress, stderr, options.prices);
@@ -248,9 +247,11 @@ absl::StatusOr<bool> Grade(const RunOptions& options, RunPlan plan, VerdictStore
     reporter.Finish();
     interrupted = stats.stopping;
     grader->Close();
-    HB_RETURN_IF_ERROR(AsInternal(dispatcher.status()));
+    dispatched = dispatcher.status();
   }
-  HB_RETURN_IF_ERROR(AsInternal(store.Flush()));
+  const absl::Status flushed = store.Flush();  // even after a dispatch failure
+  HB_RETURN_IF_ERROR(AsInternal(dispatched));
+  HB_RETURN_IF_ERROR(AsInternal(flushed));
   return interrupted;
 }
 

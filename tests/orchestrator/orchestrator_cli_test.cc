@@ -243,6 +243,20 @@ TEST_F(OrchestratorCliTest, ServerBinariesHelpExitsZero) {
   EXPECT_EQ(rate.err, "hb-llm-sim: fault rates must be in [0, 1] (see hb-llm-sim --help)\n");
 }
 
+// The servers keep the last value of a repeated flag (as with Abseil flags: scripts and tests
+// append overrides); hb-orchestrator rejects a repeat.
+TEST_F(OrchestratorCliTest, ServerBinariesTakeTheLastValueOfARepeatedFlag) {
+  RunResult sim = RunBinary(BinaryDir() + "/simulator/hb-llm-sim",
+                            {"--fault-429=2", "--fault_429=0.5", "--listen=nocolon"});
+  EXPECT_EQ(sim.exit_code, 2);
+  EXPECT_EQ(sim.err,
+            "hb-llm-sim: --listen must be HOST:PORT, got 'nocolon' (see hb-llm-sim --help)\n");
+  RunResult grader = RunBinary(BinaryDir() + "/grader_service/hb-grader",
+                               {"--llm-max-tokens=0", "--llm-max-tokens", "5", "--max-attempts=0"});
+  EXPECT_EQ(grader.exit_code, 2);
+  EXPECT_EQ(grader.err, "hb-grader: --max-attempts must be at least 1 (see hb-grader --help)\n");
+}
+
 TEST_F(OrchestratorCliTest, BadUsageIsOneLineAndExitCode2) {
   const std::string d = examples_ + "/dataset.jsonl";
   const std::string hint = " (see hb-orchestrator --help)\n";
