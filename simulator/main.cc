@@ -19,17 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cli/command_line.h"
 #include "common/base/clock.h"
-#include "common/base/flags_usage.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "event2/buffer.h"
@@ -39,44 +34,6 @@
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
 #include "simulator/sim_core.h"
-
-ABSL_FLAG(std::string, listen, "127.0.0.1:8000",
-          "HOST:PORT to listen on; port 0 picks a free port. The first stdout line is "
-          "'listening on HOST:PORT' with the actual port.");
-ABSL_FLAG(int, threads, 0, "Event loops sharing the listening socket; 0 = number of cores.");
-ABSL_FLAG(std::string, api_key, "",
-          "When set, chat requests must carry 'Authorization: Bearer <key>', else 401.");
-ABSL_FLAG(double, latency_ms, 0, "Mean response latency in milliseconds (a timer per request).");
-ABSL_FLAG(double, latency_jitter, 0,
-          "Latency jitter as a fraction of the mean: uniform in [mean*(1-j), mean*(1+j)).");
-ABSL_FLAG(uint64_t, seed, 0,
-          "Seed for latency jitter and fault draws; request n (0-based, arrival order) always "
-          "gets the same draws.");
-ABSL_FLAG(double, fault_429, 0,
-          "Rate of injected 429s (with Retry-After and retry-after-ms headers).");
-ABSL_FLAG(double, fault_500, 0, "Rate of injected 500 responses.");
-ABSL_FLAG(double, fault_503, 0, "Rate of injected 503 responses.");
-ABSL_FLAG(double, fault_malformed, 0, "Rate of 200 replies whose content is not valid JSON.");
-ABSL_FLAG(double, fault_fenced, 0,
-          "Rate of 200 replies whose content is the correct JSON inside ```json ... ```.");
-ABSL_FLAG(double, fault_nonobject, 0,
-          "Rate of 200 replies whose content is a JSON non-object (42, \"criteria_met\", "
-          "[true]).");
-ABSL_FLAG(double, fault_hang, 0, "Rate of requests never answered (held until the client quits).");
-ABSL_FLAG(double, fault_reset, 0,
-          "Rate of requests answered by closing the connection (TCP RST), no response.");
-ABSL_FLAG(int64_t, retry_after_ms, 500, "Retry delay advertised by injected 429s.");
-ABSL_FLAG(int64_t, rpm, 0, "Requests per 60 s window; 0 = unlimited. Excess gets 429.");
-ABSL_FLAG(int64_t, tpm, 0, "Tokens (prompt estimate + max_tokens) per 60 s window; 0 = unlimited.");
-ABSL_FLAG(absl::Duration, prompt_cache_ttl, absl::Minutes(5),
-          "How long a cached prompt prefix stays usable after its last use (e.g. 5m).");
-ABSL_FLAG(std::string, request_log, "",
-          "File to append one JSON line per chat request (time, status, fault, latency_ms, "
-          "prompt_tokens, cached_tokens, verdict).");
-ABSL_FLAG(int64_t, max_body_bytes, 32 << 20, "Largest accepted request body.");
-ABSL_FLAG(int, http_timeout_s, 600,
-          "Idle/read/write timeout of a connection (also bounds --fault-hang holds).");
-ABSL_FLAG(std::string, log_level, "info", "stderr log level: debug, info, warn, error.");
 
 namespace hb::sim {
 namespace {
@@ -243,12 +200,6 @@ struct Loop {
   evhttp* http = nullptr;
 };
 
-std::vector<Loop>* g_loops = nullptr;
-
-void OnSignal(evutil_socket_t /*sig*/, short /*what*/, void* /*arg*/) {
-  for (Loop& loop : *g_loops) event_base_loopexit(loop.base, nullptr);
-}
-
 // Binds and listens; returns the fd and fills `port` with the actual port, or -1.
 int BindListener(const std::string& host, const std::string& port_text, int* port) {
   addrinfo hints{};
@@ -280,60 +231,115 @@ int BindListener(const std::string& host, const std::string& port_text, int* por
   return fd;
 }
 
-int Run(int argc, char** argv) {
-  hb::TuneProcess();
-  hb::ParseFlags(
-      argc, argv,
-      "OpenAI-compatible chat-completions simulator for tests, benchmarks and capacity "
-      "planning.\n\n"
-      "Usage: hb-llm-sim [--listen=127.0.0.1:0] [--latency-ms=200 --latency-jitter=0.2] "
-      "[--fault-429=0.05 ...] [--rpm=500 --tpm=200000]\n\n"
-      "Endpoints: POST /v1/chat/completions (and /chat/completions), GET /healthz, "
-      "GET /metrics.\n"
-      "Verdict: criteria_met = lowest bit of sha256(last user message)[0], unless the message "
-      "contains [[sim:met=true]] / [[sim:met=false]] (the last marker wins).\n"
-      "Flags may be written with hyphens or underscores (--latency-ms == --latency_ms).\n"
-      "See simulator/README.md for the exact rules.");
-  InitLogging(absl::GetFlag(FLAGS_log_level).c_str());
+constexpr char kDescription[] =
+    "hb-llm-sim: OpenAI-compatible chat-completions simulator for tests, benchmarks and "
+    "capacity planning.\n\n"
+    "Usage: hb-llm-sim [--listen=127.0.0.1:0] [--latency-ms=200 --latency-jitter=0.2] "
+    "[--fault-429=0.05 ...] [--rpm=500 --tpm=200000]\n\n"
+    "Endpoints: POST /v1/chat/completions (and /chat/completions), GET /healthz, "
+    "GET /metrics.\n"
+    "Verdict: criteria_met = lowest bit of sha256(last user message)[0], unless the message "
+    "contains [[sim:met=true]] / [[sim:met=false]] (the last marker wins).\n"
+    "Flags may be written with hyphens or underscores (--latency-ms == --latency_ms).\n"
+    "See simulator/README.md for the exact rules.";
 
-  SimulatorOptions options;
-  options.api_key = absl::GetFlag(FLAGS_api_key);
-  options.latency_ms = absl::GetFlag(FLAGS_latency_ms);
-  options.latency_jitter = absl::GetFlag(FLAGS_latency_jitter);
-  options.seed = absl::GetFlag(FLAGS_seed);
-  options.faults.status_429 = absl::GetFlag(FLAGS_fault_429);
-  options.faults.status_500 = absl::GetFlag(FLAGS_fault_500);
-  options.faults.status_503 = absl::GetFlag(FLAGS_fault_503);
-  options.faults.malformed = absl::GetFlag(FLAGS_fault_malformed);
-  options.faults.fenced = absl::GetFlag(FLAGS_fault_fenced);
-  options.faults.nonobject = absl::GetFlag(FLAGS_fault_nonobject);
-  options.faults.hang = absl::GetFlag(FLAGS_fault_hang);
-  options.faults.reset = absl::GetFlag(FLAGS_fault_reset);
-  options.retry_after_ms = absl::GetFlag(FLAGS_retry_after_ms);
-  options.rate_limits.rpm = absl::GetFlag(FLAGS_rpm);
-  options.rate_limits.tpm = absl::GetFlag(FLAGS_tpm);
-  options.prompt_cache.ttl = absl::GetFlag(FLAGS_prompt_cache_ttl);
+// The transport's own settings; the simulator's are SimulatorOptions.
+struct Flags {
+  SimulatorOptions sim;
+  std::string listen = "127.0.0.1:8000";
+  int threads = 0;
+  std::string request_log;
+  int64_t max_body_bytes = 32 << 20;
+  int http_timeout_s = 600;
+  std::string log_level = "info";
+};
+
+void AddFlags(cli::Command& command, Flags* flags) {
+  SimulatorOptions& sim = flags->sim;
+  command.Group("server");
+  command.Flag("listen", &flags->listen, "HOST:PORT",
+               "HOST:PORT to listen on; port 0 picks a free port. The first stdout line is "
+               "'listening on HOST:PORT' with the actual port.");
+  command.Flag("threads", &flags->threads, "N",
+               "event loops sharing the listening socket; 0 = number of cores");
+  command.Flag("api-key", &sim.api_key, "KEY",
+               "when set, chat requests must carry 'Authorization: Bearer <key>', else 401");
+  command.Flag("request-log", &flags->request_log, "PATH",
+               "file to append one JSON line per chat request (time, status, fault, "
+               "latency_ms, prompt_tokens, cached_tokens, verdict)");
+  command.Flag("max-body-bytes", &flags->max_body_bytes, "N", "largest accepted request body");
+  command.Flag("http-timeout-s", &flags->http_timeout_s, "SECONDS",
+               "idle/read/write timeout of a connection (also bounds --fault-hang holds)");
+  command.Flag("log-level", &flags->log_level, "LEVEL",
+               "stderr log level: debug, info, warn, error");
+  command.Group("behaviour");
+  command.Flag("latency-ms", &sim.latency_ms, "MS",
+               "mean response latency in milliseconds (a timer per request)");
+  command.Flag("latency-jitter", &sim.latency_jitter, "FRACTION",
+               "latency jitter as a fraction of the mean: uniform in [mean*(1-j), mean*(1+j))");
+  command.Flag("seed", &sim.seed, "N",
+               "seed for latency jitter and fault draws; request n (0-based, arrival order) "
+               "always gets the same draws");
+  command.Flag("fault-429", &sim.faults.status_429, "RATE",
+               "rate of injected 429s (with Retry-After and retry-after-ms headers)");
+  command.Flag("fault-500", &sim.faults.status_500, "RATE", "rate of injected 500 responses");
+  command.Flag("fault-503", &sim.faults.status_503, "RATE", "rate of injected 503 responses");
+  command.Flag("fault-malformed", &sim.faults.malformed, "RATE",
+               "rate of 200 replies whose content is not valid JSON");
+  command.Flag("fault-fenced", &sim.faults.fenced, "RATE",
+               "rate of 200 replies whose content is the correct JSON inside ```json ... ```");
+  command.Flag("fault-nonobject", &sim.faults.nonobject, "RATE",
+               "rate of 200 replies whose content is a JSON non-object (42, \"criteria_met\", "
+               "[true])");
+  command.Flag("fault-hang", &sim.faults.hang, "RATE",
+               "rate of requests never answered (held until the client quits)");
+  command.Flag("fault-reset", &sim.faults.reset, "RATE",
+               "rate of requests answered by closing the connection (TCP RST), no response");
+  command.Flag("retry-after-ms", &sim.retry_after_ms, "MS",
+               "retry delay advertised by injected 429s");
+  command.Flag("rpm", &sim.rate_limits.rpm, "N",
+               "requests per 60 s window; 0 = unlimited. Excess gets 429");
+  command.Flag("tpm", &sim.rate_limits.tpm, "N",
+               "tokens (prompt estimate + max_tokens) per 60 s window; 0 = unlimited");
+  command.Flag("prompt-cache-ttl", &sim.prompt_cache.ttl, "DURATION",
+               "how long a cached prompt prefix stays usable after its last use (e.g. 5m)");
+}
+
+absl::Status Validate(const SimulatorOptions& options) {
   for (double rate : {options.faults.status_429, options.faults.status_500,
                       options.faults.status_503, options.faults.malformed, options.faults.fenced,
                       options.faults.nonobject, options.faults.hang, options.faults.reset}) {
     if (!(rate >= 0 && rate <= 1)) {
-      std::fprintf(stderr, "fault rates must be in [0, 1]\n");
-      return 2;
+      return absl::InvalidArgumentError("fault rates must be in [0, 1]");
     }
   }
   if (options.latency_ms < 0 || options.latency_jitter < 0 || options.latency_jitter > 1 ||
       options.retry_after_ms < 0 || options.rate_limits.rpm < 0 || options.rate_limits.tpm < 0) {
-    std::fprintf(stderr,
-                 "--latency-ms, --retry-after-ms, --rpm, --tpm must be >= 0 and "
-                 "--latency-jitter in [0, 1]\n");
-    return 2;
+    return absl::InvalidArgumentError(
+        "--latency-ms, --retry-after-ms, --rpm, --tpm must be >= 0 and --latency-jitter in "
+        "[0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+int Run(int argc, char** argv) {
+  hb::TuneProcess();
+  Flags flags;
+  cli::Program program("hb-llm-sim", kDescription);
+  program.root().LastValueWins();
+  AddFlags(program.root(), &flags);
+  if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
+  InitLogging(flags.log_level.c_str());
+  const SimulatorOptions& options = flags.sim;
+  if (absl::Status valid = Validate(options); !valid.ok()) {
+    return program.UsageError("", valid);
   }
 
-  const std::string listen = absl::GetFlag(FLAGS_listen);
+  const std::string& listen = flags.listen;
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
-    std::fprintf(stderr, "--listen must be HOST:PORT, got '%s'\n", listen.c_str());
-    return 2;
+    return program.UsageError(
+        "", absl::InvalidArgumentError("--listen must be HOST:PORT, got '" + listen + "'"));
   }
   std::string host = listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -347,10 +353,8 @@ int Run(int argc, char** argv) {
   }
 
   RequestLog request_log;
-  if (!absl::GetFlag(FLAGS_request_log).empty() &&
-      !request_log.Open(absl::GetFlag(FLAGS_request_log))) {
-    std::fprintf(stderr, "cannot open --request-log %s\n",
-                 absl::GetFlag(FLAGS_request_log).c_str());
+  if (!flags.request_log.empty() && !request_log.Open(flags.request_log)) {
+    std::fprintf(stderr, "cannot open --request-log %s\n", flags.request_log.c_str());
     return 1;
   }
 
@@ -358,17 +362,16 @@ int Run(int argc, char** argv) {
   evthread_use_pthreads();
   Simulator simulator(options, &Clock::Real());
   Server server{&simulator, &request_log};
-  int threads = absl::GetFlag(FLAGS_threads);
+  int threads = flags.threads;
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
 
   std::vector<Loop> loops(threads);
-  g_loops = &loops;
   for (Loop& loop : loops) {
     loop.base = event_base_new();
     loop.http = evhttp_new(loop.base);
     evhttp_set_gencb(loop.http, OnRequest, &server);
-    evhttp_set_max_body_size(loop.http, absl::GetFlag(FLAGS_max_body_bytes));
-    evhttp_set_timeout(loop.http, absl::GetFlag(FLAGS_http_timeout_s));
+    evhttp_set_max_body_size(loop.http, flags.max_body_bytes);
+    evhttp_set_timeout(loop.http, flags.http_timeout_s);
     evhttp_set_allowed_methods(loop.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                               EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                               EVHTTP_REQ_OPTIONS);
@@ -379,10 +382,10 @@ int Run(int argc, char** argv) {
     }
   }
   close(fd);
-  event* sigterm = evsignal_new(loops[0].base, SIGTERM, OnSignal, nullptr);
-  event* sigint = evsignal_new(loops[0].base, SIGINT, OnSignal, nullptr);
-  evsignal_add(sigterm, nullptr);
-  evsignal_add(sigint, nullptr);
+  // Before the loop threads start; the loops are thread-safe (evthread_use_pthreads).
+  StopSignals signals([&loops](int /*signal*/, int /*count*/) {
+    for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
+  });
 
   std::printf("listening on %s:%d\n", listen.substr(0, colon).c_str(), port);
   std::fflush(stdout);
@@ -396,8 +399,6 @@ int Run(int argc, char** argv) {
   for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
   for (std::thread& t : workers) t.join();
 
-  event_free(sigterm);
-  event_free(sigint);
   for (Loop& loop : loops) {
     evhttp_free(loop.http);
     event_base_free(loop.base);

@@ -11,6 +11,7 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "grader/grader_settings.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "rapidjson/document.h"
@@ -67,6 +68,8 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
   HB_RETURN_IF_ERROR(Require("out", options.out));
   HB_RETURN_IF_ERROR(Require("grader-template", options.grader_template));
   HB_RETURN_IF_ERROR(CheckExamples(options.examples));
+  HB_RETURN_IF_ERROR(ValidateGraderSettings(options.grader));
+  HB_RETURN_IF_ERROR(ValidateTokenPrices(options.prices));
   if (options.est_output_tokens_per_row < 0) {
     return absl::InvalidArgumentError("--est-output-tokens-per-row must not be negative");
   }
@@ -114,15 +117,15 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
   estimate.output_tokens = estimate.rows * options.est_output_tokens_per_row;
   const double million = 1e6;
   const double output_cost =
-      static_cast<double>(estimate.output_tokens) / million * options.price_output_per_mtok;
+      static_cast<double>(estimate.output_tokens) / million * options.prices.output_per_mtok;
   estimate.cost_uncached =
-      static_cast<double>(estimate.input_tokens) / million * options.price_input_per_mtok +
+      static_cast<double>(estimate.input_tokens) / million * options.prices.input_per_mtok +
       output_cost;
   estimate.cost_best_cached =
       static_cast<double>(estimate.input_tokens - estimate.cached_input_tokens) / million *
-          options.price_input_per_mtok +
+          options.prices.input_per_mtok +
       static_cast<double>(estimate.cached_input_tokens) / million *
-          options.price_cached_input_per_mtok +
+          options.prices.cached_input_per_mtok +
       output_cost;
   HB_RETURN_IF_ERROR(WriteOutput(options.out, out));
   return estimate;
@@ -140,8 +143,8 @@ std::string FormatDryRunEstimate(const DryRunOptions& options, const DryRunEstim
       estimate.rows, estimate.tasks_with_response, estimate.tasks, options.out,
       estimate.tasks - estimate.tasks_with_response, estimate.input_tokens, estimate.output_tokens,
       options.est_output_tokens_per_row, estimate.cost_uncached, estimate.cost_best_cached,
-      estimate.cached_input_tokens, options.price_input_per_mtok,
-      options.price_cached_input_per_mtok, options.price_output_per_mtok);
+      estimate.cached_input_tokens, options.prices.input_per_mtok,
+      options.prices.cached_input_per_mtok, options.prices.output_per_mtok);
 }
 
 absl::StatusOr<std::string> RunDryRun(const DryRunOptions& options) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/healthbench/types.h"
+#include "orchestrator/run/token_prices.h"
 
 namespace hb {
 
@@ -37,6 +38,8 @@ absl::StatusOr<std::string> RunTasks(const TasksOptions& options);
 // Token estimate: ceil(UTF-8 bytes of the grader messages' contents / 4) per row. Best-case
 // prompt caching assumes every row after the first of a task reuses the prefix it shares with
 // that first row, counted like OpenAI does (only from 1024 tokens on, in 128-token steps).
+// The grader settings and prices are validated (ValidateGraderSettings, ValidateTokenPrices)
+// before anything is read.
 struct DryRunOptions {
   std::string dataset;
   std::string responses;
@@ -47,9 +50,7 @@ struct DryRunOptions {
   GraderSettings grader;
   // Each task's prompt_id as `prompt_cache_key` (as `run --prompt-cache-key=prompt_id`).
   bool prompt_cache_key_per_task = false;
-  double price_input_per_mtok = 2.00;         // USD per million input tokens (gpt-4.1)
-  double price_cached_input_per_mtok = 0.50;  // USD per million cached input tokens
-  double price_output_per_mtok = 8.00;        // USD per million output tokens
+  TokenPrices prices;
   int64_t est_output_tokens_per_row = 60;
 };
 struct DryRunEstimate {
@@ -77,7 +78,7 @@ struct ScoreOptions {
   // Recorded as the template sha256; empty records "" (unknown).
   std::string grader_template;
   bool require_reference_template = true;
-  GraderSettings grader;
+  GraderSettings grader;  // validated by ValidateGraderSettings
   std::string grader_endpoint;
   bool simulated = false;
 };

@@ -9,6 +9,7 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "grader/grader_settings.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/report/checkpoint_report.h"
@@ -40,6 +41,7 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   HB_RETURN_IF_ERROR(Require("verdicts", options.verdicts));
   HB_RETURN_IF_ERROR(Require("out", options.out));
   HB_RETURN_IF_ERROR(CheckExamples(options.examples));
+  HB_RETURN_IF_ERROR(ValidateGraderSettings(options.grader));
   std::string template_sha256;
   if (!options.grader_template.empty()) {
     HB_ASSIGN_OR_RETURN(

@@ -9,15 +9,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "orchestrator/run/dispatcher.h"
+#include "orchestrator/run/token_prices.h"
 
 namespace hb {
-
-// Prices in US dollars per million tokens, for the cost estimate.
-struct TokenPrices {
-  double input_per_mtok = 2.00;
-  double cached_input_per_mtok = 0.50;
-  double output_per_mtok = 8.00;
-};
 
 // What one progress line shows.
 struct ProgressSnapshot {

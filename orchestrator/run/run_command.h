@@ -17,11 +17,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grader_service/grader_server.h"
+#include "orchestrator/run/grader_client.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
 
@@ -33,19 +36,21 @@ inline constexpr int kRunExitUsage = 2;
 inline constexpr int kRunExitRowsFailed = 3;
 inline constexpr int kRunExitInterrupted = 4;
 
-// The usage text of `hb-orchestrator run` (every flag, the exit codes).
-extern const char kRunUsage[];
-
-// Everything `run` was asked to do, parsed and validated.
+// Everything `run` was asked to do, validated by ValidateRunOptions. It describes the run
+// completely: nothing below reads a flag or the environment.
 struct RunOptions {
   std::string dataset;
-  // --prompt-cache-key=prompt_id: send each task's prompt_id as `prompt_cache_key`.
+  // Send each task's prompt_id upstream as `prompt_cache_key`.
   bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;
-  // Output folder as given; with --shard-count > 1 the run writes to <out>/shard-<index>.
+  // Output folder as given; with shard_count > 1 the run writes to <out>/shard-<index>.
   std::string out;
   // "embedded" or a gRPC target.
   std::string grader = "embedded";
+  // The grader's settings and template (recorded in the journal and the reports) and, for
+  // grader == "embedded", the in-process grader's whole configuration (its listen address is
+  // ignored: it listens on 127.0.0.1:0). Complete (CompleteGraderServerOptions).
+  GraderServerOptions grader_options;
   int max_in_flight = 512;
   // Adapt the in-flight window within [1, max_in_flight] and pace dispatch from the upstream
   // rate-limit signals (AdaptiveLimiter).
@@ -68,20 +73,33 @@ struct RunOptions {
   std::string RunDir() const;
 };
 
-// Parses the arguments after "run". Flags may be spelled --name=value, --name value,
-// --bool / --nobool, with '-' or '_'. Run's own flags, the shared grader flags
-// (--grader-template, --llm-*, ...: they go to the absl flags hb::grader_flags defines) and the
-// flags below are accepted; anything else, a positional argument, a repeated single-valued
-// flag or a bad value is kInvalidArgument naming the flag. --responses may be repeated and
-// takes comma lists. --shard-index defaults to $JOB_COMPLETION_INDEX when set.
-absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args);
+// kInvalidArgument naming the flag behind the first bad field ("--dataset is required",
+// "--max-in-flight must be >= 1, got 0", "--shard-index must be in [0, 2), got 2", ...).
+// grader_options is checked by CompleteGraderServerOptions, not here.
+absl::Status ValidateRunOptions(const RunOptions& options);
 
-// Runs `options`; returns the exit code above. Installs SIGTERM/SIGINT handling for its
-// duration (the signals are blocked in every thread and a watcher thread waits for them).
+// The exit code for a run that stopped on `status`: bad usage or bad input (kInvalidArgument,
+// kNotFound, kPermissionDenied, kDataLoss, kFailedPrecondition, kOutOfRange) is kRunExitUsage,
+// anything else kRunExitInternal.
+int RunExitCode(const absl::Status& status);
+
+// The grader a run talks to: a client, and the in-process server behind it for "embedded".
+// Close() (or the destructor) drops the client first, then shuts the server down.
+struct GraderConnection {
+  std::unique_ptr<GraderServer> embedded;
+  std::unique_ptr<GraderClient> client;
+  ~GraderConnection() { Close(); }
+  void Close();
+};
+
+// The one place that chooses the grader: options.grader == "embedded" starts GraderServer on
+// 127.0.0.1:0 with options.grader_options and connects to it over gRPC; anything else is a gRPC
+// target. Errors: GraderServer::Start's, or kInvalidArgument for a bad target.
+absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
+
+// Runs `options` (valid) in phases: load inputs, open the journal, plan, grade, write reports.
+// Returns the exit code above. Handles SIGTERM/SIGINT for its duration (StopSignals): the first
+// drains in-flight rows for drain_timeout, a second exits at once.
 int RunWithOptions(const RunOptions& options);
-
-// `hb-orchestrator run ARGS...`: ParseRunArgs then RunWithOptions. "--help" prints kRunUsage
-// and returns 0; a parse error prints one line to stderr and returns 2.
-int RunCommand(const std::vector<std::string>& args);
 
 }  // namespace hb

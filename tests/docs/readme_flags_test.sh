@@ -1,26 +1,51 @@
 #!/usr/bin/env bash
-# Fails when a binary has a flag the README does not document, or the README's command-line
-# reference names a flag no binary has.
+# Fails when the README's command-line reference and the binaries' --help disagree: every flag
+# a binary (or an hb-orchestrator subcommand) lists in --help must be in the README table of that
+# binary (or subcommand), and every flag of a table must be in that --help.
+#   readme_flags_test.sh README.md HB_GRADER HB_LLM_SIM HB_ORCHESTRATOR
 set -euo pipefail
-readme=$1; shift
-abseil="flagfile fromenv tryfromenv undefok"
+readme=$1
+grader=$2
+sim=$3
+orchestrator=$4
 status=0
-all=""
-for binary in "$@"; do
-  help=$("$binary" --helpfull 2>&1 || true)  # Abseil exits non-zero after --helpfull
-  flags=$(printf "%s\n" "$help" | grep -oE "^    --[a-z0-9_]+" | sed "s/^ *--//" | tr _ -)
-  for flag in $flags; do
-    case " $abseil " in *" $flag "*) continue ;; esac
-    all="$all $flag"
-    if ! grep -q -- "\`--$flag\`" "$readme"; then
-      echo "README.md does not document --$flag of $(basename "$binary")"
+total=0
+
+# The flags a --help text lists (one per option line; hidden --no<flag> forms are not listed).
+help_flags() { grep -oE '^  --[a-z0-9-]+' | sed 's/^  --//' | sort -u; }
+
+# The flags of the README table under "### `TITLE`".
+readme_flags() {
+  awk -v title="### \`$1\`" '$0 == title {on = 1; next} /^##/ {on = 0} on' "$readme" |
+    grep -oE '^\| `--[a-z0-9-]+`' | sed 's/^| `--//; s/`$//' | sort -u
+}
+
+check() {  # check TITLE HELP_TEXT
+  local title=$1 help=$2 documented listed
+  listed=$(printf '%s\n' "$help" | help_flags)
+  documented=$(readme_flags "$title")
+  if [ -z "$listed" ]; then echo "$title --help lists no flags"; status=1; fi
+  for flag in $listed; do
+    total=$((total + 1))
+    if ! printf '%s\n' "$documented" | grep -qx -- "$flag"; then
+      echo "README.md does not document --$flag under $title"
       status=1
     fi
   done
+  for flag in $documented; do
+    if ! printf '%s\n' "$listed" | grep -qx -- "$flag"; then
+      echo "README.md documents --$flag under $title, which $title --help does not list"
+      status=1
+    fi
+  done
+}
+
+check hb-grader "$("$grader" --help)"
+check hb-llm-sim "$("$sim" --help)"
+subcommands=$("$orchestrator" --help | sed -n '/^Subcommands:/,/^$/p' | grep -oE '^  [a-z-]+' | tr -d ' ')
+[ -n "$subcommands" ] || { echo "hb-orchestrator --help lists no subcommands"; exit 1; }
+for sub in $subcommands; do
+  check "hb-orchestrator $sub" "$("$orchestrator" "$sub" --help)"
 done
-reference=$(sed -n '/^## Command-line reference/,$p' "$readme" | grep -oE '^\| `--[a-z0-9-]+`' | sed 's/^| `--//; s/`$//')
-for flag in $reference; do
-  case " $all " in *" $flag "*) ;; *) echo "README.md documents --$flag, which no binary has"; status=1 ;; esac
-done
-[ $status = 0 ] && echo "README documents all $(echo $all | wc -w) flags"
+[ $status = 0 ] && echo "README documents all $total flags"
 exit $status

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,8 +40,10 @@ using ::hb::testing::MakeTempDir;
 using ::hb::testing::ReferenceTemplatePath;
 using ::hb::testing::SharedDataFile;
 using ::hb::testing::SourceDir;
+using ::testing::ContainsRegex;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct RunResult {
@@ -60,8 +63,8 @@ void Write(const std::string& path, const std::string& contents) {
 
 // Runs hb-orchestrator with `args` (and `env` added to this process's environment), capturing
 // stdout and stderr through files.
-RunResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  const std::string binary = BinaryDir() + "/orchestrator/hb-orchestrator";
+RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
+                    const std::vector<std::string>& env = {}) {
   const std::string capture = MakeTempDir();
   const std::string out = capture + "/stdout", err = capture + "/stderr";
   std::vector<std::string> argv_strings = {binary};
@@ -93,6 +96,10 @@ RunResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
   result.out = Read(out);
   result.err = Read(err);
   return result;
+}
+
+RunResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  return RunBinary(BinaryDir() + "/orchestrator/hb-orchestrator", args, env);
 }
 
 rapidjson::Document ParseJson(const std::string& text) {
@@ -158,58 +165,121 @@ std::string VerdictLine(const std::string& prompt_id, size_t index, bool met) {
 
 // --- usage --------------------------------------------------------------------------------
 
-TEST_F(OrchestratorCliTest, HelpDocumentsEverySubcommandAndFlag) {
+TEST_F(OrchestratorCliTest, HelpListsEverySubcommand) {
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--help"}, {"score", "--help"}, {"help"}}) {
+       {std::vector<std::string>{"--help"}, {"-h"}, {"help"}, {"--helpfull"}}) {
     RunResult r = RunCli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (const char* text : {"usage: hb-orchestrator <command>",
-                             "\n  run ",
-                             "\n  tasks ",
-                             "\n  dry-run ",
-                             "\n  score ",
-                             "\n  merge ",
-                             "--dataset",
-                             "--responses",
-                             "--verdicts",
-                             "--failures",
-                             "--out",
-                             "--examples",
-                             "--seed",
-                             "--checkpoint",
-                             "--grader-template",
-                             "--require-reference-template",
-                             "--llm-model",
-                             "--llm-temperature",
-                             "--llm-max-tokens",
-                             "--prompt-cache-key",
-                             "--grader-endpoint",
-                             "--simulated",
-                             "--price-input-per-mtok",
-                             "--price-cached-input-per-mtok",
-                             "--price-output-per-mtok",
-                             "--est-output-tokens-per-row",
-                             "SHARD_DIR",
-                             "Exit status"}) {
-      EXPECT_THAT(r.out, HasSubstr(text));
+    EXPECT_EQ(r.err, "");
+    for (const char* text : {"usage: hb-orchestrator <command>", "\n  run ", "\n  tasks ",
+                             "\n  dry-run ", "\n  score ", "\n  merge ", "Exit status"}) {
+      EXPECT_THAT(r.out, HasSubstr(text)) << absl::StrJoin(args, " ");
     }
   }
+}
+
+// Each subcommand's --help lists its own flags, and only those (it used to print the global
+// help for every subcommand but `run`).
+TEST_F(OrchestratorCliTest, EverySubcommandHelpListsItsOwnFlags) {
+  struct Case {
+    std::string command;
+    std::vector<std::string> flags;
+    std::vector<std::string> not_flags;
+  };
+  const std::vector<Case> cases = {
+      {"tasks", {"--dataset", "--out", "--examples"}, {"--responses", "--llm-model", "--seed"}},
+      {"dry-run",
+       {"--dataset", "--responses", "--out", "--examples", "--grader-template",
+        "--require-reference-template", "--llm-model", "--llm-temperature", "--llm-max-tokens",
+        "--prompt-cache-key", "--price-input-per-mtok", "--price-cached-input-per-mtok",
+        "--price-output-per-mtok", "--est-output-tokens-per-row"},
+       {"--verdicts", "--seed", "--llm-base-url"}},
+      {"score",
+       {"--dataset", "--responses", "--verdicts", "--failures", "--out", "--seed", "--examples",
+        "--checkpoint", "--grader-template", "--require-reference-template", "--llm-model",
+        "--llm-temperature", "--llm-max-tokens", "--grader-endpoint", "--simulated"},
+       {"--prompt-cache-key", "--price-input-per-mtok", "--est-output-tokens-per-row"}},
+      {"merge", {"--out", "--dataset", "--responses", "SHARD_DIR"}, {"--verdicts", "--seed"}},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunCli({c.command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("Usage: hb-orchestrator " + c.command + " [OPTIONS]"));
+    for (const std::string& flag : c.flags) {
+      EXPECT_THAT(r.out, ContainsRegex("\n  " + flag + "[ =\n]")) << c.command;
+    }
+    for (const std::string& flag : c.not_flags) {
+      EXPECT_THAT(r.out, Not(HasSubstr(flag + " "))) << c.command;
+    }
+  }
+}
+
+// hb-grader and hb-llm-sim --help: exit 0 and their own text on stdout (they used to exit 1
+// and list Abseil's flags with the build paths of their definitions).
+TEST_F(OrchestratorCliTest, ServerBinariesHelpExitsZero) {
+  for (const std::string& binary :
+       {BinaryDir() + "/grader_service/hb-grader", BinaryDir() + "/simulator/hb-llm-sim"}) {
+    RunResult r = RunBinary(binary, {"--help"});
+    EXPECT_EQ(r.exit_code, 0) << binary << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_THAT(r.out, HasSubstr("\n  --listen HOST:PORT"));
+    EXPECT_THAT(r.out, Not(HasSubstr(".cc")));
+    EXPECT_THAT(r.out, Not(HasSubstr("/work/")));
+    RunResult bad = RunBinary(binary, {"--listen"});
+    EXPECT_EQ(bad.exit_code, 2);
+    const std::string name = binary.substr(binary.rfind('/') + 1);
+    EXPECT_EQ(bad.err, name + ": flag --listen needs a value (see " + name + " --help)\n");
+  }
+  RunResult grader = RunBinary(BinaryDir() + "/grader_service/hb-grader", {"--help"});
+  for (const char* flag : {"--llm-base-url", "--llm-model", "--grader-template", "--max-attempts",
+                           "--metrics-listen", "--drain-timeout"}) {
+    EXPECT_THAT(grader.out, HasSubstr(flag));
+  }
+  RunResult zero = RunBinary(BinaryDir() + "/grader_service/hb-grader", {"--llm-max-tokens=0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err, "hb-grader: --llm-max-tokens must be positive (see hb-grader --help)\n");
+  RunResult rate = RunBinary(BinaryDir() + "/simulator/hb-llm-sim", {"--fault-429=2"});
+  EXPECT_EQ(rate.exit_code, 2);
+  EXPECT_EQ(rate.err, "hb-llm-sim: fault rates must be in [0, 1] (see hb-llm-sim --help)\n");
+}
+
+// The servers keep the last value of a repeated flag (as with Abseil flags: scripts and tests
+// append overrides); hb-orchestrator rejects a repeat.
+TEST_F(OrchestratorCliTest, ServerBinariesTakeTheLastValueOfARepeatedFlag) {
+  RunResult sim = RunBinary(BinaryDir() + "/simulator/hb-llm-sim",
+                            {"--fault-429=2", "--fault_429=0.5", "--listen=nocolon"});
+  EXPECT_EQ(sim.exit_code, 2);
+  EXPECT_EQ(sim.err,
+            "hb-llm-sim: --listen must be HOST:PORT, got 'nocolon' (see hb-llm-sim --help)\n");
+  RunResult grader = RunBinary(BinaryDir() + "/grader_service/hb-grader",
+                               {"--llm-max-tokens=0", "--llm-max-tokens", "5", "--max-attempts=0"});
+  EXPECT_EQ(grader.exit_code, 2);
+  EXPECT_EQ(grader.err, "hb-grader: --max-attempts must be at least 1 (see hb-grader --help)\n");
 }
 
 TEST_F(OrchestratorCliTest, BadUsageIsOneLineAndExitCode2) {
   const std::string d = examples_ + "/dataset.jsonl";
   const std::string hint = " (see hb-orchestrator --help)\n";
+  const std::string tasks_hint = " (see hb-orchestrator tasks --help)\n";
   std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "hb-orchestrator: missing command" + hint},
       {{"frobnicate"}, "hb-orchestrator: unknown command 'frobnicate'" + hint},
-      {{"tasks", "--bogus=1"}, "hb-orchestrator tasks: unknown flag --bogus=1" + hint},
+      {{"tasks", "--bogus=1"}, "hb-orchestrator tasks: unknown flag --bogus=1" + tasks_hint},
       {{"tasks", "--verdicts", "v"},
-       "hb-orchestrator tasks: flag --verdicts does not apply to 'tasks'" + hint},
-      {{"tasks", "--dataset"}, "hb-orchestrator tasks: flag --dataset needs a value" + hint},
-      {{"tasks", "--out=a", "--out=b"}, "hb-orchestrator tasks: flag --out given twice" + hint},
+       "hb-orchestrator tasks: flag --verdicts does not apply to 'tasks'" + tasks_hint},
+      {{"tasks", "--dataset"}, "hb-orchestrator tasks: flag --dataset needs a value" + tasks_hint},
+      {{"tasks", "--out=a", "--out=b"},
+       "hb-orchestrator tasks: flag --out given twice" + tasks_hint},
+      // "given twice" is worded the same by every subcommand, whatever the spelling.
+      {{"dry-run", "--price_input_per_mtok=1", "--price-input-per-mtok=2"},
+       "hb-orchestrator dry-run: flag --price-input-per-mtok given twice (see hb-orchestrator "
+       "dry-run --help)\n"},
+      {{"run", "--price_input_per_mtok=1", "--price-input-per-mtok=2"},
+       "hb-orchestrator run: flag --price-input-per-mtok given twice (see hb-orchestrator run "
+       "--help)\n"},
       {{"tasks", "--dataset", d}, "hb-orchestrator tasks: --out is required\n"},
       {{"tasks", "--dataset", d, "--out", dir_ + "/t", "extra"},
-       "hb-orchestrator tasks: unexpected argument 'extra'\n"},
+       "hb-orchestrator tasks: unexpected argument 'extra'" + tasks_hint},
       {{"tasks", "--dataset", d, "--out", dir_ + "/t", "--examples=0"},
        "hb-orchestrator tasks: --examples must be a positive number (or -1 for all), got 0\n"},
       {{"score", "--dataset", d, "--out", dir_ + "/s"},
@@ -225,6 +295,43 @@ TEST_F(OrchestratorCliTest, BadUsageIsOneLineAndExitCode2) {
     EXPECT_EQ(r.err, expected) << absl::StrJoin(args, " ");
     EXPECT_EQ(r.out, "");
   }
+  RunResult bad_value = RunCli({"tasks", "--examples=abc", "--dataset", d, "--out", dir_ + "/t"});
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_THAT(bad_value.err,
+              StartsWith("hb-orchestrator tasks: invalid value 'abc' for --examples"));
+}
+
+// dry-run used to accept what run rejects, and wrote "max_tokens":0 bodies.
+TEST_F(OrchestratorCliTest, DryRunValidatesGraderSettingsAndPricesLikeRun) {
+  const std::string d = examples_ + "/dataset.jsonl";
+  const std::string r = examples_ + "/responses.jsonl";
+  const std::string out = dir_ + "/requests.jsonl";
+  RunResult tokens =
+      RunCli({"dry-run", "--dataset", d, "--responses", r, "--out", out, "--grader-template",
+              synthetic_template_, "--require-reference-template=false", "--llm-max-tokens=0"});
+  EXPECT_EQ(tokens.exit_code, 2);
+  EXPECT_EQ(tokens.err, "hb-orchestrator dry-run: --llm-max-tokens must be positive\n");
+  RunResult price = RunCli({"dry-run", "--dataset", d, "--responses", r, "--out", out,
+                            "--grader-template", synthetic_template_,
+                            "--require-reference-template=false", "--price-input-per-mtok=-5"});
+  EXPECT_EQ(price.exit_code, 2);
+  EXPECT_EQ(price.err, "hb-orchestrator dry-run: --price-* flags must not be negative\n");
+  EXPECT_FALSE(std::ifstream(out).good());
+  RunResult run = RunCli(
+      {"run", "--dataset", d, "--responses", r, "--out", dir_ + "/run", "--llm-max-tokens=0"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err,
+            "hb-orchestrator run: --llm-max-tokens must be positive (see hb-orchestrator run "
+            "--help)\n");
+  RunResult score = RunCli({"score", "--dataset", d, "--responses", r, "--verdicts",
+                            examples_ + "/verdicts.jsonl", "--out", dir_ + "/score",
+                            "--grader-template=", "--llm-max-tokens=0"});
+  EXPECT_EQ(score.exit_code, 2);
+  EXPECT_EQ(score.err, "hb-orchestrator score: --llm-max-tokens must be positive\n");
+}
+
+TEST_F(OrchestratorCliTest, BadValueNamesTheFlag) {
+  const std::string d = examples_ + "/dataset.jsonl";
   RunResult bad_value = RunCli({"tasks", "--examples=abc", "--dataset", d, "--out", dir_ + "/t"});
   EXPECT_EQ(bad_value.exit_code, 2);
   EXPECT_THAT(bad_value.err,

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/commands/orchestrator_cli.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
@@ -13,6 +14,7 @@ namespace {
 
 using ::hb::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<std::string> Base(std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--dataset", "d.jsonl", "--out=o"};
@@ -88,7 +90,42 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
   EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 6);
   EXPECT_TRUE(options.simulated_verdicts);
   EXPECT_FALSE(options.skip_invalid);
+  EXPECT_EQ(options.grader_options.settings.model, "m");
+  EXPECT_EQ(options.grader_options.template_path, "/t.txt");
   EXPECT_EQ(options.RunDir(), "o/shard-1");
+}
+
+// "--flag=" is an empty value, never the next argument (--grader-template= records none).
+TEST(ParseRunArgsTest, EmptyValueDoesNotTakeTheNextArgument) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
+                          ParseRunArgs(Base({"--responses=r.jsonl", "--llm-api-key-file=",
+                                             "--llm-model=m", "--grader-template="})));
+  EXPECT_EQ(options.grader_options.settings.model, "m");
+  EXPECT_EQ(options.grader_options.template_path, "");
+}
+
+// The grader/LLM group fills RunOptions::grader_options completely: a run reads no flag.
+TEST(ParseRunArgsTest, GraderOptionsDescribeTheEmbeddedGrader) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(
+      RunOptions options,
+      ParseRunArgs(Base({"--responses=r.jsonl", "--llm-base-url=http://127.0.0.1:9/v1",
+                         "--llm-temperature=0", "--llm-max-tokens=16", "--max-attempts=2",
+                         "--backoff-base=10ms", "--backoff-cap=1s", "--attempt-timeout=500ms",
+                         "--max-message-bytes=100", "--norequire-reference-template"})));
+  const GraderServerOptions& grader = options.grader_options;
+  EXPECT_EQ(grader.llm.base_url, "http://127.0.0.1:9/v1");
+  EXPECT_EQ(grader.settings.temperature, 0);
+  EXPECT_EQ(grader.settings.max_tokens, 16);
+  EXPECT_EQ(grader.retry.max_attempts, 2);
+  EXPECT_EQ(grader.retry.base, absl::Milliseconds(10));
+  EXPECT_EQ(grader.retry.cap, absl::Seconds(1));
+  EXPECT_EQ(grader.llm.attempt_timeout, absl::Milliseconds(500));
+  EXPECT_EQ(grader.retry.min_attempt_time, absl::Milliseconds(500));  // capped by the timeout
+  EXPECT_EQ(grader.limits.max_message_bytes, 100u);
+  EXPECT_EQ(grader.max_receive_message_bytes, 64 << 20);
+  EXPECT_FALSE(grader.require_reference_template);
 }
 
 TEST(ParseRunArgsTest, ShardIndexFromJobCompletionIndex) {
@@ -121,7 +158,7 @@ TEST(ParseRunArgsTest, Errors) {
       {Base(), "no --responses given"},
       {Base({"--responses=r.jsonl", "extra"}), "unexpected argument 'extra'"},
       {Base({"--responses=r.jsonl", "--bogus=1"}), "unknown flag --bogus=1"},
-      {Base({"--responses=r.jsonl", "--verdicts=v"}), "unknown flag --verdicts=v"},
+      {Base({"--responses=r.jsonl", "--verdicts=v"}), "flag --verdicts does not apply to 'run'"},
       {Base({"--responses=r.jsonl", "--max-in-flight=0"}), "--max-in-flight must be >= 1"},
       {Base({"--responses=r.jsonl", "--max-in-flight=lots"}),
        "invalid value 'lots' for --max-in-flight"},
@@ -130,6 +167,15 @@ TEST(ParseRunArgsTest, Errors) {
       {Base({"--responses=r.jsonl", "--seed=-1"}), "invalid value '-1' for --seed"},
       {Base({"--responses=r.jsonl", "--progress=fancy"}), "--progress must be auto, tty, log"},
       {Base({"--responses=r.jsonl", "--grader=a", "--grader=b"}), "flag --grader given twice"},
+      {Base({"--responses=r.jsonl", "--price_input_per_mtok=1", "--price-input-per-mtok=2"}),
+       "flag --price-input-per-mtok given twice"},
+      {Base({"--responses=r.jsonl", "--price-input-per-mtok=-5"}),
+       "--price-* flags must not be negative"},
+      {Base({"--responses=r.jsonl", "--llm-max-tokens=0"}), "--llm-max-tokens must be positive"},
+      {Base({"--responses=r.jsonl", "--backoff-base=2s", "--backoff-cap=1s"}),
+       "need 0 <= --backoff-base <= --backoff-cap"},
+      {Base({"--responses=r.jsonl", "--prompt-cache-key=task"}),
+       "--prompt-cache-key: expected none or prompt_id, got 'task'"},
       {Base({"--responses=r.jsonl", "--row-timeout"}), "flag --row-timeout needs a value"},
       {Base({"--responses=a=r.jsonl", "--responses=a=s.jsonl"}), "checkpoint name 'a'"},
   };
@@ -141,7 +187,7 @@ TEST(ParseRunArgsTest, Errors) {
 }
 
 TEST(RunCommandTest, HelpDocumentsFlagsAndExitCodes) {
-  const std::string usage = kRunUsage;
+  const std::string usage = OrchestratorHelp("run");
   for (const char* flag : {"--dataset",
                            "--responses",
                            "--out",
@@ -168,7 +214,43 @@ TEST(RunCommandTest, HelpDocumentsFlagsAndExitCodes) {
   for (const char* code : {"\n  0  ", "\n  3  ", "\n  2  ", "\n  4  ", "\n  1  "}) {
     EXPECT_THAT(usage, HasSubstr(code));
   }
-  EXPECT_EQ(RunCommand({"--dataset=x", "--bogus"}), kRunExitUsage);
+  EXPECT_THAT(usage, HasSubstr("Usage: hb-orchestrator run [OPTIONS]"));
+  EXPECT_THAT(usage, Not(HasSubstr("--verdicts")));  // score's, not run's
+}
+
+TEST(RunCommandTest, OneStatusToExitCodeMapping) {
+  EXPECT_EQ(RunExitCode(absl::OkStatus()), kRunExitOk);
+  for (const absl::Status& caller :
+       {absl::InvalidArgumentError("x"), absl::NotFoundError("x"), absl::PermissionDeniedError("x"),
+        absl::DataLossError("x"), absl::FailedPreconditionError("x"), absl::OutOfRangeError("x")}) {
+    EXPECT_EQ(RunExitCode(caller), kRunExitUsage) << caller;
+  }
+  for (const absl::Status& ours : {absl::InternalError("x"), absl::UnavailableError("x"),
+                                   absl::UnknownError("x"), absl::ResourceExhaustedError("x")}) {
+    EXPECT_EQ(RunExitCode(ours), kRunExitInternal) << ours;
+  }
+}
+
+TEST(RunCommandTest, ValidateRunOptionsChecksTheStructItself) {
+  RunOptions options;
+  options.dataset = "d";
+  options.out = "o";
+  EXPECT_THAT(ValidateRunOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no --responses given")));
+  options.checkpoints.push_back(CheckpointSpec{"a", "a.jsonl"});
+  HB_EXPECT_OK(ValidateRunOptions(options));
+  options.prices.output_per_mtok = -1;
+  EXPECT_THAT(ValidateRunOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--price-* flags must not be negative")));
+}
+
+// The one grader seam: a bad gRPC target is the caller's error, before any row is sent.
+TEST(RunCommandTest, ConnectGraderRejectsAnEmptyTarget) {
+  RunOptions options;
+  options.grader = "";
+  EXPECT_THAT(ConnectGrader(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target")));
 }
 
 }  // namespace

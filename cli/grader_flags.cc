@@ -1,0 +1,86 @@
+#include "cli/grader_flags.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/base/file.h"
+#include "grader_service/grader_server_options.h"
+
+namespace hb::cli {
+
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings) {
+  command.Flag("llm-model", &settings->model, "MODEL", "grader model (SPEC §5)");
+  command.Flag("llm-temperature", &settings->temperature, "T",
+               "grader sampling temperature (SPEC §5)");
+  command.Flag("llm-max-tokens", &settings->max_tokens, "N",
+               "grader max_tokens (SPEC §5); the system message is always the reference's "
+               "\"You are a helpful assistant.\"");
+}
+
+void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference) {
+  command.Flag("grader-template", path, "PATH",
+               "grader prompt template (the reference's text, byte for byte)");
+  command.Bool("require-reference-template", require_reference,
+               "refuse a template whose sha256 differs from the reference's (=false allows a "
+               "synthetic template)");
+}
+
+void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group) {
+  GraderServerOptions& server = flags->server;
+  command.Group(group);
+  command.Flag("llm-base-url", &server.llm.base_url, "URL",
+               "OpenAI-compatible endpoint; requests go to {base}/chat/completions");
+  AddGraderSettingsFlags(command, &server.settings);
+  command.Flag("llm-api-key-file", &flags->api_key_file, "PATH",
+               "file holding the API key; when empty, $OPENAI_API_KEY is used; none is fine "
+               "for local endpoints. The key is never logged");
+  AddGraderTemplateFlags(command, &server.template_path, &server.require_reference_template);
+  command.Flag("max-attempts", &server.retry.max_attempts, "N",
+               "upstream attempts per rubric item, the first included");
+  command.Flag("backoff-base", &server.retry.base, "DURATION",
+               "first backoff ceiling (full jitter, doubling per attempt)");
+  command.Flag("backoff-cap", &server.retry.cap, "DURATION",
+               "largest backoff ceiling; also caps a Retry-After on statuses other than 429 (a "
+               "429's Retry-After is always waited out, within the caller's deadline)");
+  command.Flag("attempt-timeout", &server.llm.attempt_timeout, "DURATION",
+               "timeout of one upstream attempt");
+  command.Flag("max-upstream-in-flight", &server.llm.max_upstream_in_flight, "N",
+               "upstream requests in flight at once; more wait in a queue");
+  command.Flag("max-message-bytes", &server.limits.max_message_bytes, "N",
+               "largest message content, reply or criterion accepted, in bytes");
+  command.Flag("max-conversation-messages", &server.limits.max_conversation_messages, "N",
+               "most conversation turns accepted");
+  command.Flag("max-rubric-items", &server.limits.max_rubric_items, "N",
+               "most rubric items per GradeReply");
+}
+
+absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags) {
+  GraderServerOptions options = flags.server;
+  if (!flags.api_key_file.empty()) {
+    absl::StatusOr<std::string> key = ReadFile(flags.api_key_file);
+    if (!key.ok()) {
+      return absl::Status(key.status().code(),
+                          absl::StrCat("--llm-api-key-file: cannot read ", flags.api_key_file));
+    }
+    options.llm.api_key = std::string(absl::StripAsciiWhitespace(*key));
+  } else if (const char* env = std::getenv("OPENAI_API_KEY"); env != nullptr) {
+    options.llm.api_key = std::string(absl::StripAsciiWhitespace(env));
+  }
+  return CompleteGraderServerOptions(std::move(options));
+}
+
+void AddPriceFlags(Command& command, TokenPrices* prices) {
+  command.Flag("price-input-per-mtok", &prices->input_per_mtok, "USD",
+               "cost estimate: USD per million input tokens (gpt-4.1 list price)");
+  command.Flag("price-cached-input-per-mtok", &prices->cached_input_per_mtok, "USD",
+               "USD per million cached input tokens");
+  command.Flag("price-output-per-mtok", &prices->output_per_mtok, "USD",
+               "USD per million output tokens");
+}
+
+void AddListenFlag(Command& command, std::string* address, const std::string& help) {
+  command.Flag("listen", address, "HOST:PORT", help);
+}
+
+}  // namespace hb::cli

@@ -1,0 +1,49 @@
+// Reusable flag groups over cli::Command, each filling an Options struct of the library that
+// owns it: the grader/LLM group (hb-grader, `hb-orchestrator run`, hb-env), its parts (the
+// offline subcommands take only some), token prices and a server's listen address.
+//
+// The flags' defaults are the structs' defaults; validation stays with the structs' libraries
+// (CompleteGraderServerOptions, ValidateGraderSettings, ValidateTokenPrices).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli/command_line.h"
+#include "common/healthbench/types.h"
+#include "grader_service/grader_server.h"
+#include "orchestrator/run/token_prices.h"
+
+namespace hb::cli {
+
+// --llm-model, --llm-temperature, --llm-max-tokens.
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings);
+
+// --grader-template PATH, --require-reference-template.
+void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference);
+
+// What the grader/LLM group fills. The API key is not a flag: see ResolveGraderFlags.
+struct GraderFlags {
+  GraderServerOptions server;
+  std::string api_key_file;
+};
+
+// The whole grader/LLM group: the settings and template flags above, plus --llm-base-url,
+// --llm-api-key-file, --max-attempts, --backoff-base, --backoff-cap, --attempt-timeout,
+// --max-upstream-in-flight, --max-message-bytes, --max-conversation-messages,
+// --max-rubric-items. Listed in help under `group`.
+void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group = "grader");
+
+// The parsed group as complete, validated GraderServerOptions: the API key is read from
+// --llm-api-key-file (trailing whitespace trimmed) or else $OPENAI_API_KEY (none is fine for
+// local endpoints). Errors: kInvalidArgument naming the flag (never the key); an unreadable key
+// file keeps its read error's code and names the path.
+absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags);
+
+// --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
+void AddPriceFlags(Command& command, TokenPrices* prices);
+
+// --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
+void AddListenFlag(Command& command, std::string* address, const std::string& help);
+
+}  // namespace hb::cli

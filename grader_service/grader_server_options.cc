@@ -1,0 +1,43 @@
+#include "grader_service/grader_server_options.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/base/status_macros.h"
+#include "grader/grader_settings.h"
+
+namespace hb {
+
+absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOptions options) {
+  if (options.llm.base_url.empty()) return absl::InvalidArgumentError("--llm-base-url is empty");
+  HB_RETURN_IF_ERROR(ValidateGraderSettings(options.settings));
+  if (options.retry.max_attempts < 1) {
+    return absl::InvalidArgumentError("--max-attempts must be at least 1");
+  }
+  if (options.retry.base < absl::ZeroDuration() || options.retry.cap < options.retry.base) {
+    return absl::InvalidArgumentError("need 0 <= --backoff-base <= --backoff-cap");
+  }
+  if (options.llm.attempt_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--attempt-timeout must be positive");
+  }
+  if (options.llm.max_upstream_in_flight < 1) {
+    return absl::InvalidArgumentError("--max-upstream-in-flight must be at least 1");
+  }
+  const GraderLimits& limits = options.limits;
+  if (limits.max_message_bytes < 1 || limits.max_conversation_messages < 1 ||
+      limits.max_rubric_items < 1) {
+    return absl::InvalidArgumentError(
+        "--max-message-bytes, --max-conversation-messages and --max-rubric-items must be "
+        "positive");
+  }
+  // An attempt needs at most its own timeout; don't give up earlier than that would allow.
+  options.retry.min_attempt_time =
+      std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);
+  const int64_t max_bytes =
+      static_cast<int64_t>(std::min<size_t>(limits.max_message_bytes, 1 << 30));
+  options.max_receive_message_bytes =
+      static_cast<int>(std::min<int64_t>(std::max<int64_t>(64 << 20, 4 * max_bytes), 1 << 30));
+  return options;
+}
+
+}  // namespace hb

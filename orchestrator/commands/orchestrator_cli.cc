@@ -1,0 +1,332 @@
+#include "orchestrator/commands/orchestrator_cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/flags/marshalling.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/command_line.h"
+#include "cli/grader_flags.h"
+#include "common/base/logging.h"
+#include "common/base/process.h"
+#include "common/base/status_macros.h"
+#include "orchestrator/commands/offline_commands.h"
+
+namespace hb {
+namespace {
+
+constexpr char kDescription[] = R"(hb-orchestrator: grade model responses on HealthBench.
+
+usage: hb-orchestrator <command> [flags] [args]
+       hb-orchestrator <command> --help     (the command's flags))";
+
+constexpr char kFooter[] =
+    "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr); `run` "
+    "documents its own exit codes.";
+
+constexpr char kRunDescription[] =
+    R"(grade a checkpoint through hb-grader replicas.
+
+usage: hb-orchestrator run --dataset FILE --responses [NAME=]FILE[,...] --out DIR [flags]
+
+Grades every rubric item of every task that has a response, for each checkpoint, through
+hb-grader replicas; journals each verdict in DIR/journal.sqlite and writes DIR/<checkpoint>/
+{tasks.jsonl, summary.json, verdicts.jsonl, failures.jsonl, report.html}, plus
+DIR/comparison.{json,html} for two or more checkpoints. Running the same command again grades
+only the rows that failed or are missing.)";
+
+constexpr char kRunFooter[] = R"(exit codes:
+  0  every row graded
+  3  some rows failed after their attempts (their tasks are reported as not graded); run
+     again to retry exactly those rows
+  2  bad usage or bad input, including a journal from another run (not worth retrying)
+  4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
+  1  internal error)";
+
+constexpr char kTasksDescription[] =
+    "Write the task list: one JSONL line {prompt_id, messages, prompt_text} per task.";
+
+constexpr char kDryRunDescription[] =
+    R"(Write every grader request a run would send, one JSONL line per rubric row of each
+task with a response: {prompt_id, rubric_index, request_sha256, request}, where request is the
+exact chat-completions body (request_sha256 hashes its bytes). Prints the row count, the tasks
+skipped for lack of a response, estimated tokens (UTF-8 bytes of the grader messages / 4) and
+cost, with and without best-case prompt caching (prefixes of >= 1024 tokens shared with a
+task's first row).)";
+
+constexpr char kScoreDescription[] =
+    R"(Score a checkpoint from verdicts.jsonl without grading and write DIR/tasks.jsonl,
+summary.json, verdicts.jsonl, failures.jsonl and report.html. The grader flags and the
+template's sha256 are recorded in the provenance (--grader-template="" records none).)";
+
+constexpr char kMergeDescription[] =
+    R"(Merge sharded runs: each SHARD_DIR holds <checkpoint>/summary.json and
+<checkpoint>/verdicts.jsonl (+ failures.jsonl). The shards' provenance must agree; the dataset
+and responses are reloaded from the recorded paths (or the overrides) and must keep their
+recorded sha256. Writes DIR/<checkpoint>/ like an unsharded run, plus DIR/comparison.json and
+comparison.html for several checkpoints.)";
+
+constexpr char kExamplesHelp[] =
+    "the reference's random.Random(0).sample selection of N tasks (-1: every task, in file "
+    "order)";
+constexpr char kPromptCacheKeyHelp[] =
+    "none|prompt_id. prompt_id: each task's prompt_id as `prompt_cache_key` in its request "
+    "bodies, so its rubric items share OpenAI's prompt cache (none: no key, as the reference; "
+    "run and dry-run send the same bodies)";
+
+// `run`'s flags before they become RunOptions.
+struct RunFlags {
+  RunOptions options;
+  cli::GraderFlags grader;
+  std::vector<std::string> responses;
+  std::string prompt_cache_key = "none";
+  std::string progress = "auto";
+};
+
+absl::StatusOr<bool> PromptCacheKeyPerTask(const std::string& mode) {
+  if (mode != "none" && mode != "prompt_id") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prompt-cache-key: expected none or prompt_id, got '", mode, "'"));
+  }
+  return mode == "prompt_id";
+}
+
+// hb-orchestrator's program and the structs its flags fill. One per parse.
+class OrchestratorCommandLine {
+ public:
+  OrchestratorCommandLine() : program_("hb-orchestrator", kDescription, kFooter) {
+    AddRun();
+    AddTasks();
+    AddDryRun();
+    AddScore();
+    AddMerge();
+  }
+
+  cli::Program& program() { return program_; }
+
+  absl::StatusOr<RunOptions> RunOptionsFromFlags() {
+    RunOptions options = run_.options;
+    for (const std::string& value : run_.responses) {
+      for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+        response_specs_.emplace_back(absl::StripAsciiWhitespace(part));
+      }
+    }
+    if (!run_command_->Given("shard-index")) {
+      const char* env = std::getenv("JOB_COMPLETION_INDEX");
+      if (env != nullptr && *env != '\0' && !absl::ParseFlag(env, &options.shard_index, nullptr)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("JOB_COMPLETION_INDEX='", env, "' is not an integer"));
+      }
+    }
+    std::string error;
+    if (!ParseProgressMode(run_.progress, &options.progress, &error)) {
+      return absl::InvalidArgumentError(error);
+    }
+    HB_ASSIGN_OR_RETURN(options.send_prompt_cache_key,
+                        PromptCacheKeyPerTask(run_.prompt_cache_key));
+    HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
+    HB_RETURN_IF_ERROR(ValidateRunOptions(options));
+    HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    return options;
+  }
+
+  // Runs the offline `command`; returns the text to print.
+  absl::StatusOr<std::string> RunOffline(const std::string& command) {
+    if (command == "tasks") return RunTasks(tasks_);
+    if (command == "dry-run") {
+      HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
+                          PromptCacheKeyPerTask(dry_run_cache_key_));
+      return RunDryRun(dry_run_);
+    }
+    if (command == "score") return RunScore(score_);
+    for (const std::string& value : merge_responses_) {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--responses for merge takes NAME=PATH, got '", value, "'"));
+      }
+      if (!merge_.responses.emplace(value.substr(0, eq), value.substr(eq + 1)).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--responses names checkpoint '", value.substr(0, eq), "' twice"));
+      }
+    }
+    return RunMerge(merge_);
+  }
+
+ private:
+  void AddRun() {
+    cli::Command& c = program_.AddSubcommand("run", kRunDescription, kRunFooter);
+    run_command_ = &c;
+    RunOptions& o = run_.options;
+    c.SetPositionalHint(" (responses files go in --responses)");
+    c.Group("inputs and outputs");
+    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
+    c.Repeated("responses", &run_.responses, "[NAME=]FILE",
+               "responses JSONL {prompt_id, response, system_prompt?}; repeat the flag or give "
+               "a comma list for several checkpoints. NAME defaults to the file name without "
+               ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
+    c.Flag("out", &o.out, "DIR",
+           "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
+    c.Flag("examples", &o.examples, "N", kExamplesHelp);
+    c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
+    c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
+    c.Bool("force-new", &o.force_new,
+           "start a new journal; an existing one is moved aside to "
+           "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
+           "dataset/template/grader/responses is an error (exit 2)");
+    c.Group("grader");
+    c.Flag("grader", &o.grader, "embedded|TARGET",
+           "'embedded' starts the grader in-process on 127.0.0.1, configured by the grader "
+           "flags below (as hb-grader); else a gRPC target, e.g. dns:///grader-headless:50051 "
+           "or ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin). The template sha256 and the "
+           "model settings are recorded in the journal and reports");
+    c.Bool("simulated-verdicts", &o.simulated_verdicts,
+           "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
+    cli::AddGraderFlags(c, &run_.grader);
+    c.Group("dispatch");
+    c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
+    c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
+           "adapt the in-flight window within [1, --max-in-flight] (AIMD) and pace dispatch "
+           "from the upstream rate-limit headers the graders relay; false keeps "
+           "--max-in-flight RPCs outstanding");
+    c.Flag("row-attempts", &o.row_attempts, "N",
+           "attempts per row for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL, "
+           "UNKNOWN; other codes fail the row at once");
+    c.Flag("row-timeout", &o.row_timeout, "DURATION", "deadline of one grader RPC");
+    c.Flag("shard-index", &o.shard_index, "N",
+           "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
+    c.Flag("shard-count", &o.shard_count, "N",
+           "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
+           "with `hb-orchestrator merge`");
+    c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
+           "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
+    c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    c.Group("progress");
+    c.Flag("progress", &run_.progress, "auto|tty|log|off",
+           "live line on a terminal, log lines otherwise");
+    c.Flag("progress-interval", &o.progress_interval, "DURATION", "between log lines");
+    cli::AddPriceFlags(c, &o.prices);
+  }
+
+  void AddTasks() {
+    cli::Command& c = program_.AddSubcommand("tasks", kTasksDescription);
+    c.Flag("dataset", &tasks_.dataset, "PATH", "HealthBench JSONL (plain or gzip)");
+    c.Flag("out", &tasks_.out, "PATH", "output file");
+    c.Flag("examples", &tasks_.examples, "N", kExamplesHelp);
+  }
+
+  // --dataset and --responses of the offline subcommands that take one checkpoint.
+  static void AddInputs(cli::Command& c, std::string* dataset, std::string* responses) {
+    c.Flag("dataset", dataset, "PATH", "HealthBench JSONL (plain or gzip)");
+    c.Flag("responses", responses, "PATH", "responses JSONL {prompt_id, response, system_prompt?}");
+  }
+
+  // The grader flags that shape (dry-run) or are recorded with (score) the grader requests;
+  // the template defaults to hb-grader's.
+  static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
+                                    bool* require_reference, GraderSettings* settings) {
+    *grader_template = GraderServerOptions().template_path;
+    cli::AddGraderTemplateFlags(c, grader_template, require_reference);
+    cli::AddGraderSettingsFlags(c, settings);
+  }
+
+  void AddDryRun() {
+    cli::Command& c = program_.AddSubcommand("dry-run", kDryRunDescription);
+    DryRunOptions& o = dry_run_;
+    AddInputs(c, &o.dataset, &o.responses);
+    c.Flag("out", &o.out, "PATH", "output file");
+    c.Flag("examples", &o.examples, "N", kExamplesHelp);
+    c.Group("grader");
+    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader);
+    c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kPromptCacheKeyHelp);
+    c.Group("cost estimate");
+    cli::AddPriceFlags(c, &o.prices);
+    c.Flag("est-output-tokens-per-row", &o.est_output_tokens_per_row, "N",
+           "estimated grader output tokens per row");
+  }
+
+  void AddScore() {
+    cli::Command& c = program_.AddSubcommand("score", kScoreDescription);
+    ScoreOptions& o = score_;
+    AddInputs(c, &o.dataset, &o.responses);
+    c.Flag("verdicts", &o.verdicts, "PATH",
+           "verdicts.jsonl {prompt_id, rubric_index, criteria_met, explanation}");
+    c.Flag("failures", &o.failures, "PATH",
+           "optional failures.jsonl {prompt_id, rubric_index, reason}");
+    c.Flag("out", &o.out, "DIR", "output folder");
+    c.Flag("seed", &o.seed, "S", "numpy seed of the bootstrap");
+    c.Flag("examples", &o.examples, "N", kExamplesHelp);
+    c.Flag("checkpoint", &o.checkpoint, "NAME",
+           "checkpoint name (default: responses file name without .gz/.jsonl/.json)");
+    c.Group("provenance");
+    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader);
+    c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
+    c.Bool("simulated", &o.simulated, "mark the report as simulated");
+  }
+
+  void AddMerge() {
+    cli::Command& c = program_.AddSubcommand("merge", kMergeDescription);
+    c.Flag("out", &merge_.out, "DIR", "output folder");
+    c.Flag("dataset", &merge_.dataset, "PATH", "overrides every recorded dataset path");
+    c.Repeated("responses", &merge_responses_, "NAME=PATH",
+               "overrides the recorded responses path of checkpoint NAME (repeatable)");
+    c.Positionals("SHARD_DIR", &merge_.shard_dirs, "the shards' output folders");
+  }
+
+  cli::Program program_;
+  cli::Command* run_command_ = nullptr;
+  RunFlags run_;
+  std::vector<std::string> response_specs_;
+  TasksOptions tasks_;
+  DryRunOptions dry_run_;
+  std::string dry_run_cache_key_ = "none";
+  ScoreOptions score_;
+  MergeOptions merge_;
+  std::vector<std::string> merge_responses_;
+};
+
+}  // namespace
+
+std::string OrchestratorHelp(const std::string& subcommand) {
+  OrchestratorCommandLine command_line;
+  return command_line.program().Help(subcommand);
+}
+
+absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
+  OrchestratorCommandLine command_line;
+  std::vector<std::string> all = {"run"};
+  all.insert(all.end(), args.begin(), args.end());
+  HB_RETURN_IF_ERROR(command_line.program().Parse(all).status());
+  return command_line.RunOptionsFromFlags();
+}
+
+int OrchestratorMain(int argc, char** argv) {
+  OrchestratorCommandLine command_line;
+  cli::Program& program = command_line.program();
+  std::string command;
+  if (std::optional<int> exit_code = program.ParseOrExit(argc, argv, &command)) {
+    return *exit_code;
+  }
+  if (command == "run") {
+    InitLogging("info");
+    absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
+    if (!options.ok()) return program.UsageError(command, options.status());
+    return RunWithOptions(*options);
+  }
+  absl::StatusOr<std::string> result = command_line.RunOffline(command);
+  if (!result.ok()) {
+    std::fprintf(stderr, "hb-orchestrator %s: %s\n", command.c_str(),
+                 cli::OneLine(result.status()).c_str());
+    return cli::kExitUsage;
+  }
+  std::cout << *result << std::endl;
+  return 0;
+}
+
+}  // namespace hb
