@@ -1,59 +1,33 @@
 // hb-env: HealthBench as an environment. See environment/healthbench_environment.h.
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "common/base/flags_usage.h"
+#include "cli/command_line.h"
+#include "cli/grader_flags.h"
+#include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "environment/env_metrics.h"
 #include "environment/grpc/env_server.h"
 #include "environment/healthbench_environment.h"
+#include "environment/ors/ors_http_server.h"
 #include "environment/sqlite_result_store.h"
 #include "grader_client/embedded_grader.h"
 #include "grader_client/grpc_grader_client.h"
-#include "grader_service/grader_flags.h"
 #include "http/curl_http_client.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
-#include "environment/ors/ors_http_server.h"
-
-ABSL_FLAG(std::vector<std::string>, split, {},
-          "NAME=PATH of a HealthBench JSONL file served as split NAME; repeat the flag for "
-          "more splits (at least one)");
-ABSL_FLAG(std::string, grader, "embedded",
-          "'embedded' (grade in-process, configured by the --llm-* flags) or a gRPC target of "
-          "hb-grader replicas (dns:///host:port, ipv4:a:p,b:p; round_robin)");
-ABSL_FLAG(std::string, listen, "127.0.0.1:50061",
-          "gRPC listen address (host:port; port 0 picks one)");
-ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
-          "Open Reward Standard HTTP listen address (host:port; port 0 picks one)");
-ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9465",
-          "Prometheus /metrics listen address; empty disables it");
-ABSL_FLAG(int64_t, cache_entries, 100000,
-          "Graded results kept in memory (LRU) to answer resubmissions; 0 turns the cache off");
-ABSL_FLAG(std::string, cache_db, "",
-          "SQLite file where cached results persist (reloaded at start); empty keeps them in "
-          "memory only");
-ABSL_FLAG(int64_t, max_pending, 4096,
-          "Distinct submissions graded at once; beyond it Submit is RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, max_reply_bytes, 1 << 20, "Largest reply accepted, in bytes");
-ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(30),
-          "On SIGTERM/SIGINT, how long RPCs in progress may finish before they are cancelled");
-ABSL_FLAG(std::string, log_level, "info", "debug, info, warn or error");
 
 namespace {
 
-constexpr char kUsage[] = R"(HealthBench as an environment.
+constexpr char kDescription[] = R"(hb-env: HealthBench as an environment.
 
 Loads HealthBench JSONL files as named splits (--split NAME=PATH, repeatable) and serves them
 over gRPC (healthbench.env.v1.Environment, plus grpc.health.v1 and reflection) and the Open
@@ -63,22 +37,68 @@ in-process (--grader embedded) or on hb-grader replicas. Results are cached by (
 grader); identical submissions in flight share one grading.
 
 Prints "grpc listening on HOST:PORT" and "http listening on HOST:PORT" when ready.
+Both transports check bearer tokens when --auth-token-file is given (health stays open); a
+non-loopback listen address needs tokens, mTLS or --allow-insecure.
 SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.
 
 Usage: hb-env --split test=data/oss_eval.jsonl [--grader embedded] [--listen 127.0.0.1:50061] ...)";
 
-// Every --split value in order (Abseil keeps only the last occurrence of a repeated flag).
-std::vector<std::string> SplitFlagValues(int argc, char** argv) {
-  std::vector<std::string> values;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") break;
-    for (const char* name : {"--split=", "-split="}) {
-      if (absl::StartsWith(arg, name)) values.push_back(arg.substr(std::string(name).size()));
-    }
-    if ((arg == "--split" || arg == "-split") && i + 1 < argc) values.push_back(argv[++i]);
-  }
-  return values;
+constexpr char kFooter[] =
+    "Exit status: 0 after a signal and a drain, 2 on bad usage, 1 when the service cannot start.";
+
+struct Flags {
+  hb::cli::GraderFlags grader_flags;
+  hb::cli::ServerSecurityFlags security;
+  hb::ClientSecurityOptions grader_security;
+  std::vector<std::string> splits;
+  std::string grader = "embedded";
+  std::string listen = "127.0.0.1:50061";
+  std::string http_listen = "127.0.0.1:8080";
+  std::string metrics_listen = "127.0.0.1:9465";
+  int64_t cache_entries = 100000;
+  std::string cache_db;
+  int64_t max_pending = 4096;
+  int64_t max_reply_bytes = 1 << 20;
+  absl::Duration drain_timeout = absl::Seconds(30);
+  std::string log_level = "info";
+  bool reflection = false;
+};
+
+void AddFlags(hb::cli::Command& command, Flags* flags) {
+  command.Group("environment");
+  command.Repeated("split", &flags->splits, "NAME=PATH",
+                   "a HealthBench JSONL file served as split NAME; repeat the flag for more "
+                   "splits (at least one); a prompt_id in two splits is a start-up error");
+  command.Flag("grader", &flags->grader, "TARGET",
+               "'embedded' (grade in-process, configured by the --llm-* flags) or a gRPC target "
+               "of hb-grader replicas (dns:///host:port, ipv4:a:p,b:p; round_robin)");
+  command.Flag("cache-entries", &flags->cache_entries, "N",
+               "graded results kept in memory (LRU) to answer resubmissions; 0 turns the cache "
+               "off");
+  command.Flag("cache-db", &flags->cache_db, "PATH",
+               "SQLite file where cached results persist (reloaded at start); empty keeps them "
+               "in memory only");
+  command.Flag("max-pending", &flags->max_pending, "N",
+               "distinct submissions graded at once; beyond it Submit is RESOURCE_EXHAUSTED");
+  command.Flag("max-reply-bytes", &flags->max_reply_bytes, "N", "largest reply accepted, in bytes");
+  command.Group("server");
+  hb::cli::AddListenFlag(command, &flags->listen,
+                         "gRPC listen address (port 0 picks one; stdout's first line is 'grpc "
+                         "listening on HOST:PORT')");
+  command.Flag("http-listen", &flags->http_listen, "HOST:PORT",
+               "Open Reward Standard HTTP listen address (port 0 picks one; stdout's second "
+               "line is 'http listening on HOST:PORT')");
+  command.Flag("metrics-listen", &flags->metrics_listen, "HOST:PORT",
+               "Prometheus /metrics listen address; empty disables it");
+  command.Flag("drain-timeout", &flags->drain_timeout, "DURATION",
+               "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
+               "cancelled");
+  command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
+  command.Bool("reflection", &flags->reflection,
+               "serve gRPC server reflection, which lists the services to any client");
+  hb::cli::AddServerSecurityFlags(command, &flags->security);
+  hb::cli::AddGraderClientSecurityFlags(command, &flags->grader_security);
+  hb::cli::AddGraderFlags(command, &flags->grader_flags);
 }
 
 absl::StatusOr<std::vector<hb::env::SplitSpec>> SplitSpecs(const std::vector<std::string>& values) {
@@ -106,20 +126,22 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   hb::TuneProcess();
-  const std::vector<std::string> split_values = SplitFlagValues(argc, argv);
-  hb::ParseFlags(argc, argv, kUsage);
-  hb::InitLogging(absl::GetFlag(FLAGS_log_level).c_str());
+  Flags flags;
+  hb::cli::Program program("hb-env", kDescription, kFooter);
+  AddFlags(program.root(), &flags);
+  if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
+  hb::InitLogging(flags.log_level.c_str());
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(split_values);
-  if (!specs.ok()) return Fail(specs.status());
-  absl::StatusOr<hb::GraderServerOptions> grader_options = hb::GraderServerOptionsFromFlags();
-  if (!grader_options.ok()) return Fail(grader_options.status());
+  absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(flags.splits);
+  if (!specs.ok()) return program.UsageError("", specs.status());
+  absl::StatusOr<hb::GraderServerOptions> grader_options =
+      hb::cli::ResolveGraderFlags(flags.grader_flags);
+  if (!grader_options.ok()) return program.UsageError("", grader_options.status());
+  absl::StatusOr<hb::ServerSecurityOptions> security =
+      hb::cli::ResolveServerSecurity(flags.security);
+  if (!security.ok()) return program.UsageError("", security.status());
+  // Before any thread starts: the signals must reach the watcher only.
+  hb::StopSignals signals;
   auto registry = std::make_shared<prometheus::Registry>();
   grader_options->registry = registry;
 
@@ -133,7 +155,7 @@ int main(int argc, char** argv) {
   hb::GraderClient* client = nullptr;
   hb::Scheduler* scheduler = nullptr;
   std::string template_sha256;
-  const std::string grader = absl::GetFlag(FLAGS_grader);
+  const std::string& grader = flags.grader;
   if (grader == "embedded") {
     absl::StatusOr<std::unique_ptr<hb::EmbeddedGrader>> started =
         hb::EmbeddedGrader::Start(*grader_options);
@@ -148,7 +170,7 @@ int main(int argc, char** argv) {
     if (!tmpl.ok()) return Fail(tmpl.status());
     template_sha256 = tmpl->sha256();
     absl::StatusOr<std::unique_ptr<hb::GrpcGraderClient>> created =
-        hb::GrpcGraderClient::Create(grader);
+        hb::GrpcGraderClient::Create(grader, flags.grader_security);
     if (!created.ok()) return Fail(created.status());
     remote = *std::move(created);
     client = remote.get();
@@ -160,16 +182,16 @@ int main(int argc, char** argv) {
   }
 
   hb::env::HealthBenchEnvironmentOptions env_options;
-  env_options.max_reply_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_reply_bytes));
-  env_options.max_pending = absl::GetFlag(FLAGS_max_pending);
+  env_options.max_reply_bytes = static_cast<size_t>(flags.max_reply_bytes);
+  env_options.max_pending = flags.max_pending;
   env_options.max_upstream_in_flight = grader_options->llm.max_upstream_in_flight;
-  env_options.cache_entries = static_cast<size_t>(absl::GetFlag(FLAGS_cache_entries));
+  env_options.cache_entries = static_cast<size_t>(flags.cache_entries);
   const hb::GraderSettings& settings = grader_options->settings;
   env_options.grader_fingerprint =
       hb::env::GraderFingerprint(settings.model, settings.temperature, settings.max_tokens,
                                  settings.system_message, template_sha256);
   std::unique_ptr<hb::env::SqliteResultStore> cache_store;
-  if (const std::string cache_db = absl::GetFlag(FLAGS_cache_db); !cache_db.empty()) {
+  if (const std::string& cache_db = flags.cache_db; !cache_db.empty()) {
     absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =
         hb::env::SqliteResultStore::Open(cache_db);
     if (!opened.ok()) return Fail(opened.status());
@@ -182,7 +204,7 @@ int main(int argc, char** argv) {
   if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
 
   std::unique_ptr<prometheus::Exposer> exposer;
-  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  const std::string& metrics_listen = flags.metrics_listen;
   if (!metrics_listen.empty()) {
     try {  // civetweb reports bind failures by throwing
       exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
@@ -193,25 +215,30 @@ int main(int argc, char** argv) {
     exposer->RegisterCollectable(registry);
   }
 
-  const std::string listen = absl::GetFlag(FLAGS_listen);
+  const std::string& listen = flags.listen;
+  hb::env::EnvServerOptions server_options;
+  server_options.listen_address = listen;
+  server_options.security = *security;
+  server_options.reflection = flags.reflection;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
-      hb::env::EnvGrpcServer::Start(env, hb::env::EnvServerOptions{listen});
+      hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return Fail(server.status());
   std::printf("grpc listening on %s:%d\n", HostOf(listen).c_str(), (*server)->port());
-  const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+  const std::string& http_listen = flags.http_listen;
   hb::env::OrsServerOptions ors_options;
   ors_options.listen = http_listen;
+  ors_options.tokens = security->tokens;
+  ors_options.allow_insecure = security->allow_insecure;
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
   if (!http.ok()) return Fail(http.status());
   std::printf("http listening on %s:%d\n", HostOf(http_listen).c_str(), (*http)->port());
   std::fflush(stdout);
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  HB_LOG_INFO("hb-env: signal {} received", signal_number);
+  const int signal_number = signals.Wait();
+  HB_LOG_INFO("hb-env: {} received", hb::SignalName(signal_number));
   (*http)->Shutdown();
-  (*server)->Shutdown(absl::GetFlag(FLAGS_drain_timeout));
+  (*server)->Shutdown(flags.drain_timeout);
   server->reset();
   return 0;
 }

@@ -53,7 +53,8 @@ struct GrpcGraderClient::Call {
   Callback done;
 };
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(const std::string& target) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   if (target.empty()) return absl::InvalidArgumentError("grader target is empty");
   grpc::ChannelArguments args;
   args.SetServiceConfigJSON(kGraderServiceConfig);
@@ -67,18 +68,23 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(const std::st
   // Requests carry whole conversations.
   args.SetMaxSendMessageSize(64 * 1024 * 1024);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(target, credentials, args);
 }
 
 absl::StatusOr<std::unique_ptr<GrpcGraderClient>> GrpcGraderClient::Create(
-    const std::string& target) {
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CreateGraderChannel(target);
+    const std::string& target, const ClientSecurityOptions& security) {
+  absl::StatusOr<ClientCredentials> credentials = MakeClientCredentials(security);
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      CreateGraderChannel(target, credentials->channel);
   if (!channel.ok()) return channel.status();
-  return std::make_unique<GrpcGraderClient>(*std::move(channel));
+  return std::make_unique<GrpcGraderClient>(*std::move(channel), credentials->token);
 }
 
-GrpcGraderClient::GrpcGraderClient(std::shared_ptr<grpc::Channel> channel)
+GrpcGraderClient::GrpcGraderClient(std::shared_ptr<grpc::Channel> channel, std::string token)
     : channel_(std::move(channel)),
+      token_(std::move(token)),
       stub_(healthbench::grader::v1::Grader::NewStub(channel_)),
       state_(std::make_shared<State>()) {}
 
@@ -96,6 +102,7 @@ void GrpcGraderClient::GradeItem(const GradeItemRequest& request, absl::Duration
   call->context.set_deadline(std::chrono::system_clock::now() +
                              absl::ToChronoMilliseconds(timeout));
   call->context.set_wait_for_ready(true);
+  AttachCallerToken(call->context, token_);
   {
     absl::MutexLock lock(&state_->mu);
     state_->calls.insert(call);

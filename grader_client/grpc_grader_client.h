@@ -15,6 +15,7 @@
 #include "grader_client/grader_client.h"
 #include "grpcpp/channel.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
+#include "security/transport_security.h"
 
 namespace hb {
 
@@ -27,19 +28,24 @@ inline constexpr char kGraderServiceConfig[] =
     R"("backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})";
 
 // Creates the channel for `target` with kGraderServiceConfig and keep-alive arguments
-// (ping every 30 s, 10 s timeout). Plaintext: replicas are reached inside the cluster.
+// (ping every 30 s, 10 s timeout), over `credentials` (plaintext when null).
 // `target` is any gRPC target: "dns:///grader-headless:50051" (a headless Service: one
 // address per pod), "ipv4:127.0.0.1:50051,127.0.0.1:50052", "127.0.0.1:50051".
 // kInvalidArgument for an empty target.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(const std::string& target);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 class GrpcGraderClient final : public GraderClient {
  public:
-  // A client on CreateGraderChannel(target).
-  static absl::StatusOr<std::unique_ptr<GrpcGraderClient>> Create(const std::string& target);
+  // A client on CreateGraderChannel(target) with the TLS and token of `security`
+  // (security/transport_security.h). Errors: kInvalidArgument for an empty target; the
+  // credential files' errors of MakeClientCredentials.
+  static absl::StatusOr<std::unique_ptr<GrpcGraderClient>> Create(
+      const std::string& target, const ClientSecurityOptions& security = {});
 
-  // Calls go through `channel`; the client shares its ownership.
-  explicit GrpcGraderClient(std::shared_ptr<grpc::Channel> channel);
+  // Calls go through `channel`; the client shares its ownership. `token`, when not empty, is
+  // sent on every call as `authorization: Bearer <token>`.
+  explicit GrpcGraderClient(std::shared_ptr<grpc::Channel> channel, std::string token = "");
   // Cancels outstanding calls and waits for their callbacks to finish.
   ~GrpcGraderClient() override;
 
@@ -65,6 +71,7 @@ class GrpcGraderClient final : public GraderClient {
     int64_t outstanding ABSL_GUARDED_BY(mu) = 0;
   };
   std::shared_ptr<grpc::Channel> channel_;
+  const std::string token_;
   std::unique_ptr<healthbench::grader::v1::Grader::Stub> stub_;
   std::shared_ptr<State> state_;
 };

@@ -1,6 +1,7 @@
 #include "environment/grpc/env_server.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "environment/grpc/env_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -13,15 +14,18 @@ constexpr char kServiceName[] = "healthbench.env.v1.Environment";
 
 absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
     Environment& env, const EnvServerOptions& options) {
+  HB_RETURN_IF_ERROR(CheckListenPolicy(options.listen_address, options.security));
+  HB_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      MakeServerCredentials(options.security));
   std::unique_ptr<EnvGrpcServer> server(new EnvGrpcServer());
-  server->service_ = std::make_unique<EnvServiceImpl>(env);
+  server->options_ = options;
+  server->service_ = std::make_unique<EnvServiceImpl>(env, server->options_.security.tokens);
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // Two servers must never share a port by accident.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen_address, credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

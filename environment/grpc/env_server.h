@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "environment/environment.h"
+#include "security/transport_security.h"
 
 namespace grpc {
 class Server;
@@ -24,12 +25,18 @@ struct EnvServerOptions {
   std::string listen_address = "127.0.0.1:50061";
   // Largest request accepted (a SubmitBatch carries many replies).
   int max_receive_message_bytes = 64 << 20;
+  // TLS, mTLS, bearer tokens and the listen policy (security/transport_security.h).
+  ServerSecurityOptions security;
+  // Serve grpc.reflection (it lists the services to any caller).
+  bool reflection = false;
 };
 
 class EnvGrpcServer {
  public:
-  // `env` is not owned and must outlive the server. kUnavailable when the address cannot be
-  // bound (including a port another process holds).
+  // `env` is not owned and must outlive the server. kFailedPrecondition when the listen policy
+  // refuses the address (CheckListenPolicy); the credential file errors of
+  // MakeServerCredentials; kUnavailable when the address cannot be bound (including a port
+  // another process holds).
   static absl::StatusOr<std::unique_ptr<EnvGrpcServer>> Start(Environment& env,
                                                               const EnvServerOptions& options);
   ~EnvGrpcServer();
@@ -42,6 +49,7 @@ class EnvGrpcServer {
 
  private:
   EnvGrpcServer() = default;
+  EnvServerOptions options_;  // owns the tokens the service checks
   std::unique_ptr<EnvServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "grader_service/grpc_status.h"
+#include "security/transport_security.h"
 
 namespace hb::env {
 namespace {
@@ -81,6 +82,9 @@ SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto) {
 grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext* context,
                                                      const env_v1::ListSplitsRequest*,
                                                      env_v1::ListSplitsResponse* response) {
+  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
+    return Finished(context, auth);
+  }
   for (const SplitInfo& split : env_.ListSplits()) {
     env_v1::SplitInfo* out = response->add_splits();
     out->set_name(split.name);
@@ -92,6 +96,9 @@ grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* EnvServiceImpl::ListTasks(grpc::CallbackServerContext* context,
                                                     const env_v1::ListTasksRequest* request,
                                                     env_v1::ListTasksResponse* response) {
+  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
+    return Finished(context, auth);
+  }
   const int64_t stop = request->stop() == 0 ? std::numeric_limits<int64_t>::max() : request->stop();
   absl::StatusOr<std::vector<TaskSummary>> tasks =
       env_.ListTasks(request->split(), request->start(), stop);
@@ -104,6 +111,9 @@ grpc::ServerUnaryReactor* EnvServiceImpl::ListTasks(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* EnvServiceImpl::GetTask(grpc::CallbackServerContext* context,
                                                   const env_v1::GetTaskRequest* request,
                                                   env_v1::GetTaskResponse* response) {
+  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
+    return Finished(context, auth);
+  }
   absl::StatusOr<TaskPrompt> task = env_.GetTask(TaskRefFromProto(request->task()));
   if (task.ok()) {
     SummaryToProto(task->task, response->mutable_task());
@@ -120,6 +130,9 @@ grpc::ServerUnaryReactor* EnvServiceImpl::GetTask(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* EnvServiceImpl::Submit(grpc::CallbackServerContext* context,
                                                  const env_v1::SubmitRequest* request,
                                                  env_v1::SubmitResponse* response) {
+  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
+    return Finished(context, auth);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   env_.Submit(TaskRefFromProto(request->task()), request->reply(), DeadlineOf(context),
               [reactor, request, response](absl::StatusOr<SubmitResult> result) {
@@ -135,6 +148,9 @@ grpc::ServerUnaryReactor* EnvServiceImpl::Submit(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* EnvServiceImpl::SubmitBatch(grpc::CallbackServerContext* context,
                                                       const env_v1::SubmitBatchRequest* request,
                                                       env_v1::SubmitBatchResponse* response) {
+  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
+    return Finished(context, auth);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const int n = request->submissions_size();
   if (n == 0) {

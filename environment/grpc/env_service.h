@@ -6,6 +6,7 @@
 
 #include "environment/environment.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
+#include "security/bearer_tokens.h"
 
 namespace hb::env {
 
@@ -20,8 +21,9 @@ SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 
 class EnvServiceImpl final : public env_v1::Environment::CallbackService {
  public:
-  // `env` is not owned and must outlive the service.
-  explicit EnvServiceImpl(Environment& env) : env_(env) {}
+  // `env` and `tokens` are not owned and must outlive the service. Every RPC first checks the
+  // caller's bearer token against `tokens` (none: open) and fails with UNAUTHENTICATED.
+  EnvServiceImpl(Environment& env, const BearerTokens& tokens) : env_(env), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* ListSplits(grpc::CallbackServerContext* context,
                                        const env_v1::ListSplitsRequest* request,
@@ -44,6 +46,7 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
 
  private:
   Environment& env_;
+  const BearerTokens& tokens_;
 };
 
 }  // namespace hb::env

@@ -33,6 +33,7 @@
 #include "environment/ors/ors_api.h"
 #include "environment/ors/ors_session_manager.h"
 #include "environment/ors/ors_wire.h"
+#include "security/transport_security.h"
 
 namespace hb::env {
 namespace {
@@ -342,8 +343,17 @@ void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
                            self->options_.max_body_bytes, " bytes (max_body_bytes)"));
     return;
   }
+  const std::string route = path == nullptr || *path == '\0' ? "/" : path;
+  if (route != "/health") {
+    evkeyvalq* headers = evhttp_request_get_input_headers(req);
+    const char* authorization = evhttp_find_header(headers, "Authorization");
+    const char* api_key = evhttp_find_header(headers, "X-API-Key");
+    absl::Status auth = CheckCallerToken(self->options_.tokens, authorization ? authorization : "",
+                                         api_key ? api_key : "");
+    if (!auth.ok()) return SendStatus(req, auth);
+  }
   const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
-  self->Route(req, path == nullptr || *path == '\0' ? "/" : path, absl::string_view(data, size));
+  self->Route(req, route, absl::string_view(data, size));
 }
 
 void OrsHttpServer::Impl::Route(evhttp_request* req, absl::string_view path,
@@ -533,6 +543,12 @@ OrsHttpServer::OrsHttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 
 absl::StatusOr<std::unique_ptr<OrsHttpServer>> OrsHttpServer::Start(Environment& env, Clock& clock,
                                                                     OrsServerOptions options) {
+  ServerSecurityOptions security;
+  security.tokens = options.tokens;
+  security.allow_insecure = options.allow_insecure;
+  if (absl::Status policy = CheckListenPolicy(options.listen, security); !policy.ok()) {
+    return policy;
+  }
   auto impl = std::make_unique<Impl>(env, clock, std::move(options));
   if (absl::Status listening = impl->Listen(); !listening.ok()) return listening;
   Impl* raw = impl.get();

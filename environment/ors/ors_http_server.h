@@ -56,6 +56,7 @@
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "environment/environment.h"
+#include "security/bearer_tokens.h"
 
 namespace hb::env {
 
@@ -77,11 +78,17 @@ struct OrsServerOptions {
   // after it, and so would be an open call stream without its pings, hence it must exceed
   // ping_interval.
   absl::Duration io_timeout = absl::Seconds(60);
+  // Accepted bearer tokens (`Authorization: Bearer <token>` or `X-API-Key: <token>`, as the ORS
+  // client sends ORS_API_KEY); every route but /health answers 401 without one. Empty: open.
+  BearerTokens tokens;
+  // Serve a non-loopback address without tokens (see security/transport_security.h).
+  bool allow_insecure = false;
 };
 
 class OrsHttpServer {
  public:
-  // Binds `options.listen` (a port in use is refused: kUnavailable naming the address) and
+  // Binds `options.listen` (a port in use is refused: kUnavailable naming the address; a
+  // non-loopback address without tokens, unless allow_insecure: kFailedPrecondition) and
   // starts the loop thread. `env` and `clock` are not owned and must outlive the server.
   // kInvalidArgument for a malformed listen address or options (io_timeout <= ping_interval,
   // sse_chunk_bytes < 8, max_body_bytes 0).
