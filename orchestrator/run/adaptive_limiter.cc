@@ -17,19 +17,6 @@ constexpr double kTokenGain = 0.2;
 
 }  // namespace
 
-std::optional<absl::Duration> RetryAfterFromStatusMessage(absl::string_view message) {
-  constexpr absl::string_view kTag = " [retry_after_ms=";
-  const size_t at = message.rfind(kTag);
-  if (at == absl::string_view::npos) return std::nullopt;
-  absl::string_view rest = message.substr(at + kTag.size());
-  const size_t close = rest.find(']');
-  int64_t ms = 0;
-  if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &ms) || ms < 0) {
-    return std::nullopt;
-  }
-  return absl::Milliseconds(ms);
-}
-
 AdaptiveLimiter::AdaptiveLimiter(AdaptiveLimiterOptions options)
     : options_(options), clock_(*options.clock) {
   const int max_window = std::max(1, options_.max_window);
