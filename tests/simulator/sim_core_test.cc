@@ -375,6 +375,16 @@ TEST(SimulatorTest, ReportsCachedTokensForARepeatedLongPrompt) {
   EXPECT_EQ(cached(), 11 * 128);
 }
 
+// A 1 MB body of '[' is a clear 400, not a stack overflow.
+TEST(SimulatorTest, AMegabyteOfOpenBracketsIsAClear400) {
+  FakeClock clock;
+  Simulator sim(SimulatorOptions{}, &clock);
+  SimAction action = sim.Handle({"POST", "/v1/chat/completions", "", std::string(1 << 20, '[')});
+  EXPECT_EQ(action.status, 400);
+  EXPECT_THAT(action.body, HasSubstr("request body is not valid JSON: nesting deeper than 64 "
+                                     "levels at offset 64"));
+}
+
 TEST(SimulatorTest, ValidatesAuthAndBody) {
   FakeClock clock;
   SimulatorOptions options;
@@ -392,12 +402,6 @@ TEST(SimulatorTest, ValidatesAuthAndBody) {
   ASSERT_TRUE(doc.IsObject()) << action.body;
   EXPECT_STREQ(doc["error"]["type"].GetString(), "invalid_request_error");
   EXPECT_THAT(doc["error"]["message"].GetString(), HasSubstr("not valid JSON"));
-  // A 1 MB body of '[' is a clear 400, not a stack overflow.
-  action =
-      sim.Handle({"POST", "/v1/chat/completions", "Bearer sk-test", std::string(1 << 20, '[')});
-  EXPECT_EQ(action.status, 400);
-  EXPECT_THAT(action.body, HasSubstr("request body is not valid JSON: nesting deeper than 64 "
-                                     "levels at offset 64"));
   action = sim.Handle({"POST", "/v1/chat/completions", "Bearer sk-test", R"({"model":"m"})"});
   EXPECT_EQ(action.status, 400);
   EXPECT_THAT(action.body, HasSubstr("'messages' is a required property"));
