@@ -1,5 +1,7 @@
 #include "environment/healthbench_environment.h"
 
+#include "common/retry/retry_status.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "common/healthbench/prompts.h"
 #include "google/protobuf/duration.pb.h"
 #include "orchestrator/run/row_plan.h"
+#include "orchestrator/run/row_request.h"
 
 namespace hb::env {
 
@@ -17,40 +20,13 @@ using healthbench::grader::v1::GradeItemResponse;
 
 namespace {
 
-constexpr char kRetryInfoUrl[] = "type.googleapis.com/google.rpc.RetryInfo";
 // The checkpoint name in the request ids the environment sends to the grader.
 const std::string& EnvCheckpoint() {
   static const std::string* const name = new std::string("env");
   return *name;
 }
 
-// google.rpc.RetryInfo { google.protobuf.Duration retry_delay = 1; }, encoded by hand (the
-// googleapis protos are not a dependency): field 1, wire type 2, then the Duration's bytes.
-absl::Status WithRetryDelay(absl::Status status, absl::Duration delay) {
-  google::protobuf::Duration duration;
-  duration.set_seconds(absl::IDivDuration(delay, absl::Seconds(1), &delay));
-  duration.set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(delay)));
-  const std::string bytes = duration.SerializeAsString();
-  std::string retry_info = "\x0a";
-  retry_info.push_back(static_cast<char>(bytes.size()));  // < 128 bytes: one varint byte
-  retry_info += bytes;
-  status.SetPayload(kRetryInfoUrl, absl::Cord(retry_info));
-  return status;
-}
-
 }  // namespace
-
-std::optional<absl::Duration> RetryDelayOf(const absl::Status& status) {
-  absl::optional<absl::Cord> payload = status.GetPayload(kRetryInfoUrl);
-  if (!payload.has_value()) return std::nullopt;
-  const std::string bytes(*payload);
-  if (bytes.size() < 2 || bytes[0] != '\x0a' || static_cast<size_t>(bytes[1]) != bytes.size() - 2) {
-    return std::nullopt;
-  }
-  google::protobuf::Duration duration;
-  if (!duration.ParseFromString(bytes.substr(2))) return std::nullopt;
-  return absl::Seconds(duration.seconds()) + absl::Nanoseconds(duration.nanos());
-}
 
 absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs) {
   std::vector<Split> splits;
@@ -255,11 +231,10 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
       if (metrics_ != nullptr) metrics_->SharedInFlight();
       return;
     } else if (static_cast<int64_t>(gradings_.size()) >= options_.max_pending) {
-      refused = WithRetryDelay(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "backlog full: ", options_.max_pending, " submissions are being graded (",
-              "--max-pending); retry after ", absl::FormatDuration(options_.backlog_retry_delay))),
-          options_.backlog_retry_delay);
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "backlog full: ", options_.max_pending, " submissions are being graded (",
+          "--max-pending); retry after ", absl::FormatDuration(options_.backlog_retry_delay)));
+      SetRetryDelay(refused, options_.backlog_retry_delay);
     } else {
       auto grading = std::make_shared<Grading>();
       grading->key = key;

@@ -74,9 +74,6 @@ struct HealthBenchEnvironmentOptions {
   ResultStore* cache_store = nullptr;
 };
 
-// The retry delay attached to a kResourceExhausted status as a google.rpc.RetryInfo payload
-// (type URL "type.googleapis.com/google.rpc.RetryInfo"), or nullopt.
-std::optional<absl::Duration> RetryDelayOf(const absl::Status& status);
 
 class HealthBenchEnvironment final : public Environment {
  public:

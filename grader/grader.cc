@@ -9,12 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "common/base/logging.h"
 #include "common/grading/grader_reply.h"
-#include "common/healthbench/chat_request.h"
+#include "common/healthbench/grader_request_body.h"
+#include "common/retry/retry_status.h"
 
 namespace hb {
 namespace {
-
-constexpr absl::string_view kRetryAfterTag = " [retry_after_ms=";
 
 bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
   return info.limit_requests || info.remaining_requests || info.reset_requests ||
@@ -22,17 +21,6 @@ bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
 }
 
 }  // namespace
-
-std::optional<absl::Duration> RetryAfterFromMessage(absl::string_view message) {
-  const size_t at = message.rfind(kRetryAfterTag);
-  if (at == absl::string_view::npos) return std::nullopt;
-  absl::string_view rest = message.substr(at + kRetryAfterTag.size());
-  const size_t close = rest.find(']');
-  if (close == absl::string_view::npos) return std::nullopt;
-  int64_t ms = 0;
-  if (!absl::SimpleAtoi(rest.substr(0, close), &ms) || ms < 0) return std::nullopt;
-  return absl::Milliseconds(ms);
-}
 
 // One GradeItem in progress: at most one upstream attempt or one backoff timer at a time.
 // Shared by the attempt callback, the timer and the cancellation callback; `done_` makes the
@@ -187,12 +175,11 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
                         attempts_ == 1 ? "" : "s", decision.detail, last_failure_);
     if (decision.reason == GiveUpReason::kDeadline) return absl::DeadlineExceededError(message);
     switch (last_kind_) {
-      case FailureKind::kHttp429:
-        if (last_retry_after_.has_value()) {
-          absl::StrAppend(&message, kRetryAfterTag, absl::ToInt64Milliseconds(*last_retry_after_),
-                          "]");
-        }
-        return absl::ResourceExhaustedError(message);
+      case FailureKind::kHttp429: {
+        absl::Status exhausted = absl::ResourceExhaustedError(message);
+        if (last_retry_after_.has_value()) SetRetryDelay(exhausted, *last_retry_after_);
+        return exhausted;
+      }
       case FailureKind::kTimeout:
       case FailureKind::kHttp408:
         return absl::DeadlineExceededError(message);

@@ -82,9 +82,6 @@ struct ItemVerdict {
   int rate_limited_attempts = 0;
 };
 
-// The N of a " [retry_after_ms=N]" suffix (see Grader::GradeItem), or std::nullopt.
-std::optional<absl::Duration> RetryAfterFromMessage(absl::string_view message);
-
 using ItemCallback = absl::AnyInvocable<void(absl::StatusOr<ItemVerdict>)>;
 
 class Grader {
@@ -103,8 +100,9 @@ class Grader {
   //   kUnavailable, kResourceExhausted (last failure a 429), kDeadlineExceeded (last failure a
   //                       timeout, or `deadline` would pass): the retry budget ran out; the
   //                       message gives the attempts made and the last failure; a
-  //                       kResourceExhausted message ends with " [retry_after_ms=N]" when the
-  //                       last 429 carried a Retry-After (RetryAfterFromMessage reads it);
+  //                       kResourceExhausted status carries the last 429's Retry-After as
+  //                       its retry delay (common/retry/retry_status.h RetryDelay) when the
+  //                       upstream sent one;
   // A 429's Retry-After is always waited out before the next attempt, even beyond
   // `retry.cap` (a retry before it would only be refused again and add load); when that wait
   // would pass `deadline`, the item fails with kResourceExhausted at once.

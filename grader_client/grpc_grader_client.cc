@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -15,18 +16,6 @@ namespace {
 
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
-
-// grpc::StatusCode and absl::StatusCode share their numbering (both follow
-// google.rpc.Code), which static_asserts below pin down.
-static_assert(static_cast<int>(grpc::StatusCode::UNAVAILABLE) ==
-              static_cast<int>(absl::StatusCode::kUnavailable));
-static_assert(static_cast<int>(grpc::StatusCode::UNAUTHENTICATED) ==
-              static_cast<int>(absl::StatusCode::kUnauthenticated));
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 const char* ConnectivityName(grpc_connectivity_state state) {
   switch (state) {

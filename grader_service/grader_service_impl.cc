@@ -10,8 +10,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/base/cancellation.h"
+#include "common/base/status_context.h"
 #include "common/grading/scoring.h"
-#include "grader_service/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace hb {
 namespace {
@@ -94,8 +95,7 @@ struct ReplyFanOut {
         bool ours = failed && result.status().code() == absl::StatusCode::kCancelled;
         if (!ours && (first_error.ok() || first_error.code() == absl::StatusCode::kCancelled)) {
           first_error =
-              absl::Status(result.status().code(),
-                           absl::StrCat("rubric item ", index, ": ", result.status().message()));
+              WithMessagePrefix(result.status(), absl::StrCat("rubric item ", index, ": "));
         }
         cancel_others = !failed;
         failed = true;

@@ -6,7 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "common/retry/retry_status.h"
 
 namespace hb {
 namespace {
@@ -16,27 +16,18 @@ constexpr char kOutcomeUrl[] = "type.hb.dev/hb.AttemptOutcome";
 }  // namespace
 
 absl::Status WithAttemptOutcome(absl::Status status, const AttemptOutcome& outcome) {
-  std::string encoded = absl::StrCat(static_cast<int>(outcome.kind));
-  if (outcome.retry_after.has_value()) {
-    absl::StrAppend(&encoded, ";", absl::ToInt64Microseconds(*outcome.retry_after));
-  }
-  status.SetPayload(kOutcomeUrl, absl::Cord(encoded));
+  status.SetPayload(kOutcomeUrl, absl::Cord(absl::StrCat(static_cast<int>(outcome.kind))));
+  if (outcome.retry_after.has_value()) SetRetryDelay(status, *outcome.retry_after);
   return status;
 }
 
 AttemptOutcome AttemptOutcomeOf(const absl::Status& status) {
   if (auto payload = status.GetPayload(kOutcomeUrl)) {
-    std::vector<std::string> parts = absl::StrSplit(std::string(*payload), ';');
     int kind = 0;
-    if (!parts.empty() && absl::SimpleAtoi(parts[0], &kind) &&
+    if (absl::SimpleAtoi(std::string(*payload), &kind) &&
         kind >= static_cast<int>(FailureKind::kConnection) &&
         kind <= static_cast<int>(FailureKind::kCancelled)) {
-      AttemptOutcome outcome{static_cast<FailureKind>(kind), std::nullopt};
-      int64_t micros = 0;
-      if (parts.size() > 1 && absl::SimpleAtoi(parts[1], &micros)) {
-        outcome.retry_after = absl::Microseconds(micros);
-      }
-      return outcome;
+      return AttemptOutcome{static_cast<FailureKind>(kind), RetryDelay(status)};
     }
   }
   switch (status.code()) {

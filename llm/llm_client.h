@@ -2,9 +2,10 @@
 // OpenAI protocol over an HttpClient (openai_llm_client.h); tests use
 // hb::testing::FakeLlmClient.
 //
-// A failed call's status carries an AttemptOutcome (what went wrong, and the server's
-// Retry-After) as a status payload, so the retry policy above can decide without re-parsing
-// messages: see WithAttemptOutcome / AttemptOutcomeOf.
+// A failed call's status carries an AttemptOutcome as status details (what went wrong as a
+// payload, the server's Retry-After as the standard RetryInfo of common/retry/retry_status.h),
+// so the retry policy above can decide without re-parsing messages: see WithAttemptOutcome /
+// AttemptOutcomeOf.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/base/json_io.h"
 #include "rapidjson/document.h"
-#include "rapidjson/error/en.h"
 
 namespace hb {
 namespace {
@@ -28,8 +28,7 @@ std::string Scrub(std::string text, absl::string_view api_key) {
 // The backend's own explanation: error.message from an OpenAI-style error body, else the body.
 std::string BackendMessage(const HttpResponse& response, absl::string_view api_key) {
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
-  if (!doc.HasParseError() && doc.IsObject()) {
+  if (ParseJson(response.body, doc).ok() && doc.IsObject()) {
     auto error = doc.FindMember("error");
     if (error != doc.MemberEnd()) {
       if (error->value.IsObject()) {
@@ -146,11 +145,8 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
   }
 
   rapidjson::Document doc;
-  doc.Parse(response.body.data(), response.body.size());
-  if (doc.HasParseError()) {
-    return Malformed(absl::StrCat(
-        "upstream reply is not valid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
-        " at offset ", doc.GetErrorOffset()));
+  if (absl::Status parsed = ParseJson(response.body, doc); !parsed.ok()) {
+    return Malformed(absl::StrCat("upstream reply is not valid JSON: ", parsed.message()));
   }
   if (!doc.IsObject()) return Malformed("upstream reply is not a JSON object");
   ChatResult result;

@@ -37,7 +37,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/json.h"
-#include "rapidjson/error/en.h"
+#include "common/base/json_io.h"
 #include "rapidjson/reader.h"
 
 namespace hb {
@@ -248,10 +248,6 @@ class TreeBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TreeB
     return slot;
   }
   bool Open(Node::Kind kind) {
-    if (static_cast<int>(stack_.size()) >= kMaxDepth) {
-      error_ = "nesting too deep";
-      return false;
-    }
     Node* node = Put(kind);
     stack_.push_back(Frame{node, nullptr, {}});
     return true;
@@ -373,15 +369,13 @@ absl::StatusOr<Verdict> ParseGraderReply(absl::string_view reply) {
                               rapidjson::kParseNumbersAsStringsFlag |
                               rapidjson::kParseIterativeFlag;
   TreeBuilder builder;
-  rapidjson::Reader reader;
-  rapidjson::StringStream stream(cleaned.c_str());
-  const rapidjson::ParseResult result = reader.Parse<kFlags>(stream, builder);
-  if (result.IsError()) {
-    const std::string why = !builder.error().empty()
-                                ? builder.error()
-                                : std::string(rapidjson::GetParseError_En(result.Code()));
-    return absl::DataLossError(
-        absl::StrCat("grader reply is not valid JSON: ", why, " at offset ", result.Offset()));
+  size_t offset = 0;
+  if (absl::Status parsed = ParseJsonEvents<kFlags>(cleaned, builder, kMaxDepth, &offset);
+      !parsed.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "grader reply is not valid JSON: ",
+        builder.error().empty() ? parsed.message()
+                                : absl::StrCat(builder.error(), " at offset ", offset)));
   }
   const Node& root = builder.root();
   if (root.kind != Node::kObject) {

@@ -109,41 +109,6 @@ double NumpyLinearPercentile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-NumpyRandomState::NumpyRandomState(uint32_t seed) {
-  // mt19937_seed (init_genrand).
-  for (int i = 0; i < 624; ++i) {
-    mt_[i] = seed;
-    seed = 1812433253U * (seed ^ (seed >> 30)) + static_cast<uint32_t>(i) + 1;
-  }
-  pos_ = 624;
-}
-
-uint32_t NumpyRandomState::NextUint32() {
-  constexpr uint32_t kUpper = 0x80000000U;
-  constexpr uint32_t kLower = 0x7fffffffU;
-  constexpr uint32_t kMatrixA = 0x9908b0dfU;
-  if (pos_ >= 624) {
-    int i = 0;
-    for (; i < 624 - 397; ++i) {
-      const uint32_t y = (mt_[i] & kUpper) | (mt_[i + 1] & kLower);
-      mt_[i] = mt_[i + 397] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-    }
-    for (; i < 623; ++i) {
-      const uint32_t y = (mt_[i] & kUpper) | (mt_[i + 1] & kLower);
-      mt_[i] = mt_[i + 397 - 624] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-    }
-    const uint32_t y = (mt_[623] & kUpper) | (mt_[0] & kLower);
-    mt_[623] = mt_[396] ^ (y >> 1) ^ ((y & 1U) ? kMatrixA : 0U);
-    pos_ = 0;
-  }
-  uint32_t y = mt_[pos_++];
-  y ^= (y >> 11);
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= (y >> 18);
-  return y;
-}
-
 uint64_t NumpyRandomState::RandInt(uint64_t high) {
   const uint64_t rng = high - 1;  // the closed upper bound
   if (rng == 0) return 0;         // no draw is consumed

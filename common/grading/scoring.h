@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,18 +67,17 @@ AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
 // `score:bootstrap_std` kept (SPEC §9 quirk). n_samples values are integral doubles.
 OrderedMetrics ReferenceMetricsMap(const AggregateResult& result);
 
-// numpy's legacy RandomState (MT19937 seeded by init_genrand) and the pieces of numpy the
-// bootstrap needs, bit for bit.
+// numpy's legacy RandomState (MT19937 seeded by init_genrand, which is std::mt19937's own
+// seeding) and the pieces of numpy the bootstrap needs, bit for bit.
 class NumpyRandomState {
  public:
-  explicit NumpyRandomState(uint32_t seed);
-  uint32_t NextUint32();
+  explicit NumpyRandomState(uint32_t seed) : engine_(seed) {}
+  uint32_t NextUint32() { return static_cast<uint32_t>(engine_()); }
   // randint(0, high) for 1 <= high <= 2^32, by masked rejection as numpy's legacy path.
   uint64_t RandInt(uint64_t high);
 
  private:
-  uint32_t mt_[624];
-  int pos_;
+  std::mt19937 engine_;
 };
 
 // numpy.mean / numpy.std (ddof 0) with numpy's pairwise summation, bit for bit.

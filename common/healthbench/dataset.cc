@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/json.h"
+#include "common/base/json_io.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/jsonl_file.h"
 #include "common/healthbench/python_random.h"
@@ -18,9 +19,6 @@
 namespace hb {
 namespace {
 
-using jsonl_internal::FindMember;
-using jsonl_internal::String;
-using jsonl_internal::TypeName;
 using JsonValue = rapidjson::Value;
 
 // Builds "<path>:<line>: field '<field>': <what>" errors for one record.
@@ -36,7 +34,7 @@ class RecordErrors {
   }
   absl::Status WrongType(absl::string_view field, absl::string_view expected,
                          const JsonValue& got) const {
-    return Field(field, absl::StrCat("expected ", expected, ", got ", TypeName(got)));
+    return Error(JsonTypeError(field, expected, got).message());
   }
   absl::Status Missing(absl::string_view field) const { return Field(field, "missing"); }
 
@@ -47,10 +45,10 @@ class RecordErrors {
 
 absl::StatusOr<std::string> RequireString(const JsonValue& object, absl::string_view name,
                                           const std::string& field, const RecordErrors& errors) {
-  const JsonValue* value = FindMember(object, name);
+  const JsonValue* value = FindJsonMember(object, name);
   if (value == nullptr) return errors.Missing(field);
   if (!value->IsString()) return errors.WrongType(field, "a string", *value);
-  return String(*value);
+  return std::string(value->GetString(), value->GetStringLength());
 }
 
 // A list of unique strings (tags).
@@ -58,7 +56,7 @@ absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
                                                      absl::string_view name,
                                                      const std::string& field,
                                                      const RecordErrors& errors) {
-  const JsonValue* value = FindMember(object, name);
+  const JsonValue* value = FindJsonMember(object, name);
   if (value == nullptr) return errors.Missing(field);
   if (!value->IsArray()) return errors.WrongType(field, "a list of strings", *value);
   std::vector<std::string> tags;
@@ -68,7 +66,7 @@ absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
     const JsonValue& tag = (*value)[i];
     const std::string tag_field = absl::StrCat(field, "[", i, "]");
     if (!tag.IsString()) return errors.WrongType(tag_field, "a string", tag);
-    std::string text = String(tag);
+    std::string text = std::string(tag.GetString(), tag.GetStringLength());
     // The reference asserts that tags are unique (SPEC §2.1); fail here, not mid-run.
     if (!seen.insert(text).second) {
       return errors.Field(tag_field, absl::StrCat("duplicate tag '", text, "'"));
@@ -80,7 +78,7 @@ absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
 
 absl::StatusOr<std::vector<Message>> ParsePrompt(const JsonValue& record,
                                                  const RecordErrors& errors) {
-  const JsonValue* prompt = FindMember(record, "prompt");
+  const JsonValue* prompt = FindJsonMember(record, "prompt");
   if (prompt == nullptr) return errors.Missing("prompt");
   if (!prompt->IsArray()) return errors.WrongType("prompt", "a list of messages", *prompt);
   if (prompt->Empty()) return errors.Field("prompt", "empty list");
@@ -115,7 +113,7 @@ std::string PointsText(const JsonValue& points) {
 
 absl::StatusOr<std::vector<RubricItem>> ParseRubrics(const JsonValue& record,
                                                      const RecordErrors& errors) {
-  const JsonValue* rubrics = FindMember(record, "rubrics");
+  const JsonValue* rubrics = FindJsonMember(record, "rubrics");
   if (rubrics == nullptr) return errors.Missing("rubrics");
   if (!rubrics->IsArray()) return errors.WrongType("rubrics", "a list of rubric items", *rubrics);
   if (rubrics->Empty()) return errors.Field("rubrics", "empty list");
@@ -128,7 +126,7 @@ absl::StatusOr<std::vector<RubricItem>> ParseRubrics(const JsonValue& record,
     RubricItem item;
     HB_ASSIGN_OR_RETURN(item.criterion,
                         RequireString(entry, "criterion", field + ".criterion", errors));
-    const JsonValue* points = FindMember(entry, "points");
+    const JsonValue* points = FindJsonMember(entry, "points");
     if (points == nullptr) return errors.Missing(field + ".points");
     if (!points->IsNumber()) return errors.WrongType(field + ".points", "a number", *points);
     item.points = points->GetDouble();
@@ -142,23 +140,25 @@ absl::StatusOr<std::vector<RubricItem>> ParseRubrics(const JsonValue& record,
 // Lenient: keeps whatever fields have the expected type (physician modes only read them).
 absl::StatusOr<std::optional<IdealCompletions>> ParseIdealCompletions(const JsonValue& record,
                                                                       const RecordErrors& errors) {
-  const JsonValue* data = FindMember(record, "ideal_completions_data");
+  const JsonValue* data = FindJsonMember(record, "ideal_completions_data");
   if (data == nullptr || data->IsNull()) return std::optional<IdealCompletions>();
   if (!data->IsObject()) {
     return errors.WrongType("ideal_completions_data", "null or an object", *data);
   }
   IdealCompletions ideal;
-  if (const JsonValue* v = FindMember(*data, "ideal_completion"); v != nullptr && v->IsString()) {
-    ideal.ideal_completion = String(*v);
-  }
-  if (const JsonValue* v = FindMember(*data, "ideal_completions_group");
+  if (const JsonValue* v = FindJsonMember(*data, "ideal_completion");
       v != nullptr && v->IsString()) {
-    ideal.group = String(*v);
+    ideal.ideal_completion = std::string(v->GetString(), v->GetStringLength());
   }
-  if (const JsonValue* v = FindMember(*data, "ideal_completions_ref_completions");
+  if (const JsonValue* v = FindJsonMember(*data, "ideal_completions_group");
+      v != nullptr && v->IsString()) {
+    ideal.group = std::string(v->GetString(), v->GetStringLength());
+  }
+  if (const JsonValue* v = FindJsonMember(*data, "ideal_completions_ref_completions");
       v != nullptr && v->IsArray()) {
     for (const JsonValue& ref : v->GetArray()) {
-      if (ref.IsString()) ideal.ref_completions.push_back(String(ref));
+      if (ref.IsString())
+        ideal.ref_completions.push_back(std::string(ref.GetString(), ref.GetStringLength()));
     }
   }
   return std::optional<IdealCompletions>(std::move(ideal));
@@ -166,7 +166,7 @@ absl::StatusOr<std::optional<IdealCompletions>> ParseIdealCompletions(const Json
 
 absl::StatusOr<Example> ParseRecord(const JsonValue& record, const RecordErrors& errors, int line) {
   if (!record.IsObject()) {
-    return errors.Error(absl::StrCat("expected a JSON object, got ", TypeName(record)));
+    return errors.Error(absl::StrCat("expected a JSON object, got ", JsonTypeName(record)));
   }
   Example example;
   example.line = line;

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/file.h"
+#include "common/base/json_io.h"
 #include "common/base/sha256.h"
-#include "rapidjson/error/en.h"
 
 namespace hb::jsonl_internal {
 namespace {
@@ -79,41 +79,11 @@ bool IsBlank(absl::string_view line) {
 
 std::string ParseLine(absl::string_view line, rapidjson::Document& doc) {
   if (IsBlank(line)) return "blank line";
-  doc.Parse<rapidjson::kParseValidateEncodingFlag>(line.data(), line.size());
-  if (doc.HasParseError()) {
-    return absl::StrCat("invalid JSON: ", rapidjson::GetParseError_En(doc.GetParseError()),
-                        " at offset ", doc.GetErrorOffset());
-  }
+  JsonParseOptions options;
+  options.validate_utf8 = true;
+  const absl::Status parsed = ParseJson(line, doc, options);
+  if (!parsed.ok()) return absl::StrCat("invalid JSON: ", parsed.message());
   return "";
-}
-
-const char* TypeName(const rapidjson::Value& value) {
-  switch (value.GetType()) {
-    case rapidjson::kNullType:
-      return "null";
-    case rapidjson::kFalseType:
-    case rapidjson::kTrueType:
-      return "boolean";
-    case rapidjson::kObjectType:
-      return "object";
-    case rapidjson::kArrayType:
-      return "array";
-    case rapidjson::kStringType:
-      return "string";
-    case rapidjson::kNumberType:
-      return "number";
-  }
-  return "unknown";
-}
-
-const rapidjson::Value* FindMember(const rapidjson::Value& object, absl::string_view name) {
-  const rapidjson::Value* found = nullptr;
-  for (auto it = object.MemberBegin(); it != object.MemberEnd(); ++it) {
-    if (absl::string_view(it->name.GetString(), it->name.GetStringLength()) == name) {
-      found = &it->value;
-    }
-  }
-  return found;
 }
 
 }  // namespace hb::jsonl_internal

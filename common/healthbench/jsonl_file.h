@@ -40,16 +40,4 @@ bool IsBlank(absl::string_view line);
 // "invalid JSON: <RapidJSON message> at offset N" (or "blank line"). Invalid UTF-8 is an error.
 std::string ParseLine(absl::string_view line, rapidjson::Document& doc);
 
-// "null", "boolean", "number", "string", "array" or "object".
-const char* TypeName(const rapidjson::Value& value);
-
-// The member `name` of `object`, or nullptr. When a key repeats, the last one wins, as in
-// Python's json.loads.
-const rapidjson::Value* FindMember(const rapidjson::Value& object, absl::string_view name);
-
-// The string value of `value` (which must be a string), embedded NULs included.
-inline std::string String(const rapidjson::Value& value) {
-  return std::string(value.GetString(), value.GetStringLength());
-}
-
 }  // namespace hb::jsonl_internal

@@ -10,10 +10,48 @@
 namespace hb {
 namespace {
 
-constexpr int kM = 397;
-constexpr uint32_t kMatrixA = 0x9908b0dfU;
-constexpr uint32_t kUpperMask = 0x80000000U;
-constexpr uint32_t kLowerMask = 0x7fffffffU;
+constexpr size_t kN = std::mt19937::state_size;
+
+// CPython's init_by_array(key) as a seed sequence for std::mt19937: generate() writes the 624
+// state words init_by_array computes (mt[0] is 0x80000000, so the engine's all-zero fix-up
+// never applies, and the engine twists before its first output, as CPython does).
+class InitByArraySeq {
+ public:
+  using result_type = uint32_t;
+  explicit InitByArraySeq(std::vector<uint32_t> key) : key_(std::move(key)) {}
+
+  template <typename It>
+  void generate(It begin, It end) const {
+    std::vector<uint32_t> mt(kN);
+    mt[0] = 19650218U;  // init_genrand(19650218)
+    for (size_t i = 1; i < kN; ++i) {
+      mt[i] = 1812433253U * (mt[i - 1] ^ (mt[i - 1] >> 30)) + static_cast<uint32_t>(i);
+    }
+    size_t i = 1;
+    size_t j = 0;
+    for (size_t k = std::max(kN, key_.size()); k > 0; --k) {
+      mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525U)) + key_[j] +
+              static_cast<uint32_t>(j);
+      if (++i >= kN) {
+        mt[0] = mt[kN - 1];
+        i = 1;
+      }
+      if (++j >= key_.size()) j = 0;
+    }
+    for (size_t k = kN - 1; k > 0; --k) {
+      mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941U)) - static_cast<uint32_t>(i);
+      if (++i >= kN) {
+        mt[0] = mt[kN - 1];
+        i = 1;
+      }
+    }
+    mt[0] = 0x80000000U;  // MSB is 1, assuring a non-zero initial array.
+    std::copy(mt.begin(), mt.begin() + std::min<std::ptrdiff_t>(end - begin, kN), begin);
+  }
+
+ private:
+  std::vector<uint32_t> key_;
+};
 
 int BitLength(uint64_t n) {
   int bits = 0;
@@ -33,68 +71,8 @@ PythonRandom::PythonRandom(uint64_t seed) {
     key.push_back(static_cast<uint32_t>(seed & 0xffffffffU));
     seed >>= 32;
   } while (seed != 0);
-  InitByArray(key);
-}
-
-void PythonRandom::InitGenrand(uint32_t s) {
-  mt_[0] = s;
-  for (int i = 1; i < kN; ++i) {
-    mt_[i] = 1812433253U * (mt_[i - 1] ^ (mt_[i - 1] >> 30)) + static_cast<uint32_t>(i);
-  }
-  mti_ = kN;
-}
-
-void PythonRandom::InitByArray(const std::vector<uint32_t>& key) {
-  InitGenrand(19650218U);
-  const size_t key_length = key.size();
-  size_t i = 1;
-  size_t j = 0;
-  for (size_t k = std::max(static_cast<size_t>(kN), key_length); k > 0; --k) {
-    mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525U)) + key[j] +
-             static_cast<uint32_t>(j);
-    ++i;
-    ++j;
-    if (i >= static_cast<size_t>(kN)) {
-      mt_[0] = mt_[kN - 1];
-      i = 1;
-    }
-    if (j >= key_length) j = 0;
-  }
-  for (size_t k = kN - 1; k > 0; --k) {
-    mt_[i] =
-        (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941U)) - static_cast<uint32_t>(i);
-    ++i;
-    if (i >= static_cast<size_t>(kN)) {
-      mt_[0] = mt_[kN - 1];
-      i = 1;
-    }
-  }
-  mt_[0] = 0x80000000U;  // MSB is 1, assuring a non-zero initial array.
-  mti_ = kN;
-}
-
-uint32_t PythonRandom::NextUint32() {
-  static constexpr uint32_t kMag01[2] = {0x0U, kMatrixA};
-  if (mti_ >= kN) {
-    int kk = 0;
-    for (; kk < kN - kM; ++kk) {
-      uint32_t y = (mt_[kk] & kUpperMask) | (mt_[kk + 1] & kLowerMask);
-      mt_[kk] = mt_[kk + kM] ^ (y >> 1) ^ kMag01[y & 0x1U];
-    }
-    for (; kk < kN - 1; ++kk) {
-      uint32_t y = (mt_[kk] & kUpperMask) | (mt_[kk + 1] & kLowerMask);
-      mt_[kk] = mt_[kk + (kM - kN)] ^ (y >> 1) ^ kMag01[y & 0x1U];
-    }
-    uint32_t y = (mt_[kN - 1] & kUpperMask) | (mt_[0] & kLowerMask);
-    mt_[kN - 1] = mt_[kM - 1] ^ (y >> 1) ^ kMag01[y & 0x1U];
-    mti_ = 0;
-  }
-  uint32_t y = mt_[mti_++];
-  y ^= (y >> 11);
-  y ^= (y << 7) & 0x9d2c5680U;
-  y ^= (y << 15) & 0xefc60000U;
-  y ^= (y >> 18);
-  return y;
+  InitByArraySeq seq(std::move(key));
+  engine_.seed(seq);
 }
 
 uint64_t PythonRandom::GetRandBits(int k) {

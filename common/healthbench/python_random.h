@@ -4,8 +4,8 @@
 // subsets needs the very same draws.
 #pragma once
 
-#include <array>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace hb {
@@ -18,7 +18,7 @@ class PythonRandom {
   explicit PythonRandom(uint64_t seed);
 
   // One raw MT19937 output (CPython's genrand_uint32).
-  uint32_t NextUint32();
+  uint32_t NextUint32() { return static_cast<uint32_t>(engine_()); }
 
   // random.getrandbits(k) for 0 <= k <= 64 (k == 0 returns 0 and draws nothing).
   uint64_t GetRandBits(int k);
@@ -31,12 +31,8 @@ class PythonRandom {
   std::vector<uint64_t> SampleRange(uint64_t n, uint64_t k);
 
  private:
-  static constexpr int kN = 624;
-  void InitGenrand(uint32_t s);
-  void InitByArray(const std::vector<uint32_t>& key);
-
-  std::array<uint32_t, kN> mt_{};
-  int mti_ = kN + 1;
+  // The generator is the standard one; only CPython's seeding (init_by_array) is ours.
+  std::mt19937 engine_;
 };
 
 }  // namespace hb

@@ -5,16 +5,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/json_io.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/jsonl_file.h"
 #include "rapidjson/document.h"
 
 namespace hb {
 namespace {
-
-using jsonl_internal::FindMember;
-using jsonl_internal::String;
-using jsonl_internal::TypeName;
 
 absl::StatusOr<Response> ParseResponse(absl::string_view line, const std::string& path,
                                        int number) {
@@ -24,27 +21,24 @@ absl::StatusOr<Response> ParseResponse(absl::string_view line, const std::string
   rapidjson::Document doc;
   std::string parse_error = jsonl_internal::ParseLine(line, doc);
   if (!parse_error.empty()) return error(parse_error);
-  if (!doc.IsObject()) return error(absl::StrCat("expected a JSON object, got ", TypeName(doc)));
+  if (!doc.IsObject()) {
+    return error(absl::StrCat("expected a JSON object, got ", JsonTypeName(doc)));
+  }
   Response response;
   response.line = number;
   for (auto [name, target] :
        {std::pair<const char*, std::string*>{"prompt_id", &response.prompt_id},
         {"response", &response.response}}) {
-    const rapidjson::Value* value = FindMember(doc, name);
-    if (value == nullptr) return error(absl::StrCat("field '", name, "': missing"));
-    if (!value->IsString()) {
-      return error(absl::StrCat("field '", name, "': expected a string, got ", TypeName(*value)));
-    }
-    *target = String(*value);
+    absl::StatusOr<std::string> value = JsonStringMember(doc, name);
+    if (!value.ok()) return error(value.status().message());
+    *target = *std::move(value);
   }
   // Optional; null is read as absent (a Python writer's None).
-  const rapidjson::Value* system = FindMember(doc, "system_prompt");
+  const rapidjson::Value* system = FindJsonMember(doc, "system_prompt");
   if (system != nullptr && !system->IsNull()) {
-    if (!system->IsString()) {
-      return error(
-          absl::StrCat("field 'system_prompt': expected a string, got ", TypeName(*system)));
-    }
-    response.system_prompt = String(*system);
+    absl::StatusOr<std::string> text = JsonString(*system, "system_prompt");
+    if (!text.ok()) return error(text.status().message());
+    response.system_prompt = *std::move(text);
   }
   return response;
 }

@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-#include "grader_service/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "security/transport_security.h"
 
 namespace hb::env {

@@ -1,6 +1,6 @@
 // EnvServiceImpl: the healthbench.env.v1.Environment gRPC service (callback API) over an
 // hb::env::Environment: protos <-> domain types, absl -> gRPC statuses
-// (grader_service/grpc_status.h), the call's deadline passed to Submit. Handlers never block:
+// (common/rpc/grpc_status.h), the call's deadline passed to Submit. Handlers never block:
 // Submit's reactor is finished from the environment's completion callback.
 #pragma once
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/base/json.h"
-#include "grader/grader.h"
+#include "common/retry/retry_status.h"
 
 namespace hb::env {
 
@@ -44,7 +44,7 @@ std::string ErrorBody(absl::string_view message) {
 }
 
 std::string RetryAfterSeconds(const absl::Status& status) {
-  const std::optional<absl::Duration> delay = RetryAfterFromMessage(status.message());
+  const std::optional<absl::Duration> delay = RetryDelay(status);
   if (!delay.has_value()) return "1";
   return absl::StrCat(
       std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(*delay, absl::Seconds(1)))));

@@ -5,10 +5,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/base/json_io.h"
 #include "common/base/sha256.h"
 #include "common/base/status_macros.h"
-#include "common/healthbench/chat_request.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
 #include "grader/grader_settings.h"
@@ -48,7 +49,7 @@ std::string RequestLine(const std::string& prompt_id, size_t rubric_index,
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   writer.StartObject();
   writer.Key("prompt_id");
-  writer.String(prompt_id.data(), static_cast<rapidjson::SizeType>(prompt_id.size()));
+  WriteJsonString(writer, prompt_id);
   writer.Key("rubric_index");
   writer.Uint64(rubric_index);
   writer.Key("request_sha256");
@@ -96,8 +97,7 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
       std::string body = BuildChatCompletionBody(
           options.grader, prompt, options.prompt_cache_key_per_task ? example.prompt_id : "");
       rapidjson::Document check;
-      check.Parse(body.data(), body.size());
-      if (check.HasParseError() || !check.IsObject()) {
+      if (!ParseJson(body, check).ok() || !check.IsObject()) {
         return absl::InternalError(absl::StrCat("request body for prompt_id '", example.prompt_id,
                                                 "' rubric_index ", i, " is not a JSON object"));
       }

@@ -14,6 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
 #include "common/base/json.h"
+#include "common/base/json_io.h"
+#include "common/base/status_context.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
@@ -21,7 +23,6 @@
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "rapidjson/document.h"
-#include "rapidjson/error/en.h"
 
 namespace hb {
 namespace {
@@ -45,11 +46,10 @@ class SummaryReader {
   explicit SummaryReader(std::string path) : path_(std::move(path)) {}
 
   absl::Status Parse(const std::string& text) {
-    doc_.Parse<rapidjson::kParseFullPrecisionFlag>(text.data(), text.size());
-    if (doc_.HasParseError()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path_, ": invalid JSON: ", rapidjson::GetParseError_En(doc_.GetParseError()),
-                       " at offset ", doc_.GetErrorOffset()));
+    JsonParseOptions options;
+    options.full_precision = true;
+    if (absl::Status parsed = ParseJson(text, doc_, options); !parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": invalid JSON: ", parsed.message()));
     }
     if (!doc_.IsObject()) return absl::InvalidArgumentError(absl::StrCat(path_, ": not an object"));
     return absl::OkStatus();
@@ -69,33 +69,27 @@ class SummaryReader {
   }
 
   absl::StatusOr<std::string> String(const std::string& dotted) const {
-    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
-    if (!value->IsString()) return Wrong(dotted, "a string");
-    return std::string(value->GetString(), value->GetStringLength());
+    return Read(dotted, JsonString);
   }
-  absl::StatusOr<int64_t> Int(const std::string& dotted) const {
-    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
-    if (!value->IsInt64()) return Wrong(dotted, "an integer");
-    return value->GetInt64();
-  }
+  absl::StatusOr<int64_t> Int(const std::string& dotted) const { return Read(dotted, JsonInt); }
   absl::StatusOr<double> Double(const std::string& dotted) const {
-    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
-    if (!value->IsNumber()) return Wrong(dotted, "a number");
-    return value->GetDouble();
+    return Read(dotted, JsonDouble);
   }
-  absl::StatusOr<bool> Bool(const std::string& dotted) const {
-    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
-    if (!value->IsBool()) return Wrong(dotted, "a boolean");
-    return value->GetBool();
-  }
+  absl::StatusOr<bool> Bool(const std::string& dotted) const { return Read(dotted, JsonBool); }
 
  private:
   absl::Status Missing(const std::string& dotted) const {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": field '", dotted, "': missing"));
   }
-  absl::Status Wrong(const std::string& dotted, const char* expected) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path_, ": field '", dotted, "': expected ", expected));
+  // The value at `dotted` read by a json_io typed reader, its error prefixed with the path.
+  template <typename T>
+  absl::StatusOr<T> Read(const std::string& dotted,
+                         absl::StatusOr<T> (*read)(const rapidjson::Value&,
+                                                   absl::string_view)) const {
+    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
+    absl::StatusOr<T> typed = read(*value, dotted);
+    if (!typed.ok()) return WithMessagePrefix(typed.status(), absl::StrCat(path_, ": "));
+    return typed;
   }
 
   std::string path_;

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/json_io.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
@@ -27,9 +28,7 @@ absl::StatusOr<std::string> RunTasks(const TasksOptions& options) {
   for (const Example& example : dataset.examples) {
     rapidjson::StringBuffer buffer;
     rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-    auto string = [&](const std::string& value) {
-      writer.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-    };
+    auto string = [&](const std::string& value) { WriteJsonString(writer, value); };
     writer.StartObject();
     writer.Key("prompt_id");
     string(example.prompt_id);

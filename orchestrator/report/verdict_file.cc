@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
+#include "common/base/json_io.h"
+#include "common/base/status_context.h"
 #include "common/healthbench/jsonl_file.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -18,8 +20,6 @@
 
 namespace hb {
 namespace {
-
-using jsonl_internal::TypeName;
 
 // Parses one JSONL file line by line; `parse_row` fills the row-specific fields of one object.
 // Shared by verdicts and failures so both report identical errors.
@@ -31,35 +31,37 @@ class RowFileReader {
     return absl::InvalidArgumentError(absl::StrCat(path_, ":", line, ": ", what));
   }
 
+  // `status` (a json_io reader error) with this file's "<path>:<line>: " in front.
+  absl::Status At(int line, const absl::Status& status) const {
+    return WithMessagePrefix(status, absl::StrCat(path_, ":", line, ": "));
+  }
+
   absl::StatusOr<const rapidjson::Value*> Field(const rapidjson::Value& object, int line,
                                                 const char* name) const {
-    auto it = object.FindMember(name);
-    if (it == object.MemberEnd()) {
-      return Error(line, absl::StrCat("field '", name, "': missing"));
-    }
-    return &it->value;
+    absl::StatusOr<const rapidjson::Value*> field = RequireJsonMember(object, name);
+    if (!field.ok()) return At(line, field.status());
+    return field;
   }
 
   absl::Status TypeError(int line, const char* name, const char* expected,
                          const rapidjson::Value& got) const {
-    return Error(line,
-                 absl::StrCat("field '", name, "': expected ", expected, ", got ", TypeName(got)));
+    return At(line, JsonTypeError(name, expected, got));
   }
 
   absl::StatusOr<std::string> String(const rapidjson::Value& object, int line,
                                      const char* name) const {
-    auto field = Field(object, line, name);
-    if (!field.ok()) return field.status();
-    if (!(*field)->IsString()) return TypeError(line, name, "a string", **field);
-    return std::string((*field)->GetString(), (*field)->GetStringLength());
+    absl::StatusOr<std::string> value = JsonStringMember(object, name);
+    if (!value.ok()) return At(line, value.status());
+    return value;
   }
 
   absl::StatusOr<int64_t> OptionalInt(const rapidjson::Value& object, int line, const char* name,
                                       int64_t fallback) const {
-    auto it = object.FindMember(name);
-    if (it == object.MemberEnd()) return fallback;
-    if (!it->value.IsInt64()) return TypeError(line, name, "an integer", it->value);
-    return it->value.GetInt64();
+    const rapidjson::Value* field = FindJsonMember(object, name);
+    if (field == nullptr) return fallback;
+    absl::StatusOr<int64_t> value = JsonInt(*field, name);
+    if (!value.ok()) return At(line, value.status());
+    return value;
   }
 
   // Validates prompt_id and rubric_index against the dataset and checks for duplicates.
@@ -101,7 +103,7 @@ class RowFileReader {
         return Error(line, error);
       }
       if (!doc.IsObject()) {
-        return Error(line, absl::StrCat("expected a JSON object, got ", TypeName(doc)));
+        return Error(line, absl::StrCat("expected a JSON object, got ", JsonTypeName(doc)));
       }
       absl::Status status = parse_row(static_cast<const rapidjson::Value&>(doc), line);
       if (!status.ok()) return status;
@@ -114,12 +116,6 @@ class RowFileReader {
   const Dataset& dataset_;
   absl::flat_hash_map<std::pair<std::string, int>, int> seen_;
 };
-
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void WriteString(JsonWriter& writer, const std::string& value) {
-  writer.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-}
 
 }  // namespace
 
@@ -182,13 +178,13 @@ std::string FormatVerdictLine(const VerdictRow& row) {
   JsonWriter writer(buffer);
   writer.StartObject();
   writer.Key("prompt_id");
-  WriteString(writer, row.prompt_id);
+  WriteJsonString(writer, row.prompt_id);
   writer.Key("rubric_index");
   writer.Int(row.rubric_index);
   writer.Key("criteria_met");
   writer.Bool(row.criteria_met);
   writer.Key("explanation");
-  WriteString(writer, row.explanation);
+  WriteJsonString(writer, row.explanation);
   writer.Key("attempts");
   writer.Int(row.attempts);
   writer.Key("prompt_tokens");
@@ -206,11 +202,11 @@ std::string FormatFailureLine(const RowFailure& failure) {
   JsonWriter writer(buffer);
   writer.StartObject();
   writer.Key("prompt_id");
-  WriteString(writer, failure.prompt_id);
+  WriteJsonString(writer, failure.prompt_id);
   writer.Key("rubric_index");
   writer.Int(failure.rubric_index);
   writer.Key("reason");
-  WriteString(writer, failure.reason);
+  WriteJsonString(writer, failure.reason);
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

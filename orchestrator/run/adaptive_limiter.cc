@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/numbers.h"
+#include "common/retry/retry_status.h"
 
 namespace hb {
 namespace {
@@ -16,19 +17,6 @@ constexpr double kRttGain = 0.125;
 constexpr double kTokenGain = 0.2;
 
 }  // namespace
-
-std::optional<absl::Duration> RetryAfterFromStatusMessage(absl::string_view message) {
-  constexpr absl::string_view kTag = " [retry_after_ms=";
-  const size_t at = message.rfind(kTag);
-  if (at == absl::string_view::npos) return std::nullopt;
-  absl::string_view rest = message.substr(at + kTag.size());
-  const size_t close = rest.find(']');
-  int64_t ms = 0;
-  if (close == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, close), &ms) || ms < 0) {
-    return std::nullopt;
-  }
-  return absl::Milliseconds(ms);
-}
 
 AdaptiveLimiter::AdaptiveLimiter(AdaptiveLimiterOptions options)
     : options_(options), clock_(*options.clock) {
@@ -223,7 +211,7 @@ ReplySignal ReplySignalOf(
   if (!result.ok()) {
     signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted;
     if (signal.rate_limited)
-      signal.retry_after = RetryAfterFromStatusMessage(result.status().message());
+      signal.retry_after = RetryDelay(result.status());
     return signal;
   }
   signal.rate_limited = result->rate_limited_attempts() > 0;

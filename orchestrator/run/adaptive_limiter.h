@@ -42,10 +42,6 @@
 
 namespace hb {
 
-// The upstream Retry-After a grader puts at the end of a RESOURCE_EXHAUSTED message
-// (" [retry_after_ms=N]", see grader.proto), or std::nullopt.
-std::optional<absl::Duration> RetryAfterFromStatusMessage(absl::string_view message);
-
 struct AdaptiveLimiterOptions {
   // Upper bound of the window (--max-in-flight), >= 1.
   int max_window = 512;

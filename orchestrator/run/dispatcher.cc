@@ -4,33 +4,29 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/retry/retry_status.h"
+#include "orchestrator/run/row_request.h"
 
 namespace hb {
 
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
 
-bool IsRetryableRowError(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kUnknown:
-      return true;
-    default:
-      return false;
-  }
-}
-
-absl::Duration RowRetryBackoff(const DispatcherOptions& options, int attempts_made) {
-  const int doublings = std::min(std::max(attempts_made - 1, 0), 30);
-  return std::min(options.backoff_cap,
-                  options.backoff_base * static_cast<double>(int64_t{1} << doublings));
+RetryPolicy RowRetryPolicy(const DispatcherOptions& options) {
+  RetryPolicy policy;
+  policy.max_attempts = options.row_attempts;
+  policy.base = options.backoff_base;
+  policy.cap = options.backoff_cap;
+  return policy;
 }
 
 Dispatcher::Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options)
-    : client_(client), store_(store), options_(std::move(options)) {
+    : client_(client),
+      store_(store),
+      options_(std::move(options)),
+      owned_scheduler_(options_.scheduler == nullptr ? std::make_unique<ThreadScheduler>()
+                                                     : nullptr),
+      scheduler_(options_.scheduler != nullptr ? options_.scheduler : owned_scheduler_.get()) {
   if (options_.adaptive_concurrency) {
     AdaptiveLimiterOptions limiter = options_.limiter;
     limiter.max_window = std::max(1, options_.max_in_flight);
@@ -48,10 +44,25 @@ void Dispatcher::RequestStop() {
   cv_.SignalAll();
 }
 
-void Dispatcher::Wake() {
-  absl::MutexLock lock(&mu_);
-  changed_ = true;
-  cv_.SignalAll();
+void Dispatcher::ArmWakeupLocked(absl::Time wake, absl::Time now) {
+  if (wake_timer_ != 0 && wake_due_ == wake) return;
+  DisarmWakeupLocked();
+  const uint64_t generation = ++wake_generation_;
+  ++live_timers_;
+  wake_due_ = wake;
+  wake_timer_ = scheduler_->Schedule(wake - now, [this, generation] {
+    absl::MutexLock lock(&mu_);
+    --live_timers_;
+    if (generation == wake_generation_) wake_timer_ = 0;
+    changed_ = true;
+    cv_.SignalAll();
+  });
+}
+
+void Dispatcher::DisarmWakeupLocked() {
+  if (wake_timer_ != 0 && scheduler_->CancelTimer(wake_timer_)) --live_timers_;
+  wake_timer_ = 0;
+  wake_due_ = absl::InfiniteFuture();
 }
 
 absl::Status Dispatcher::status() const {
@@ -103,6 +114,7 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
     std::vector<std::pair<size_t, GradeItemRequest>> to_start;
     bool cancel_now = false;
     bool report_progress = false;
+    bool idle = false;
     DispatchStats snapshot;
     {
       absl::MutexLock lock(&mu_);
@@ -155,20 +167,27 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
           next_progress = now + options_.progress_interval;
         }
         if (!cancel_now && !report_progress) {
-          absl::Duration wait = options_.poll_interval;
-          wait = std::min(wait, next_progress - now);
-          if (!stopping && !retries_.empty()) wait = std::min(wait, retries_.top().due - now);
+          absl::Time wake = next_progress;
+          if (!stopping && !retries_.empty()) wake = std::min(wake, retries_.top().due);
           if (!stopping && limiter_ != nullptr &&
               (!ready_retries_.empty() || next_row_ < rows_.size())) {
             // Rows are waiting for the pacing (a reply wakes us sooner for the window).
             const absl::Time next_dispatch = limiter_->NextDispatchTime();
-            if (next_dispatch > now) wait = std::min(wait, next_dispatch - now);
+            if (next_dispatch > now) wake = std::min(wake, next_dispatch);
           }
-          if (stopping && !cancelled) wait = std::min(wait, drain_deadline_ - now);
-          if (!changed_ && wait > absl::ZeroDuration()) cv_.WaitWithTimeout(&mu_, wait);
+          if (stopping && !cancelled && in_flight_ > 0) wake = std::min(wake, drain_deadline_);
+          ArmWakeupLocked(wake, now);
+          idle = !changed_;
+          if (idle) snapshot = StatsLocked();
           changed_ = false;
         }
       }
+    }
+    if (idle) {
+      if (options_.on_idle) options_.on_idle(snapshot);
+      absl::MutexLock lock(&mu_);
+      while (!changed_) cv_.Wait(&mu_);
+      changed_ = false;
     }
     if (cancel_now) client_->CancelAll();
     if (report_progress && options_.on_progress) options_.on_progress(snapshot);
@@ -179,6 +198,12 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
                            OnReply(row, std::move(result));
                          });
     }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    DisarmWakeupLocked();
+    // A timer callback that already started touches mu_: let it finish first.
+    while (live_timers_ > 0) cv_.Wait(&mu_);
   }
   DispatchStats final_stats = Stats();
   if (options_.on_progress) options_.on_progress(final_stats);
@@ -194,10 +219,8 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     cv_.SignalAll();
     const PlannedRow& planned = rows_[row];
     const int attempts = state_[row].attempts;
-    std::optional<absl::Duration> retry_after;
-    if (!result.ok() && result.status().code() == absl::StatusCode::kResourceExhausted) {
-      retry_after = RetryAfterFromStatusMessage(result.status().message());
-    }
+    const std::optional<absl::Duration> retry_after =
+        result.ok() ? std::nullopt : RetryDelay(result.status());
     const bool rate_limited = result.ok()
                                   ? result->rate_limited_attempts() > 0
                                   : result.status().code() == absl::StatusCode::kResourceExhausted;
@@ -226,7 +249,7 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
       record.completion_tokens = result->usage().completion_tokens();
     } else {
       const absl::Status& error = result.status();
-      const bool retryable = IsRetryableRowError(error.code());
+      const bool retryable = IsRetryableCode(error.code());
       if (stop_requested_ || !status_.ok()) {
         // Interrupted: the row stays unrecorded and is graded by the next run, unless it has
         // really used up its attempts.
@@ -235,7 +258,7 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
           return;
         }
       } else if (retryable && attempts < options_.row_attempts) {
-        absl::Duration backoff = RowRetryBackoff(options_, attempts);
+        absl::Duration backoff = BackoffCeiling(RowRetryPolicy(options_), attempts);
         if (retry_after.has_value()) backoff = std::max(backoff, *retry_after);
         retries_.push(Retry{options_.clock->Now() + backoff, row});
         return;

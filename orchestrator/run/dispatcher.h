@@ -23,8 +23,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "common/base/scheduler.h"
+#include "common/base/thread_scheduler.h"
+#include "common/retry/retry_policy.h"
 #include "orchestrator/run/adaptive_limiter.h"
-#include "orchestrator/run/grader_client.h"
+#include "grader_client/grader_client.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/verdict_store.h"
 
@@ -68,10 +71,10 @@ struct DispatcherOptions {
   int row_attempts = 3;
   // Deadline of each call.
   absl::Duration row_timeout = absl::Seconds(120);
-  // Backoff before retry k (k = 1, 2, ...): min(backoff_cap, backoff_base * 2^(k-1)), no
-  // jitter (round_robin already spreads retries over replicas). A RESOURCE_EXHAUSTED error
-  // whose message carries the upstream's Retry-After (" [retry_after_ms=N]") waits at least
-  // that long.
+  // Backoff before retry k (k = 1, 2, ...): BackoffCeiling (common/retry), i.e.
+  // min(backoff_cap, backoff_base * 2^(k-1)), no jitter (round_robin already spreads retries
+  // over replicas). An error carrying a retry delay (RetryDelay, common/retry/retry_status.h:
+  // the upstream's Retry-After relayed by the grader) waits at least that long.
   absl::Duration backoff_base = absl::Milliseconds(250);
   absl::Duration backoff_cap = absl::Seconds(4);
   // After RequestStop, how long in-flight calls may finish before they are cancelled.
@@ -84,18 +87,21 @@ struct DispatcherOptions {
   absl::Duration progress_interval = absl::Seconds(5);
   // Time source for backoff, drain and progress; not owned, must outlive the dispatcher.
   Clock* clock = &Clock::Real();
-  // Longest real-time wait between two looks at the clock (so a FakeClock advanced by a test
-  // is noticed).
-  absl::Duration poll_interval = absl::Milliseconds(200);
+  // Where Run's wake-ups are timed (the next retry due, pacing, progress, the drain deadline),
+  // by `clock`'s time: one timer at a time, cancelled before Run returns. Not owned; must
+  // outlive the dispatcher. Null: the dispatcher runs its own ThreadScheduler (real time).
+  // Tests pass a FakeScheduler over the FakeClock and fire its timers.
+  Scheduler* scheduler = nullptr;
+  // Called from Run's thread, with a snapshot of the stats, each time Run has nothing to do
+  // until a reply, a commit, a timer or RequestStop. The hook tests wait on instead of polling
+  // (tests/testing/dispatcher_watcher.h). Runs outside the dispatcher's lock.
+  std::function<void(const DispatchStats&)> on_idle;
 };
 
-// True for the codes worth another attempt: kUnavailable, kResourceExhausted,
-// kDeadlineExceeded, kInternal, kUnknown.
-bool IsRetryableRowError(absl::StatusCode code);
-
-// The backoff before the retry that follows attempt `attempts_made` (1-based):
-// min(backoff_cap, backoff_base * 2^(attempts_made-1)). Pure.
-absl::Duration RowRetryBackoff(const DispatcherOptions& options, int attempts_made);
+// The retry policy of rows: max_attempts = row_attempts, base/cap = backoff_base/backoff_cap.
+// A row is retried when IsRetryableCode (common/retry/retry_status.h) holds for its error, after
+// BackoffCeiling(RowRetryPolicy(options), attempts made). Pure.
+RetryPolicy RowRetryPolicy(const DispatcherOptions& options);
 
 class Dispatcher {
  public:
@@ -117,8 +123,6 @@ class Dispatcher {
 
   // Stops dispatching (see Run). Thread-safe, non-blocking; callable from any thread.
   void RequestStop();
-  // Wakes Run to look at the clock now (tests advancing a FakeClock). Thread-safe.
-  void Wake();
 
   // OK, or the first journal error. Valid after Run returned.
   absl::Status status() const;
@@ -138,6 +142,10 @@ class Dispatcher {
   };
 
   DispatchStats StatsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes sure a timer wakes Run at `wake` (replacing a timer due at another time).
+  void ArmWakeupLocked(absl::Time wake, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cancels the wake-up timer and waits until no timer callback can still run.
+  void DisarmWakeupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReply(size_t row, absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
   void Record(RowRecord record);
 
@@ -148,6 +156,15 @@ class Dispatcher {
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
   bool changed_ ABSL_GUARDED_BY(mu_) = false;
+  // Null when options.scheduler was given. Declared after mu_: destroyed (joined) first.
+  std::unique_ptr<ThreadScheduler> owned_scheduler_;
+  Scheduler* const scheduler_;
+  // The armed wake-up timer (0: none), when it is due, and the timer callbacks that may still
+  // run (scheduled, neither fired nor cancelled).
+  Scheduler::TimerId wake_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time wake_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  uint64_t wake_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  int live_timers_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<PlannedRow> rows_ ABSL_GUARDED_BY(mu_);
   std::vector<RowState> state_ ABSL_GUARDED_BY(mu_);
   size_t next_row_ ABSL_GUARDED_BY(mu_) = 0;

@@ -8,7 +8,6 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "orchestrator/run/dispatcher.h"
 #include "orchestrator/run/token_prices.h"
 
 namespace hb {

@@ -11,7 +11,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/healthbench/types.h"
-#include "healthbench/grader/v1/grader.pb.h"
 #include "orchestrator/run/verdict_store.h"
 
 namespace hb {
@@ -60,13 +59,5 @@ struct CheckpointRows {
 std::vector<PlannedRow> PlanRows(const std::vector<const Example*>& tasks,
                                  const std::vector<CheckpointRows>& checkpoints,
                                  const absl::flat_hash_set<RowKey>& done);
-
-// The GradeItem request of `row`: the conversation is the response's system prompt (when it
-// has one) followed by the task's prompt turns; the reply is the response text; the rubric
-// item keeps its exact points text; prompt_cache_key is the prompt_id when
-// `send_prompt_cache_key`, else empty (no key upstream); request_id is
-// "<checkpoint>/<prompt_id>/<rubric_index>/<attempt>".
-healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow& row, int attempt,
-                                                                bool send_prompt_cache_key);
 
 }  // namespace hb

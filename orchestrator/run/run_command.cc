@@ -18,7 +18,7 @@
 #include "common/healthbench/responses.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/dispatcher.h"
-#include "orchestrator/run/grpc_grader_client.h"
+#include "grader_client/grpc_grader_client.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb {

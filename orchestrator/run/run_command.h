@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grader_service/grader_server.h"
-#include "orchestrator/run/grader_client.h"
+#include "grader_client/grader_client.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
 

@@ -3,6 +3,7 @@
 // with common/grading/scoring on the real records, judge failures, the result cache and
 // in-flight de-duplication (upstream calls counted), load control and bad input.
 #include "environment/healthbench_environment.h"
+#include "common/retry/retry_status.h"
 
 #include <memory>
 #include <string>
@@ -370,7 +371,7 @@ TEST_F(EnvTest, ABacklogOverMaxPendingIsRefusedWithARetryDelay) {
   auto r2 = SubmitAsync(TestExample(1).prompt_id, "b", &done2);
   ASSERT_TRUE(done2.HasBeenNotified());
   EXPECT_THAT(*r2, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max-pending")));
-  EXPECT_EQ(RetryDelayOf(r2->status()), absl::Milliseconds(1500));
+  EXPECT_EQ(RetryDelay(r2->status()), absl::Milliseconds(1500));
   while (llm_.CompleteNext(ChatReply(R"({"explanation": "x", "criteria_met": false})"))) {
   }
   done1.WaitForNotification();

@@ -7,10 +7,13 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "common/healthbench/prompts.h"
+#include "common/retry/retry_status.h"
+#include "common/rpc/grpc_status.h"
 #include "gmock/gmock.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "grader/grader_metrics.h"
 #include "grader_service/grader_service_impl.h"
-#include "grader_service/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -33,6 +36,7 @@ using ::hb::testing::FakeScheduler;
 using ::hb::testing::HttpFailure;
 using ::hb::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -196,6 +200,47 @@ TEST_F(GraderServiceTest, GradeReplyFailsWholeWhenAnyItemFails) {
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kFailedPrecondition,
                                HasSubstr("rubric item 1: grader backend rejected the request")));
   EXPECT_EQ(response.verdicts_size(), 0);
+}
+
+// A 429 whose Retry-After would pass the caller's deadline: the delay travels as the standard
+// google.rpc.RetryInfo detail, which any gRPC client can read, and the message has no suffix.
+TEST_F(GraderServiceTest, TheUpstreamRetryAfterTravelsAsRetryInfoInTheErrorDetails) {
+  llm_.SetResponder([](const ChatRequest&) -> absl::StatusOr<ChatResult> {
+    return HttpFailure(429, absl::Milliseconds(45250), "rate limited");
+  });
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grader_v1::GradeItemResponse response;
+  const grpc::Status wire = stub_->GradeItem(&context, ItemRequest("x"), &response);
+  ASSERT_EQ(wire.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(wire.error_message(), Not(HasSubstr("retry_after")));
+  google::rpc::Status details;
+  ASSERT_TRUE(details.ParseFromString(wire.error_details()));
+  EXPECT_EQ(details.code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  ASSERT_EQ(details.details_size(), 1);
+  EXPECT_EQ(details.details(0).type_url(), "type.googleapis.com/google.rpc.RetryInfo");
+  google::rpc::RetryInfo info;
+  ASSERT_TRUE(details.details(0).UnpackTo(&info));
+  EXPECT_EQ(info.retry_delay().seconds(), 45);
+  EXPECT_EQ(info.retry_delay().nanos(), 250'000'000);
+  EXPECT_EQ(RetryDelay(FromGrpcStatus(wire)), absl::Milliseconds(45250));
+}
+
+TEST_F(GraderServiceTest, GradeReplyKeepsTheFailedItemsRetryDelay) {
+  llm_.SetResponder([](const ChatRequest&) -> absl::StatusOr<ChatResult> {
+    return HttpFailure(429, absl::Seconds(90), "rate limited");
+  });
+  grader_v1::GradeReplyRequest request;
+  AddMessage(request.mutable_conversation(), "user", "Q?");
+  grader_v1::RubricItem* r = request.add_rubric_items();
+  r->set_criterion("A");
+  r->set_points(1);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grader_v1::GradeReplyResponse response;
+  absl::Status status = FromGrpcStatus(stub_->GradeReply(&context, request, &response));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("rubric item 0: ")));
+  EXPECT_EQ(RetryDelay(status), absl::Seconds(90));
 }
 
 TEST_F(GraderServiceTest, GradeReplyRejectsRubricsThatCannotBeScored) {

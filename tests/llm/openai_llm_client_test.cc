@@ -154,6 +154,19 @@ TEST_F(OpenAiLlmClientTest, NullContentAndBrokenBodiesAreRetryableMalformedRepli
   }
 }
 
+// A hostile upstream body nested 200,000 levels deep is a clear malformed reply, not a stack
+// overflow.
+TEST_F(OpenAiLlmClientTest, ADeeplyNestedBodyIsAMalformedReplyNotACrash) {
+  absl::StatusOr<ChatResult> result = Call(MakeHttpResponse(200, std::string(200000, '[')));
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kUnavailable,
+                               HasSubstr("upstream reply is not valid JSON: nesting deeper than "
+                                         "64 levels at offset 64")));
+  EXPECT_EQ(AttemptOutcomeOf(result.status()).kind, FailureKind::kMalformedReply);
+  // The same body on an error reply falls back to the (scrubbed, truncated) body text.
+  absl::StatusOr<ChatResult> error = Call(MakeHttpResponse(500, std::string(200000, '[')));
+  EXPECT_THAT(error, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("[[[")));
+}
+
 TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
   HB_ASSERT_OK_AND_ASSIGN(ChatResult result,
                           Call(MakeHttpResponse(200, kCompletion,

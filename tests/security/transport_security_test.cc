@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "gmock/gmock.h"
-#include "grader_service/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"

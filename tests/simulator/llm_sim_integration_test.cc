@@ -245,6 +245,17 @@ TEST_F(LlmSimIntegrationTest, BadJsonIs400) {
   EXPECT_THAT(r.body, HasSubstr("'messages' is a required property"));
 }
 
+// A 1 MB POST of '[' over a real socket: a clear 400, and the server keeps serving.
+TEST_F(LlmSimIntegrationTest, AMegabyteOfOpenBracketsIsA400AndTheServerLivesOn) {
+  SimProcess sim({});
+  ASSERT_GT(sim.port(), 0);
+  Client client;
+  HttpResult r = client.Post(sim.Url("/v1/chat/completions"), std::string(1 << 20, '['));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("request body is not valid JSON: nesting deeper than 64 levels"));
+  EXPECT_EQ(client.Post(sim.Url("/v1/chat/completions"), GraderBody("x")).status, 200);
+}
+
 TEST_F(LlmSimIntegrationTest, ApiKeyIsEnforced) {
   SimProcess sim({"--api-key", "sk-sim-123"});
   ASSERT_GT(sim.port(), 0);

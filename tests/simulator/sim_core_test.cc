@@ -375,6 +375,16 @@ TEST(SimulatorTest, ReportsCachedTokensForARepeatedLongPrompt) {
   EXPECT_EQ(cached(), 11 * 128);
 }
 
+// A 1 MB body of '[' is a clear 400, not a stack overflow.
+TEST(SimulatorTest, AMegabyteOfOpenBracketsIsAClear400) {
+  FakeClock clock;
+  Simulator sim(SimulatorOptions{}, &clock);
+  SimAction action = sim.Handle({"POST", "/v1/chat/completions", "", std::string(1 << 20, '[')});
+  EXPECT_EQ(action.status, 400);
+  EXPECT_THAT(action.body, HasSubstr("request body is not valid JSON: nesting deeper than 64 "
+                                     "levels at offset 64"));
+}
+
 TEST(SimulatorTest, ValidatesAuthAndBody) {
   FakeClock clock;
   SimulatorOptions options;

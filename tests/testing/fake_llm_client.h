@@ -1,5 +1,5 @@
-// FakeLlmClient and FakeScheduler: the doubles for grader logic tests. Calls and timers wait
-// until the test completes or fires them; nothing runs on another thread.
+// FakeLlmClient: the LLM double for grader logic tests (with FakeScheduler, fake_scheduler.h).
+// Calls and timers wait until the test completes or fires them; nothing runs on another thread.
 //
 //   FakeClock clock;
 //   FakeScheduler scheduler(clock);
@@ -24,9 +24,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/base/scheduler.h"
 #include "llm/llm_client.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/fake_scheduler.h"
 
 namespace hb::testing {
 
@@ -71,35 +71,6 @@ class FakeLlmClient final : public LlmClient {
   std::vector<ChatRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::vector<CallId> cancelled_ ABSL_GUARDED_BY(mu_);
   std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder_ ABSL_GUARDED_BY(mu_);
-};
-
-// A Scheduler on a FakeClock: timers fire only when the test calls RunDue/AdvanceAndRun.
-class FakeScheduler final : public Scheduler {
- public:
-  explicit FakeScheduler(FakeClock& clock) : clock_(clock) {}
-
-  TimerId Schedule(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
-  bool CancelTimer(TimerId id) override;
-
-  // Delays of the timers not yet fired, in due order, as requested by Schedule.
-  std::vector<absl::Duration> PendingDelays() const;
-  // Every delay ever requested, in order.
-  std::vector<absl::Duration> RequestedDelays() const;
-  // Fires every timer due at the clock's current time; returns how many fired.
-  int RunDue();
-  // Advances the clock by `d`, then RunDue.
-  int AdvanceAndRun(absl::Duration d);
-
- private:
-  struct Timer {
-    absl::Duration delay;
-    absl::AnyInvocable<void()> fn;
-  };
-  FakeClock& clock_;
-  mutable absl::Mutex mu_;
-  TimerId next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::pair<absl::Time, TimerId>, Timer> timers_ ABSL_GUARDED_BY(mu_);
-  std::vector<absl::Duration> requested_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hb::testing

@@ -143,7 +143,8 @@ TEST(ParseGraderReplyTest, InvalidJson) {
   // Deep nesting is an error, not a stack overflow.
   std::string deep = "{\"criteria_met\": true, \"explanation\": ";
   deep += std::string(100000, '[') + std::string(100000, ']') + "}";
-  EXPECT_THAT(ParseGraderReply(deep), StatusIs(kDataLoss, HasSubstr("nesting too deep")));
+  EXPECT_THAT(ParseGraderReply(deep),
+              StatusIs(kDataLoss, HasSubstr("nesting deeper than 512 levels at offset")));
 }
 
 TEST(ParseGraderReplyTest, DuplicateKeysLastWins) {

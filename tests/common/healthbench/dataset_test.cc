@@ -275,6 +275,12 @@ TEST_F(DatasetTest, InvalidJsonGivesRapidJsonErrorAndOffset) {
               StatusIs(kInvalid, HasSubstr("bad.jsonl:2: invalid JSON: ")));
 }
 
+TEST_F(DatasetTest, AMegabyteLineOfOpenBracketsIsAClearErrorNotACrash) {
+  EXPECT_THAT(LoadWithSecondLine(std::string(1 << 20, '[')),
+              StatusIs(kInvalid, HasSubstr("bad.jsonl:2: invalid JSON: nesting deeper than 64 "
+                                           "levels at offset 64")));
+}
+
 TEST_F(DatasetTest, BlankLinesAreErrors) {
   std::string middle = Write("middle.jsonl", Record("a") + "\n\n" + Record("b") + "\n");
   EXPECT_THAT(LoadDataset(middle, {}), StatusIs(kInvalid, HasSubstr("middle.jsonl:2: blank line")));

@@ -278,16 +278,5 @@ TEST_F(AdaptiveLimiterTest, PacingOffIgnoresHeaders) {
   EXPECT_EQ(limiter().Window(), 8);
 }
 
-TEST(RetryAfterFromStatusMessageTest, ReadsTheGradersSuffix) {
-  EXPECT_EQ(
-      RetryAfterFromStatusMessage("grading failed; last failure: http_429 [retry_after_ms=57300]"),
-      absl::Milliseconds(57300));
-  EXPECT_EQ(RetryAfterFromStatusMessage("rubric item 2: x [retry_after_ms=0]"),
-            absl::ZeroDuration());
-  EXPECT_EQ(RetryAfterFromStatusMessage("grading failed after 6 attempts"), std::nullopt);
-  EXPECT_EQ(RetryAfterFromStatusMessage("x [retry_after_ms=-5]"), std::nullopt);
-  EXPECT_EQ(RetryAfterFromStatusMessage("x [retry_after_ms=12"), std::nullopt);
-}
-
 }  // namespace
 }  // namespace hb

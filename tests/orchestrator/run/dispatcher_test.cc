@@ -5,20 +5,27 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/retry/retry_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/orchestrator/run/fake_grader_client.h"
+#include "tests/testing/dispatch_watcher.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/fake_grader_client.h"
+#include "tests/testing/fake_scheduler.h"
+#include "tests/testing/in_memory_verdict_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
 
+using ::hb::testing::DispatchWatcher;
 using ::hb::testing::FakeClock;
 using ::hb::testing::FakeGraderClient;
+using ::hb::testing::FakeScheduler;
 using ::hb::testing::GradeItemRequest;
 using ::hb::testing::GradeItemResponse;
 using ::hb::testing::InMemoryVerdictStore;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
@@ -70,12 +77,12 @@ absl::StatusOr<GradeItemResponse> EvenIsMet(const GradeItemRequest& request) {
   return response;
 }
 
-DispatcherOptions FastOptions(FakeClock* clock) {
+DispatcherOptions FastOptions(FakeClock* clock, FakeScheduler* scheduler) {
   DispatcherOptions options;
   options.clock = clock;
+  options.scheduler = scheduler;
   options.backoff_base = absl::ZeroDuration();
   options.backoff_cap = absl::ZeroDuration();
-  options.poll_interval = absl::Milliseconds(5);
   options.progress_interval = absl::Hours(1);
   options.send_prompt_cache_key = true;  // the tests tell rows apart by it
   return options;
@@ -85,10 +92,11 @@ TEST(DispatcherTest, GradesEveryRowAndRecordsVerdicts) {
   Fixture fixture(3, 4);
   fixture.responses[1].system_prompt = "You are a doctor.";
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   client.set_responder(EvenIsMet);
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.row_timeout = absl::Seconds(42);
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats = dispatcher.Run(fixture.Rows());
@@ -131,9 +139,10 @@ TEST(DispatcherTest, GradesEveryRowAndRecordsVerdicts) {
 TEST(DispatcherTest, NeverExceedsMaxInFlight) {
   Fixture fixture(10, 5);  // 50 rows
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;  // manual: calls wait for the test
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.max_in_flight = 4;
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
@@ -156,13 +165,14 @@ class RetryableCodeTest : public ::testing::TestWithParam<absl::StatusCode> {};
 TEST_P(RetryableCodeTest, RetriesUpToTheBudgetThenRecordsFailure) {
   Fixture fixture(1, 2);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   const absl::StatusCode code = GetParam();
   client.set_responder([code](const GradeItemRequest&) -> absl::StatusOr<GradeItemResponse> {
     return absl::Status(code, "replica trouble");
   });
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.row_attempts = 3;
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats = dispatcher.Run(fixture.Rows());
@@ -188,13 +198,14 @@ class FinalCodeTest : public ::testing::TestWithParam<absl::StatusCode> {};
 TEST_P(FinalCodeTest, FailsTheRowAtOnce) {
   Fixture fixture(1, 1);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   const absl::StatusCode code = GetParam();
   client.set_responder([code](const GradeItemRequest&) -> absl::StatusOr<GradeItemResponse> {
     return absl::Status(code, "bad row");
   });
   InMemoryVerdictStore store;
-  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock, &scheduler));
   DispatchStats stats = dispatcher.Run(fixture.Rows());
   EXPECT_THAT(client.requests(), SizeIs(1));
   EXPECT_EQ(stats.failed_rows, 1);
@@ -213,6 +224,7 @@ INSTANTIATE_TEST_SUITE_P(Codes, FinalCodeTest,
 TEST(DispatcherTest, RetrySucceedsAndCountsAttempts) {
   Fixture fixture(2, 2);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   absl::Mutex mu;
   std::map<std::string, int> seen;
@@ -225,7 +237,7 @@ TEST(DispatcherTest, RetrySucceedsAndCountsAttempts) {
     return EvenIsMet(request);
   });
   InMemoryVerdictStore store;
-  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock, &scheduler));
   DispatchStats stats = dispatcher.Run(fixture.Rows());
   EXPECT_EQ(stats.ok_rows, 4);
   EXPECT_EQ(stats.retries, 2);
@@ -240,6 +252,7 @@ TEST(DispatcherTest, RetrySucceedsAndCountsAttempts) {
 TEST(DispatcherTest, RetryWaitsForItsBackoffOnTheClock) {
   Fixture fixture(1, 1);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   int calls = 0;
   client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
@@ -247,24 +260,20 @@ TEST(DispatcherTest, RetryWaitsForItsBackoffOnTheClock) {
     return EvenIsMet(request);
   });
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.backoff_base = absl::Seconds(30);
   options.backoff_cap = absl::Seconds(60);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
   std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
-  // The first attempt failed and the row waits on the timer queue; the frozen clock keeps it
-  // there however often the loop wakes up.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (dispatcher.Stats().waiting_retry != 1 && absl::Now() < deadline) {
-    dispatcher.Wake();
-    absl::SleepFor(absl::Milliseconds(1));  // polling a condition, not synchronising on time
-  }
-  ASSERT_EQ(dispatcher.Stats().waiting_retry, 1);
-  dispatcher.Wake();
+  // The first attempt failed and the row waits for a timer due exactly one backoff later.
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.waiting_retry == 1; });
+  EXPECT_THAT(scheduler.PendingDelays(), ElementsAre(absl::Seconds(30)));
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(29)), 0);
   EXPECT_THAT(client.requests(), SizeIs(1));
-  clock.Advance(absl::Seconds(30));
-  dispatcher.Wake();
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(1)), 1);
   runner.join();
   EXPECT_THAT(client.requests(), SizeIs(2));
   EXPECT_EQ(stats.ok_rows, 1);
@@ -274,29 +283,36 @@ TEST(DispatcherTest, BackoffDoublesUpToTheCap) {
   DispatcherOptions options;
   options.backoff_base = absl::Milliseconds(250);
   options.backoff_cap = absl::Seconds(1);
-  EXPECT_EQ(RowRetryBackoff(options, 1), absl::Milliseconds(250));
-  EXPECT_EQ(RowRetryBackoff(options, 2), absl::Milliseconds(500));
-  EXPECT_EQ(RowRetryBackoff(options, 3), absl::Seconds(1));
-  EXPECT_EQ(RowRetryBackoff(options, 40), absl::Seconds(1));
+  const RetryPolicy policy = RowRetryPolicy(options);
+  EXPECT_EQ(BackoffCeiling(policy, 1), absl::Milliseconds(250));
+  EXPECT_EQ(BackoffCeiling(policy, 2), absl::Milliseconds(500));
+  EXPECT_EQ(BackoffCeiling(policy, 3), absl::Seconds(1));
+  EXPECT_EQ(BackoffCeiling(policy, 40), absl::Seconds(1));
 }
 
 TEST(DispatcherTest, RowsCountOnlyOnceCommitted) {
   Fixture fixture(2, 3);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   client.set_responder(EvenIsMet);
   InMemoryVerdictStore store;
   store.set_deferred(true);
-  Dispatcher dispatcher(&client, &store, FastOptions(&clock));
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
+  Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
   absl::Notification finished;
   std::thread runner([&] {
     stats = dispatcher.Run(fixture.Rows());
     finished.Notify();
   });
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (store.queued() < 6 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
-  ASSERT_EQ(store.queued(), 6);
+  // Every call answered, nothing committed: Run waits for the journal.
+  const DispatchStats idle = watcher.AwaitIdle(
+      [](const DispatchStats& s) { return s.in_flight == 0 && s.waiting_retry == 0; });
+  EXPECT_EQ(store.queued(), 6);
+  EXPECT_EQ(idle.ok_rows, 0);
   EXPECT_EQ(dispatcher.Stats().ok_rows, 0);
   EXPECT_FALSE(finished.HasBeenNotified());
   store.CommitPending();
@@ -307,9 +323,10 @@ TEST(DispatcherTest, RowsCountOnlyOnceCommitted) {
 TEST(DispatcherTest, StopDrainsThenCancelsAtTheDeadline) {
   Fixture fixture(4, 5);  // 20 rows
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.max_in_flight = 6;
   options.drain_timeout = absl::Seconds(20);
   Dispatcher dispatcher(&client, &store, options);
@@ -335,17 +352,24 @@ TEST(DispatcherTest, StopDrainsThenCancelsAtTheDeadline) {
 TEST(DispatcherTest, CancelsCallsStillOutAtTheDrainDeadline) {
   Fixture fixture(2, 2);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.drain_timeout = absl::Seconds(20);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
   std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
   ASSERT_TRUE(client.WaitForPending(4));
   dispatcher.RequestStop();
-  clock.Advance(absl::Seconds(21));
-  dispatcher.Wake();
+  // Draining: the one timer left is the drain deadline.
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.stopping; });
+  EXPECT_THAT(scheduler.PendingDelays(), ElementsAre(absl::Seconds(20)));
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(19)), 0);
+  EXPECT_EQ(client.cancel_all_calls(), 0);
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(1)), 1);
   runner.join();
   EXPECT_EQ(client.cancel_all_calls(), 1);
   EXPECT_EQ(stats.ok_rows + stats.failed_rows, 0);
@@ -355,11 +379,12 @@ TEST(DispatcherTest, CancelsCallsStillOutAtTheDrainDeadline) {
 TEST(DispatcherTest, JournalErrorStopsTheRun) {
   Fixture fixture(5, 5);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   client.set_responder(EvenIsMet);
   InMemoryVerdictStore store;
   store.set_commit_error(absl::ResourceExhaustedError("disk full"));
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.max_in_flight = 1;
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats = dispatcher.Run(fixture.Rows());
@@ -372,10 +397,11 @@ TEST(DispatcherTest, JournalErrorStopsTheRun) {
 TEST(DispatcherTest, ReportsProgress) {
   Fixture fixture(1, 3);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   client.set_responder(EvenIsMet);
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   std::vector<DispatchStats> reports;
   options.on_progress = [&](const DispatchStats& s) { reports.push_back(s); };
   Dispatcher dispatcher(&client, &store, options);
@@ -396,9 +422,10 @@ absl::StatusOr<GradeItemResponse> RateLimitedThenMet(const GradeItemRequest& req
 TEST(DispatcherTest, AdaptiveWindowShrinksOnRateLimitSignalsThenRecovers) {
   Fixture fixture(100, 10);  // 1000 rows
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;  // manual: each round answers every call in flight
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.max_in_flight = 32;
   options.adaptive_concurrency = true;
   options.limiter.initial_window = 4;
@@ -456,30 +483,39 @@ absl::StatusOr<GradeItemResponse> MetWithBudget(const GradeItemRequest& request,
 TEST(DispatcherTest, AdaptivePacingSpreadsTheRemainingBudgetOnTheClock) {
   Fixture fixture(2, 10);  // 20 rows
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.adaptive_concurrency = true;
   options.limiter.initial_window = 2;
   options.limiter.reset_margin = absl::Milliseconds(100);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
   const absl::Time t0 = clock.Now();
   std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
   ASSERT_TRUE(client.WaitForPending(2));
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.in_flight == 2; });
   clock.Advance(absl::Seconds(1));
   // 2 requests left until t0+11s: the dispatcher may not use its (grown) window at once.
+  int64_t seen = watcher.reports();
   client.CompleteAll([](const GradeItemRequest& r) { return MetWithBudget(r, 2, 10000); });
   EXPECT_EQ(dispatcher.Stats().window, 3);
   EXPECT_DOUBLE_EQ(dispatcher.Stats().paced_rate, 0.2);  // 2 per 10 s
+  // Paced: nothing in flight, the next dispatch waits for a timer.
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.in_flight == 0; }, seen);
+  EXPECT_THAT(client.requests(), SizeIs(2));
   clock.Set(t0 + absl::Seconds(5));
-  dispatcher.Wake();
-  ASSERT_TRUE(client.WaitForPending(1));
+  seen = watcher.reports();
+  EXPECT_EQ(scheduler.RunDue(), 1);
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.in_flight == 1; }, seen);
   // Exactly one call went out (the last request is kept for later in the window).
   EXPECT_THAT(client.requests(), SizeIs(3));
   // After the reset nothing is known about the new budget: the window fills.
   clock.Set(t0 + absl::Seconds(11) + absl::Milliseconds(100));
-  dispatcher.Wake();
+  EXPECT_EQ(scheduler.RunDue(), 1);
   ASSERT_TRUE(client.WaitForPending(3));
   EXPECT_THAT(client.requests(), SizeIs(5));
   client.set_responder(EvenIsMet);
@@ -491,45 +527,38 @@ TEST(DispatcherTest, AdaptivePacingSpreadsTheRemainingBudgetOnTheClock) {
 TEST(DispatcherTest, ResourceExhaustedRetryWaitsForTheUpstreamRetryAfter) {
   Fixture fixture(1, 1);
   FakeClock clock;
+  FakeScheduler scheduler(clock);
   FakeGraderClient client;
   int calls = 0;
   client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
     if (++calls == 1) {
-      return absl::ResourceExhaustedError(
-          "grading failed after 1 attempt; last failure: http_429 [retry_after_ms=45000]");
+      absl::Status exhausted =
+          absl::ResourceExhaustedError("grading failed after 1 attempt; last failure: http_429");
+      SetRetryDelay(exhausted, absl::Seconds(45));
+      return exhausted;
     }
     return EvenIsMet(request);
   });
   InMemoryVerdictStore store;
-  DispatcherOptions options = FastOptions(&clock);
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
   options.backoff_base = absl::Seconds(1);
   options.backoff_cap = absl::Seconds(4);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
   Dispatcher dispatcher(&client, &store, options);
   DispatchStats stats;
   std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (dispatcher.Stats().waiting_retry != 1 && absl::Now() < deadline) {
-    dispatcher.Wake();
-    absl::SleepFor(absl::Milliseconds(1));  // polling a condition, not synchronising on time
-  }
-  ASSERT_EQ(dispatcher.Stats().waiting_retry, 1);
-  EXPECT_EQ(dispatcher.Stats().rate_limited_replies, 1);
-  clock.Advance(absl::Seconds(4));  // the backoff cap alone would retry now
-  dispatcher.Wake();
-  EXPECT_EQ(dispatcher.Stats().waiting_retry, 1);
-  clock.Advance(absl::Seconds(41));
-  dispatcher.Wake();
+  const DispatchStats idle =
+      watcher.AwaitIdle([](const DispatchStats& s) { return s.waiting_retry == 1; });
+  EXPECT_EQ(idle.rate_limited_replies, 1);
+  // The retry is due after the upstream's Retry-After, not after the 1 s backoff.
+  EXPECT_THAT(scheduler.PendingDelays(), ElementsAre(absl::Seconds(45)));
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(4)), 0);  // the backoff alone would retry now
+  EXPECT_THAT(client.requests(), SizeIs(1));
+  EXPECT_EQ(scheduler.AdvanceAndRun(absl::Seconds(41)), 1);
   runner.join();
   EXPECT_THAT(client.requests(), SizeIs(2));
   EXPECT_EQ(stats.ok_rows, 1);
-}
-
-TEST(DispatcherTest, RetryableCodes) {
-  EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnavailable));
-  EXPECT_TRUE(IsRetryableRowError(absl::StatusCode::kUnknown));
-  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kCancelled));
-  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kInvalidArgument));
-  EXPECT_FALSE(IsRetryableRowError(absl::StatusCode::kOk));
 }
 
 }  // namespace

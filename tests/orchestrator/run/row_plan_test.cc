@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/run/row_request.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {

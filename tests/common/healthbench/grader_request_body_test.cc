@@ -1,4 +1,4 @@
-#include "common/healthbench/chat_request.h"
+#include "common/healthbench/grader_request_body.h"
 
 #include <string>
 

@@ -1,21 +1,11 @@
-#include "common/healthbench/chat_request.h"
+#include "common/healthbench/grader_request_body.h"
 
 #include <cmath>
 #include <string>
 
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "common/base/json_io.h"
 
 namespace hb {
-namespace {
-
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void WriteString(JsonWriter& writer, absl::string_view value) {
-  writer.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
-}
-
-}  // namespace
 
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key) {
@@ -23,7 +13,7 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   JsonWriter writer(buffer);
   writer.StartObject();
   writer.Key("model");
-  WriteString(writer, settings.model);
+  WriteJsonString(writer, settings.model);
   writer.Key("messages");
   writer.StartArray();
   if (!settings.system_message.empty()) {
@@ -31,14 +21,14 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
     writer.Key("role");
     writer.String("system");
     writer.Key("content");
-    WriteString(writer, settings.system_message);
+    WriteJsonString(writer, settings.system_message);
     writer.EndObject();
   }
   writer.StartObject();
   writer.Key("role");
   writer.String("user");
   writer.Key("content");
-  WriteString(writer, grader_prompt);
+  WriteJsonString(writer, grader_prompt);
   writer.EndObject();
   writer.EndArray();
   writer.Key("temperature");
@@ -51,7 +41,7 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   writer.Int(settings.max_tokens);
   if (!prompt_cache_key.empty()) {
     writer.Key("prompt_cache_key");
-    WriteString(writer, prompt_cache_key);
+    WriteJsonString(writer, prompt_cache_key);
   }
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());

@@ -1,0 +1,161 @@
+#include "orchestrator/report/report_summary.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/json.h"
+#include "common/base/json_io.h"
+#include "rapidjson/prettywriter.h"
+#include "rapidjson/stringbuffer.h"
+
+namespace hb::report_internal {
+
+std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,
+                        const Usage& usage, bool incomplete, const std::string& generated_at) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
+  writer.SetIndent(' ', 2);
+  writer.StartObject();
+  writer.Key("checkpoint");
+  WriteJsonString(writer, context.checkpoint);
+  writer.Key("score");
+  WritePythonFloat(writer, result.score);
+  writer.Key("metrics");
+  writer.StartObject();
+  if (result.graded > 0) {
+    for (const auto& [key, value] : ReferenceMetricsMap(result.aggregate)) {
+      WriteJsonString(writer, key);
+      if (absl::EndsWith(key, ":n_samples")) {
+        writer.Int64(static_cast<int64_t>(value));
+      } else {
+        WritePythonFloat(writer, value);
+      }
+    }
+  }
+  writer.EndObject();
+  writer.Key("counts");
+  writer.StartObject();
+  writer.Key("tasks");
+  writer.Int64(result.tasks);
+  writer.Key("graded");
+  writer.Int64(result.graded);
+  writer.Key("not_graded");
+  writer.Int64(result.not_graded);
+  writer.Key("rows");
+  writer.Int64(result.rows);
+  writer.Key("graded_rows");
+  writer.Int64(result.graded_rows);
+  writer.Key("failed_rows");
+  writer.Int64(result.failed_rows);
+  writer.EndObject();
+  writer.Key("usage");
+  writer.StartObject();
+  writer.Key("attempts");
+  writer.Int64(usage.attempts);
+  writer.Key("prompt_tokens");
+  writer.Int64(usage.prompt_tokens);
+  writer.Key("cached_tokens");
+  writer.Int64(usage.cached_tokens);
+  writer.Key("completion_tokens");
+  writer.Int64(usage.completion_tokens);
+  writer.EndObject();
+  writer.Key("provenance");
+  writer.StartObject();
+  writer.Key("dataset");
+  writer.StartObject();
+  writer.Key("path");
+  WriteJsonString(writer, context.dataset_path);
+  writer.Key("sha256");
+  WriteJsonString(writer, context.dataset_sha256);
+  writer.EndObject();
+  writer.Key("examples");
+  if (context.examples >= 0) {
+    writer.Int64(context.examples);
+  } else {
+    writer.Null();
+  }
+  writer.Key("responses");
+  writer.StartObject();
+  writer.Key("path");
+  WriteJsonString(writer, context.responses_path);
+  writer.Key("sha256");
+  WriteJsonString(writer, context.responses_sha256);
+  writer.EndObject();
+  writer.Key("grader_template_sha256");
+  WriteJsonString(writer, context.template_sha256);
+  writer.Key("grader");
+  writer.StartObject();
+  writer.Key("model");
+  WriteJsonString(writer, context.grader.model);
+  writer.Key("temperature");
+  WritePythonFloat(writer, context.grader.temperature);
+  writer.Key("max_tokens");
+  writer.Int(context.grader.max_tokens);
+  writer.Key("system_message");
+  WriteJsonString(writer, context.grader.system_message);
+  writer.EndObject();
+  writer.Key("grader_endpoint");
+  WriteJsonString(writer, context.grader_endpoint);
+  writer.Key("seed");
+  writer.Uint(context.seed);
+  writer.Key("bootstrap_samples");
+  writer.Int(kBootstrapSamples);
+  writer.Key("checkpoint_index");
+  writer.Int(context.checkpoint_index);
+  writer.Key("tool_version");
+  WriteJsonString(writer, ToolVersion());
+  writer.Key("simulated");
+  writer.Bool(context.simulated);
+  writer.Key("incomplete");
+  writer.Bool(incomplete);
+  writer.Key("generated_at");
+  WriteJsonString(writer, generated_at);
+  writer.EndObject();
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
+}
+
+HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& result,
+                         const std::vector<TaskState>& tasks, bool incomplete,
+                         const std::string& generated_at) {
+  HtmlReport html;
+  html.checkpoint = context.checkpoint;
+  if (result.graded > 0) html.score = result.score;
+  html.score_bootstrap_std = result.score_bootstrap_std;
+  html.simulated = context.simulated;
+  html.incomplete = incomplete;
+  html.facts = {
+      {"tasks graded",
+       absl::StrCat(result.graded, " of ", result.tasks, " (", result.not_graded, " not graded)")},
+      {"rubric rows", absl::StrCat(result.graded_rows, " graded, ", result.failed_rows,
+                                   " failed, of ", result.rows)},
+      {"dataset", absl::StrCat(context.dataset_path, " (sha256 ", context.dataset_sha256, ")")},
+      {"examples", context.examples >= 0 ? absl::StrCat(context.examples) : "all"},
+      {"responses",
+       absl::StrCat(context.responses_path, " (sha256 ", context.responses_sha256, ")")},
+      {"grader template sha256", context.template_sha256},
+      {"grader", absl::StrCat(context.grader.model, ", temperature ",
+                              PythonFloatRepr(context.grader.temperature), ", max_tokens ",
+                              context.grader.max_tokens, ", system message \"",
+                              context.grader.system_message, "\"")},
+      {"grader endpoint", context.grader_endpoint},
+      {"bootstrap", absl::StrCat(kBootstrapSamples, " samples, seed ", context.seed)},
+      {"tool version", ToolVersion()},
+      {"generated at", generated_at},
+  };
+  html.metrics = result.aggregate.metrics;
+  // The worst-tasks table only needs each task's prompt_id and score; the page's task
+  // sections are rendered one at a time by BuildHtmlTask.
+  html.tasks.reserve(tasks.size());
+  for (const TaskState& task : tasks) {
+    HtmlTask view;
+    view.prompt_id = task.example->prompt_id;
+    view.score = task.score;
+    html.tasks.push_back(std::move(view));
+  }
+  return html;
+}
+
+}  // namespace hb::report_internal
