@@ -16,7 +16,10 @@ esac
 dir=$root/build-$kind
 ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DHB_SANITIZE=$sanitize
-ci_step "$kind build" ci_build "$dir"
+# Only what the tests run: the test executables and the binaries the integration and docs
+# tests start (no benchmarks, no load generator).
+mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's|^\(tests/[a-z_/]*_test\): .*|\1|p')
+ci_step "$kind build" ci_build "$dir" "${targets[@]}" hb-grader hb-llm-sim hb-orchestrator
 # Any report fails its test: ASan and UBSan (-fno-sanitize-recover) abort, TSan exits 66. TSan
 # gets tests/tsan.supp through each test's ENVIRONMENT (cmake/HbHelpers.cmake), and so do the
 # servers the integration tests start.
