@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
 #include "common/healthbench/types.h"
-#include "grader_service/grader_server.h"
+#include "grader_service/grader_server_options.h"
 #include "orchestrator/run/token_prices.h"
 
 namespace hb::cli {

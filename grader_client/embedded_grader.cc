@@ -11,8 +11,6 @@
 
 namespace hb {
 
-// The same construction as GraderServer::Start (grader_service/grader_server.cc) minus the
-// gRPC server; the two are meant to share this once grader_server.cc is free to change.
 absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
     const GraderServerOptions& options) {
   HB_ASSIGN_OR_RETURN(
@@ -50,6 +48,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
 }
 
 Scheduler& EmbeddedGrader::scheduler() { return *http_; }
+
+const std::string& EmbeddedGrader::upstream_url() const { return llm_->url(); }
 
 EmbeddedGrader::~EmbeddedGrader() {
   // Cancelling a Grader call completes it inline, so the client's destructor (cancel, then wait

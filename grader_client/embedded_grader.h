@@ -13,7 +13,7 @@
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
 #include "grader_client/in_process_grader_client.h"
-#include "grader_service/grader_server.h"
+#include "grader_service/grader_server_options.h"
 #include "prometheus/registry.h"
 
 namespace hb {
@@ -38,6 +38,8 @@ class EmbeddedGrader {
   // The HTTP loop's timers (for other pacing work in the same process).
   Scheduler& scheduler();
   GraderMetrics& metrics() { return *metrics_; }
+  // The chat-completions URL the grader calls (for logs).
+  const std::string& upstream_url() const;
 
  private:
   EmbeddedGrader() = default;

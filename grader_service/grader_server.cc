@@ -9,14 +9,13 @@
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
+#include "grader_client/embedded_grader.h"
 #include "grader_service/grader_service_impl.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "http/curl_http_client.h"
-#include "llm/openai_llm_client.h"
 
 namespace hb {
 namespace {
@@ -90,43 +89,23 @@ class ReflectionOption final : public grpc::ServerBuilderOption {
 
 absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
     const GraderServerOptions& options) {
-  HB_ASSIGN_OR_RETURN(
-      GraderTemplate grader_template,
-      GraderTemplate::Load(options.template_path, options.require_reference_template));
+  HB_RETURN_IF_ERROR(CheckListenPolicy(options.listen_address, options.security));
+  HB_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      MakeServerCredentials(options.security));
   std::unique_ptr<GraderServer> server(new GraderServer());
+  server->tokens_ = options.security.tokens;
   server->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
-  server->metrics_ = std::make_unique<GraderMetrics>(*server->registry_);
-
-  CurlHttpClientOptions http_options;
-  http_options.max_in_flight = options.llm.max_upstream_in_flight;
-  http_options.verify_tls = options.llm.verify_tls;
-  http_options.ca_file = options.llm.ca_file;
-  HB_ASSIGN_OR_RETURN(server->http_, CurlMultiHttpClient::Create(http_options));
-
-  OpenAiLlmClientOptions llm_options;
-  llm_options.base_url = options.llm.base_url;
-  llm_options.api_key = options.llm.api_key;
-  llm_options.metrics = server->metrics_.get();
-  server->llm_ = std::make_unique<OpenAiLlmClient>(*server->http_, llm_options);
-
-  GraderConfig config;
-  config.settings = options.settings;
-  config.retry = options.retry;
-  config.limits = options.limits;
-  config.attempt_timeout = options.llm.attempt_timeout;
-  auto bitgen = std::make_shared<absl::BitGen>();
-  server->grader_ = std::make_unique<hb::Grader>(
-      *server->llm_, *server->http_, Clock::Real(),
-      [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
-      std::move(grader_template), config, server->metrics_.get());
-  server->service_ =
-      std::make_unique<GraderServiceImpl>(*server->grader_, Clock::Real(), server->metrics_.get());
+  GraderServerOptions stack_options = options;
+  stack_options.registry = server->registry_;
+  // The grading stack is the embedded grader's; this server only adds gRPC on top.
+  HB_ASSIGN_OR_RETURN(server->stack_, EmbeddedGrader::Start(stack_options));
+  server->service_ = std::make_unique<GraderServiceImpl>(
+      server->stack_->grader(), Clock::Real(), &server->stack_->metrics(), &server->tokens_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen_address, credentials, &server->port_);
   // With SO_REUSEPORT a second hb-grader on the same port would start and silently take half
   // of the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -146,7 +125,7 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   health->SetServingStatus(grader_v1::Grader::service_full_name(), true);
   health->SetServingStatus(true);
   HB_LOG_INFO("grader: listening on port {} (upstream {}, model {})", server->port_,
-              server->llm_->url(), options.settings.model);
+              server->stack_->upstream_url(), options.settings.model);
   return server;
 }
 
@@ -166,17 +145,19 @@ void GraderServer::Shutdown(absl::Duration drain) {
 
 void GraderServer::Wait() { server_->Wait(); }
 
+GraderMetrics& GraderServer::metrics() { return stack_->metrics(); }
+
+hb::Grader& GraderServer::grader() { return stack_->grader(); }
+
 GraderServer::~GraderServer() {
   if (server_ != nullptr) {
     Shutdown(absl::ZeroDuration());
     server_->Wait();
   }
-  // Order matters: the server before the service, the grader before the clients.
+  // Order matters: the server before the service, the service before the grading stack.
   server_.reset();
   service_.reset();
-  http_.reset();  // completes anything left with kCancelled
-  grader_.reset();
-  llm_.reset();
+  stack_.reset();
 }
 
 }  // namespace hb

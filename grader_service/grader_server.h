@@ -20,7 +20,9 @@
 #include "common/retry/retry_policy.h"
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
+#include "grader_service/grader_server_options.h"
 #include "prometheus/registry.h"
+#include "security/transport_security.h"
 
 namespace grpc {
 class Server;
@@ -28,41 +30,8 @@ class Server;
 
 namespace hb {
 
-class CurlMultiHttpClient;
-class OpenAiLlmClient;
+class EmbeddedGrader;
 class GraderServiceImpl;
-
-// How the upstream model is reached.
-struct LlmOptions {
-  std::string base_url = "https://api.openai.com/v1";
-  // Bearer token; empty sends none (local endpoints). Never logged.
-  std::string api_key;
-  // Upper bound of one upstream attempt.
-  absl::Duration attempt_timeout = absl::Seconds(120);
-  // Upstream requests in flight at once; more wait in a queue.
-  int max_upstream_in_flight = 2048;
-  bool verify_tls = true;
-  std::string ca_file;
-};
-
-struct GraderServerOptions {
-  // "host:port"; port 0 picks a free port (see GraderServer::port()).
-  std::string listen_address = "0.0.0.0:50051";
-  LlmOptions llm;
-  // Model, temperature, max_tokens, system message (SPEC §5 defaults).
-  GraderSettings settings;
-  RetryPolicy retry;
-  GraderLimits limits;
-  std::string template_path = "data/grader_template.txt";
-  bool require_reference_template = true;
-  // Where metrics are registered; a private registry when null.
-  std::shared_ptr<prometheus::Registry> registry;
-  // Largest request accepted, in bytes.
-  int max_receive_message_bytes = 64 << 20;
-  // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to
-  // any client). Off by default.
-  bool reflection = false;
-};
 
 class GraderServer {
  public:
@@ -86,18 +55,16 @@ class GraderServer {
   // Blocks until Shutdown has completed.
   void Wait();
 
-  GraderMetrics& metrics() { return *metrics_; }
+  GraderMetrics& metrics();
   prometheus::Registry& registry() { return *registry_; }
-  hb::Grader& grader() { return *grader_; }
+  hb::Grader& grader();
 
  private:
   GraderServer() = default;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<GraderMetrics> metrics_;
-  std::unique_ptr<CurlMultiHttpClient> http_;
-  std::unique_ptr<OpenAiLlmClient> llm_;
-  std::unique_ptr<hb::Grader> grader_;
+  std::unique_ptr<EmbeddedGrader> stack_;
+  BearerTokens tokens_;  // checked by service_
   std::unique_ptr<GraderServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

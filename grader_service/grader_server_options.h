@@ -1,11 +1,56 @@
-// Validation and derived limits of GraderServerOptions, shared by hb-grader and the embedded
-// grader of `hb-orchestrator run` (the flags that fill the struct live in cli/).
+// GraderServerOptions: how a grader is built and served (upstream, settings, retries, limits,
+// template, listen address and security), with its validation and derived limits; shared by
+// hb-grader, hb-env and the embedded grader of `hb-orchestrator run` (the flags that fill it
+// live in cli/). A header without the gRPC server, so in-process graders need not link it.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "absl/status/statusor.h"
-#include "grader_service/grader_server.h"
+#include "absl/time/time.h"
+#include "common/healthbench/types.h"
+#include "common/retry/retry_policy.h"
+#include "grader/grader.h"
+#include "prometheus/registry.h"
+#include "security/transport_security.h"
 
 namespace hb {
+
+// How the upstream model is reached.
+struct LlmOptions {
+  std::string base_url = "https://api.openai.com/v1";
+  // Bearer token; empty sends none (local endpoints). Never logged.
+  std::string api_key;
+  // Upper bound of one upstream attempt.
+  absl::Duration attempt_timeout = absl::Seconds(120);
+  // Upstream requests in flight at once; more wait in a queue.
+  int max_upstream_in_flight = 2048;
+  bool verify_tls = true;
+  std::string ca_file;
+};
+
+struct GraderServerOptions {
+  // "host:port"; port 0 picks a free port (see GraderServer::port()).
+  std::string listen_address = "0.0.0.0:50051";
+  LlmOptions llm;
+  // Model, temperature, max_tokens, system message (SPEC §5 defaults).
+  GraderSettings settings;
+  RetryPolicy retry;
+  GraderLimits limits;
+  std::string template_path = "data/grader_template.txt";
+  bool require_reference_template = true;
+  // Where metrics are registered; a private registry when null.
+  std::shared_ptr<prometheus::Registry> registry;
+  // Largest request accepted, in bytes.
+  int max_receive_message_bytes = 64 << 20;
+  // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to
+  // any client). Off by default.
+  bool reflection = false;
+  // TLS, mTLS, bearer tokens and the listen policy (security/transport_security.h): a
+  // non-loopback address without tokens or mTLS is refused unless security.allow_insecure.
+  ServerSecurityOptions security;
+};
 
 // Checks `options` (kInvalidArgument naming the flag that sets the bad field, never the API
 // key) and fills the fields derived from others: retry.min_attempt_time is capped at

@@ -13,6 +13,7 @@
 #include "common/base/status_context.h"
 #include "common/grading/scoring.h"
 #include "common/rpc/grpc_status.h"
+#include "security/transport_security.h"
 
 namespace hb {
 namespace {
@@ -199,13 +200,20 @@ void GradeItemResponseToProto(const ItemVerdict& verdict, const std::string& req
   response->set_request_id(request_id);
 }
 
-GraderServiceImpl::GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics)
-    : grader_(grader), clock_(clock), metrics_(metrics) {}
+GraderServiceImpl::GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics,
+                                     const BearerTokens* tokens)
+    : grader_(grader), clock_(clock), metrics_(metrics), tokens_(tokens) {}
 
 grpc::ServerUnaryReactor* GraderServiceImpl::GradeItem(grpc::CallbackServerContext* context,
                                                        const grader_v1::GradeItemRequest* request,
                                                        grader_v1::GradeItemResponse* response) {
   auto* reactor = new GraderReactor(kGradeItem, clock_, metrics_);
+  if (tokens_ != nullptr) {
+    if (absl::Status auth = CheckGrpcCaller(*context, *tokens_); !auth.ok()) {
+      reactor->Complete(auth);
+      return reactor;
+    }
+  }
   grader_.GradeItem(GradeItemInputFromProto(*request), DeadlineOf(context), reactor->token(),
                     [reactor, request, response](absl::StatusOr<ItemVerdict> verdict) {
                       if (verdict.ok()) {
@@ -220,6 +228,12 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeReply(grpc::CallbackServerCont
                                                         const grader_v1::GradeReplyRequest* request,
                                                         grader_v1::GradeReplyResponse* response) {
   auto* reactor = new GraderReactor(kGradeReply, clock_, metrics_);
+  if (tokens_ != nullptr) {
+    if (absl::Status auth = CheckGrpcCaller(*context, *tokens_); !auth.ok()) {
+      reactor->Complete(auth);
+      return reactor;
+    }
+  }
   const size_t n = static_cast<size_t>(request->rubric_items_size());
   const GraderLimits& limits = grader_.config().limits;
   absl::Status invalid;

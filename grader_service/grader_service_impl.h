@@ -10,6 +10,7 @@
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
+#include "security/bearer_tokens.h"
 
 namespace hb {
 
@@ -26,8 +27,11 @@ RubricItem RubricItemFromProto(const grader_v1::RubricItem& item);
 
 class GraderServiceImpl final : public grader_v1::Grader::CallbackService {
  public:
-  // `grader`, `clock` and `metrics` (optional) are not owned and must outlive the service.
-  GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics);
+  // `grader`, `clock`, `metrics` (optional) and `tokens` (optional) are not owned and must
+  // outlive the service. With tokens, every RPC first checks the caller's bearer token and
+  // fails with UNAUTHENTICATED (security/transport_security.h).
+  GraderServiceImpl(hb::Grader& grader, Clock& clock, GraderMetrics* metrics,
+                    const BearerTokens* tokens = nullptr);
 
   // One verdict. Errors as hb::Grader::GradeItem.
   grpc::ServerUnaryReactor* GradeItem(grpc::CallbackServerContext* context,
@@ -46,6 +50,7 @@ class GraderServiceImpl final : public grader_v1::Grader::CallbackService {
   hb::Grader& grader_;
   Clock& clock_;
   GraderMetrics* const metrics_;
+  const BearerTokens* const tokens_;
 };
 
 }  // namespace hb

@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "grader_service/grader_server.h"
@@ -26,6 +27,9 @@ and malformed grader replies. 400/401/403/404 are never retried.
 
 Flags may be written with dashes or underscores (--llm-base-url or --llm_base_url).
 The API key is read from --llm-api-key-file or $OPENAI_API_KEY and is never logged.
+Callers authenticate with a bearer token from --auth-token-file (and/or a client certificate
+with --tls-client-ca-file); health stays open for probes. A non-loopback --listen address
+without either is refused unless --allow-insecure.
 SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.)";
 
 constexpr char kFooter[] =
@@ -33,8 +37,9 @@ constexpr char kFooter[] =
 
 struct Flags {
   hb::cli::GraderFlags grader;
+  hb::cli::ServerSecurityFlags security;
   std::string listen = "0.0.0.0:50051";
-  std::string metrics_listen = "0.0.0.0:9464";
+  std::string metrics_listen = "127.0.0.1:9464";
   absl::Duration drain_timeout = absl::Seconds(30);
   std::string log_level = "info";
   bool reflection = false;
@@ -54,6 +59,7 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   command.Bool("reflection", &flags->reflection,
                "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
                "to any client");
+  hb::cli::AddServerSecurityFlags(command, &flags->security);
   hb::cli::AddGraderFlags(command, &flags->grader);
 }
 
@@ -71,6 +77,10 @@ int main(int argc, char** argv) {
   if (!options.ok()) return program.UsageError("", options.status());
   options->listen_address = flags.listen;
   options->reflection = flags.reflection;
+  absl::StatusOr<hb::ServerSecurityOptions> security =
+      hb::cli::ResolveServerSecurity(flags.security);
+  if (!security.ok()) return program.UsageError("", security.status());
+  options->security = *std::move(security);
   options->registry = std::make_shared<prometheus::Registry>();
 
   // Before any thread starts: the signals must reach the watcher only.

@@ -546,11 +546,11 @@ absl::StatusOr<std::unique_ptr<OrsHttpServer>> OrsHttpServer::Start(Environment&
   ServerSecurityOptions security;
   security.tokens = options.tokens;
   security.allow_insecure = options.allow_insecure;
-  if (absl::Status policy = CheckListenPolicy(options.listen, security); !policy.ok()) {
-    return policy;
-  }
+  const std::string listen = options.listen;
   auto impl = std::make_unique<Impl>(env, clock, std::move(options));
+  // Listen first, so a malformed address is reported as such; the socket closes with `impl`.
   if (absl::Status listening = impl->Listen(); !listening.ok()) return listening;
+  if (absl::Status policy = CheckListenPolicy(listen, security); !policy.ok()) return policy;
   Impl* raw = impl.get();
   absl::Notification started;
   raw->loop = std::thread([raw, &started] {

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
@@ -182,13 +183,14 @@ class OrchestratorCommandLine {
            "dataset/template/grader/responses is an error (exit 2)");
     c.Group("grader");
     c.Flag("grader", &o.grader, "embedded|TARGET",
-           "'embedded' starts the grader in-process on 127.0.0.1, configured by the grader "
+           "'embedded' grades in this process (no gRPC hop), configured by the grader "
            "flags below (as hb-grader); else a gRPC target, e.g. dns:///grader-headless:50051 "
            "or ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin). The template sha256 and the "
            "model settings are recorded in the journal and reports");
     c.Bool("simulated-verdicts", &o.simulated_verdicts,
            "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
     cli::AddGraderFlags(c, &run_.grader);
+    cli::AddGraderClientSecurityFlags(c, &o.grader_security);
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,

@@ -16,9 +16,9 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "grader_client/grpc_grader_client.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/dispatcher.h"
-#include "grader_client/grpc_grader_client.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb {
@@ -239,7 +239,7 @@ absl::StatusOr<bool> Grade(const RunOptions& options, RunPlan plan, VerdictStore
   if (!plan.rows.empty()) {
     HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(options));
     ProgressReporter reporter(options.progress, stderr, options.prices);
-    Dispatcher dispatcher(grader->client.get(), &store,
+    Dispatcher dispatcher(&grader->grader_client(), &store,
                           MakeDispatcherOptions(options, plan, reporter));
     stop.Attach(&dispatcher);
     const DispatchStats stats = dispatcher.Run(std::move(plan.rows));
@@ -444,23 +444,22 @@ int RunExitCode(const absl::Status& status) {
 }
 
 void GraderConnection::Close() {
-  client.reset();
-  if (embedded != nullptr) embedded->Shutdown(absl::Seconds(1));
-  embedded.reset();
+  if (embedded != nullptr) {
+    embedded.reset();  // cancels calls in progress, then stops the HTTP loop
+  } else {
+    client.reset();
+  }
 }
 
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options) {
   auto connection = std::make_unique<GraderConnection>();
-  std::string target = options.grader;
   if (options.grader == "embedded") {
-    GraderServerOptions server_options = options.grader_options;
-    server_options.listen_address = "127.0.0.1:0";
-    HB_ASSIGN_OR_RETURN(connection->embedded, GraderServer::Start(server_options));
-    target = absl::StrCat("ipv4:127.0.0.1:", connection->embedded->port());
-    HB_LOG_INFO("embedded grader listening on 127.0.0.1:{} (upstream {})",
-                connection->embedded->port(), server_options.llm.base_url);
+    HB_ASSIGN_OR_RETURN(connection->embedded, EmbeddedGrader::Start(options.grader_options));
+    HB_LOG_INFO("embedded grader in process (upstream {})", connection->embedded->upstream_url());
+    return connection;
   }
-  absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client = GrpcGraderClient::Create(target);
+  absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client =
+      GrpcGraderClient::Create(options.grader, options.grader_security);
   HB_RETURN_IF_ERROR(AsUsage(client.status()));
   connection->client = *std::move(client);
   return connection;

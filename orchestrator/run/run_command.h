@@ -23,10 +23,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "grader_service/grader_server.h"
+#include "grader_client/embedded_grader.h"
 #include "grader_client/grader_client.h"
+#include "grader_service/grader_server_options.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
+#include "security/transport_security.h"
 
 namespace hb {
 
@@ -51,6 +53,8 @@ struct RunOptions {
   // grader == "embedded", the in-process grader's whole configuration (its listen address is
   // ignored: it listens on 127.0.0.1:0). Complete (CompleteGraderServerOptions).
   GraderServerOptions grader_options;
+  // TLS and token for a gRPC --grader target (security/transport_security.h).
+  ClientSecurityOptions grader_security;
   int max_in_flight = 512;
   // Adapt the in-flight window within [1, max_in_flight] and pace dispatch from the upstream
   // rate-limit signals (AdaptiveLimiter).
@@ -86,15 +90,19 @@ int RunExitCode(const absl::Status& status);
 // The grader a run talks to: a client, and the in-process server behind it for "embedded".
 // Close() (or the destructor) drops the client first, then shuts the server down.
 struct GraderConnection {
-  std::unique_ptr<GraderServer> embedded;
+  // Set for --grader embedded: the grading stack in this process (its client is the grader).
+  std::unique_ptr<EmbeddedGrader> embedded;
+  // Set for a gRPC target.
   std::unique_ptr<GraderClient> client;
+  GraderClient& grader_client() { return embedded != nullptr ? embedded->client() : *client; }
   ~GraderConnection() { Close(); }
   void Close();
 };
 
-// The one place that chooses the grader: options.grader == "embedded" starts GraderServer on
-// 127.0.0.1:0 with options.grader_options and connects to it over gRPC; anything else is a gRPC
-// target. Errors: GraderServer::Start's, or kInvalidArgument for a bad target.
+// The one place that chooses the grader: options.grader == "embedded" builds the grading stack
+// in process (EmbeddedGrader, no gRPC hop) from options.grader_options; anything else is a gRPC
+// target of hb-grader replicas reached with options.grader_security. Errors:
+// EmbeddedGrader::Start's, or kInvalidArgument for a bad target or credential file.
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
 
 // Runs `options` (valid) in phases: load inputs, open the journal, plan, grade, write reports.

@@ -2,12 +2,13 @@
 # Fails when the README's command-line reference and the binaries' --help disagree: every flag
 # a binary (or an hb-orchestrator subcommand) lists in --help must be in the README table of that
 # binary (or subcommand), and every flag of a table must be in that --help.
-#   readme_flags_test.sh README.md HB_GRADER HB_LLM_SIM HB_ORCHESTRATOR
+#   readme_flags_test.sh README.md HB_GRADER HB_LLM_SIM HB_ORCHESTRATOR HB_ENV
 set -euo pipefail
 readme=$1
 grader=$2
 sim=$3
 orchestrator=$4
+env=$5
 status=0
 total=0
 
@@ -42,6 +43,7 @@ check() {  # check TITLE HELP_TEXT
 
 check hb-grader "$("$grader" --help)"
 check hb-llm-sim "$("$sim" --help)"
+check hb-env "$("$env" --help)"
 subcommands=$("$orchestrator" --help | sed -n '/^Subcommands:/,/^$/p' | grep -oE '^  [a-z-]+' | tr -d ' ')
 [ -n "$subcommands" ] || { echo "hb-orchestrator --help lists no subcommands"; exit 1; }
 for sub in $subcommands; do

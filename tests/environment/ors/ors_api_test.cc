@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/retry/retry_status.h"
 #include "environment/ors/ors_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -197,7 +198,9 @@ TEST(OrsWireTest, StatusTable) {
   EXPECT_EQ(HttpStatusOf(absl::StatusCode::kInternal), 500);
   EXPECT_EQ(ErrorBody("a \"b\""), R"({"detail":"a \"b\""})");
   EXPECT_EQ(RetryAfterSeconds(absl::ResourceExhaustedError("busy")), "1");
-  EXPECT_EQ(RetryAfterSeconds(absl::ResourceExhaustedError("busy [retry_after_ms=2500]")), "3");
+  absl::Status with_delay = absl::ResourceExhaustedError("busy");
+  SetRetryDelay(with_delay, absl::Milliseconds(2500));
+  EXPECT_EQ(RetryAfterSeconds(with_delay), "3");
 }
 
 TEST(OrsWireTest, SseFraming) {

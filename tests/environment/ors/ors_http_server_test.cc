@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/retry/retry_status.h"
 #include "environment/ors/ors_api.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -448,7 +449,9 @@ TEST_F(OrsHttpServerTest, UpFrontRejectionsAreHttpStatuses) {
   Reply r = Do("POST", "/healthbench/call", AnswerBody(std::string(11, 'a')), sid);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body, R"({"detail":"reply is 11 bytes, over the limit of 10 bytes"})");
-  env_.RejectUpFront(absl::ResourceExhaustedError("backlog full [retry_after_ms=2000]"));
+  absl::Status backlog = absl::ResourceExhaustedError("backlog full");
+  SetRetryDelay(backlog, absl::Seconds(2));
+  env_.RejectUpFront(backlog);
   r = Do("POST", "/healthbench/call", AnswerBody("a"), sid);
   EXPECT_EQ(r.status, 429);
   EXPECT_EQ(r.headers["retry-after"], "2");
