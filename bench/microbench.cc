@@ -22,8 +22,8 @@
 #include "benchmark/benchmark.h"
 #include "common/grading/grader_reply.h"
 #include "common/grading/scoring.h"
-#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
 

@@ -18,8 +18,8 @@
 
 #include "absl/flags/flag.h"
 #include "common/base/flags_usage.h"
-#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
 

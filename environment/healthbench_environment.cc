@@ -1,7 +1,5 @@
 #include "environment/healthbench_environment.h"
 
-#include "common/retry/retry_status.h"
-
 #include <algorithm>
 #include <utility>
 
@@ -9,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/prompts.h"
+#include "common/retry/retry_status.h"
 #include "google/protobuf/duration.pb.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/row_request.h"

@@ -74,7 +74,6 @@ struct HealthBenchEnvironmentOptions {
   ResultStore* cache_store = nullptr;
 };
 
-
 class HealthBenchEnvironment final : public Environment {
  public:
   // `grader`, `clock`, `scheduler` (pacing timers) and `metrics` (optional) are not owned and

@@ -210,8 +210,7 @@ ReplySignal ReplySignalOf(
   signal.ok = result.ok();
   if (!result.ok()) {
     signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted;
-    if (signal.rate_limited)
-      signal.retry_after = RetryDelay(result.status());
+    if (signal.rate_limited) signal.retry_after = RetryDelay(result.status());
     return signal;
   }
   signal.rate_limited = result->rate_limited_attempts() > 0;

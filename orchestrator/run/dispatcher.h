@@ -26,8 +26,8 @@
 #include "common/base/scheduler.h"
 #include "common/base/thread_scheduler.h"
 #include "common/retry/retry_policy.h"
-#include "orchestrator/run/adaptive_limiter.h"
 #include "grader_client/grader_client.h"
+#include "orchestrator/run/adaptive_limiter.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/verdict_store.h"
 

@@ -3,7 +3,6 @@
 // with common/grading/scoring on the real records, judge failures, the result cache and
 // in-flight de-duplication (upstream calls counted), load control and bad input.
 #include "environment/healthbench_environment.h"
-#include "common/retry/retry_status.h"
 
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/prompts.h"
+#include "common/retry/retry_status.h"
 #include "environment/grpc/env_server.h"
 #include "gmock/gmock.h"
 #include "grader_client/in_process_grader_client.h"

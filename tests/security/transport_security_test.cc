@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
-#include "gmock/gmock.h"
 #include "common/rpc/grpc_status.h"
+#include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
