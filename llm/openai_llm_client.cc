@@ -1,6 +1,7 @@
 #include "llm/openai_llm_client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -63,11 +64,20 @@ std::string StatusLabel(const absl::StatusOr<HttpResponse>& result) {
   }
 }
 
+// A token count: a whole number in [0, 1e12]. Anything else (negative, fractional, 1e300, a
+// string) is not a count the endpoint can mean and reads as 0, so it cannot poison the totals
+// (casting 1e300 to int64 is undefined and came out negative).
 int64_t Int64Member(const rapidjson::Value& object, const char* name) {
+  constexpr double kMaxCount = 1e12;
   if (!object.IsObject()) return 0;
   auto it = object.FindMember(name);
   if (it == object.MemberEnd() || !it->value.IsNumber()) return 0;
-  return it->value.IsInt64() ? it->value.GetInt64() : static_cast<int64_t>(it->value.GetDouble());
+  if (it->value.IsInt64()) {
+    const int64_t n = it->value.GetInt64();
+    return n >= 0 && n <= static_cast<int64_t>(kMaxCount) ? n : 0;
+  }
+  const double d = it->value.GetDouble();
+  return d >= 0 && d <= kMaxCount && d == std::floor(d) ? static_cast<int64_t>(d) : 0;
 }
 
 // A Go/absl-style duration header ("6m0s", "58.8s", "250ms", "1m"); also a bare number of
@@ -136,8 +146,16 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
       status = absl::NotFoundError(message);
     } else if (code >= 400) {
       status = absl::FailedPreconditionError(message);
+    } else if (code >= 300 && code < 400) {
+      // Redirects are never followed (the key must not travel to another host): a 3xx means
+      // the base URL is wrong, which no retry fixes.
+      const std::string* location = response.Header("location");
+      status = absl::FailedPreconditionError(
+          absl::StrCat("upstream HTTP ", code, " redirect", location != nullptr ? " to " : "",
+                       location != nullptr ? *location : "",
+                       ": fix --llm-base-url (redirects are not followed)"));
     } else {
-      // 1xx/3xx as a final answer: the endpoint is misbehaving; treat it as a server error.
+      // 1xx as a final answer: the endpoint is misbehaving; treat it as a server error.
       outcome.kind = FailureKind::kHttp5xx;
       status = absl::UnavailableError(message);
     }

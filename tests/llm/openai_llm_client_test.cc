@@ -128,6 +128,28 @@ TEST_F(OpenAiLlmClientTest, MapsEveryHttpStatus) {
   }
 }
 
+TEST_F(OpenAiLlmClientTest, ARedirectIsAFinalConfigurationError) {
+  HttpResponse response = MakeHttpResponse(301, "");
+  response.headers.emplace_back("location", "https://elsewhere.test/v1/chat/completions");
+  absl::StatusOr<ChatResult> result = Call(response);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               HasSubstr("upstream HTTP 301 redirect to "
+                                         "https://elsewhere.test/v1/chat/completions: fix "
+                                         "--llm-base-url")));
+  EXPECT_FALSE(IsRetryable(AttemptOutcomeOf(result.status()).kind));
+}
+
+TEST_F(OpenAiLlmClientTest, AbsurdTokenCountsReadAsZeroNotNegative) {
+  absl::StatusOr<ChatResult> result = Call(MakeHttpResponse(200, R"({
+    "model": "m", "choices": [{"message": {"content": "{}"}}],
+    "usage": {"prompt_tokens": 1e300, "completion_tokens": -5,
+              "prompt_tokens_details": {"cached_tokens": 2.5}}})"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->usage.prompt_tokens, 0);
+  EXPECT_EQ(result->usage.completion_tokens, 0);
+  EXPECT_EQ(result->usage.cached_tokens, 0);
+}
+
 TEST_F(OpenAiLlmClientTest, ExtractsRetryAfterMillisecondsFirst) {
   absl::StatusOr<ChatResult> both =
       Call(MakeHttpResponse(429, "slow down", {{"retry-after", "2"}, {"retry-after-ms", "1500"}}));
