@@ -22,7 +22,7 @@ const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 /** Overlays whose objects refer to objects of another overlay (same namespace). */
 const COMPANIONS = { 'grade-example': 'prod' };
 /** Secrets the manifests use but never create (created by hand, see deploy/README.md). */
-const EXTERNAL_SECRETS = new Set(['hb-llm-api-key']);
+const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token']);
 /** uid/gid of the images (deploy/docker/Dockerfile, USER). */
 const IMAGE_UID = 65532;
 /** Kinds we deploy; validating any other kind is an error until it is added here on purpose. */
@@ -362,6 +362,7 @@ export function checkHouseRules(report, objects, refs, label) {
   }
 
   checkGrader(report, objects, refs, label);
+  checkAuth(report, objects, refs, label);
   checkJobs(report, objects, refs, label);
   checkSimulator(report, objects, refs, label);
 }
@@ -437,6 +438,59 @@ function checkGrader(report, objects, refs, label) {
       report.expect(grpcRules.every((r) => r.from.every((f) => f.podSelector || f.namespaceSelector?.matchLabels?.['healthbench.openai/grader-client'] === 'true')),
         `${id}: NetworkPolicy ${np.metadata.name}: gRPC is admitted from an undeclared source`);
     }
+  }
+}
+
+/** Name of the Secret whose mounted volume holds the file `path` in container `c`, or null. */
+function secretOfFile(spec, c, path) {
+  if (!path) return null;
+  const mount = (c.volumeMounts ?? []).find((m) => String(path).startsWith(`${m.mountPath}/`));
+  const vol = mount && (spec.volumes ?? []).find((v) => v.name === mount.name);
+  const file = mount && String(path).slice(mount.mountPath.length + 1);
+  const items = vol?.secret?.items;
+  return vol?.secret && (!items || items.some((i) => i.path === file)) ? vol.secret.secretName : null;
+}
+
+/** Default listen addresses of the servers (their --help); hb-grader's gRPC one is 0.0.0.0. */
+const LISTEN_DEFAULTS = {
+  'hb-grader': { listen: '0.0.0.0:50051' },
+  'hb-env': { listen: '127.0.0.1:50061', 'http-listen': '127.0.0.1:8080' },
+};
+
+/**
+ * hb-grader and hb-env refuse a non-loopback listen address unless callers must authenticate
+ * (--auth-token-file in a mounted Secret, or --tls-client-ca-file) or --allow-insecure; and a
+ * client of a grader fleet that checks tokens sends one from the same Secret.
+ */
+function checkAuth(report, objects, refs, label) {
+  const loopback = (addr) => /^(127\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+$/.test(String(addr));
+  for (const { obj, spec, c, image } of containersOf(objects).filter((x) => LISTEN_DEFAULTS[x.image])) {
+    const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
+    const { flags } = parseArgs(c.args);
+    const flag = (n) => expand(objects, c, flags.get(n)?.[0]);
+    const open = Object.entries(LISTEN_DEFAULTS[image]).filter(([n, d]) => !loopback(flag(n) ?? d)).map(([n]) => `--${n}`);
+    const tokenFile = flag('auth-token-file');
+    const insecure = flags.has('allow-insecure') && !['false', '0'].includes(String(flag('allow-insecure')));
+    if (open.length) {
+      report.expect(tokenFile || flag('tls-client-ca-file') || insecure,
+        `${id}: ${open.join(', ')} is not loopback but neither --auth-token-file, --tls-client-ca-file nor --allow-insecure is passed (${image} refuses to start)`);
+    }
+    if (tokenFile) {
+      report.expect(secretOfFile(spec, c, tokenFile), `${id}: --auth-token-file ${tokenFile} is not a file of a mounted Secret volume`);
+    }
+  }
+  const graders = containersOf(refs).filter((x) => x.image === 'hb-grader');
+  for (const { obj, spec, c } of containersOf(objects)) {
+    const { flags } = parseArgs(c.args);
+    const m = String(flags.get('grader')?.[0] ?? '').match(/^dns:\/\/\/([a-z0-9-]+):\d+$/);
+    const svc = m && find(refs, 'Service', m[1]);
+    const g = svc && graders.find((x) => matches(svc.spec.selector, podLabelsOf(x.obj)));
+    const serverTokens = g && secretOfFile(g.spec, g.c, parseArgs(g.c.args).flags.get('auth-token-file')?.[0]);
+    if (!serverTokens) continue;
+    const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
+    const sent = secretOfFile(spec, c, flags.get('grader-token-file')?.[0]);
+    report.expect(sent === serverTokens,
+      `${id}: --grader ${m[0]} checks tokens of Secret ${serverTokens}; --grader-token-file must be a file of a mounted volume of that Secret`);
   }
 }
 
@@ -735,6 +789,10 @@ function selftest(models, rendered) {
     ['prod', 'no limits', (o) => { delete gc(o).resources.limits; }, 'resources.limits.cpu is missing'],
     ['prod', 'undefined $(VAR)', (o) => { gc(o).env = gc(o).env.filter((e) => e.name !== 'HB_LLM_MODEL'); }, 'uses $(HB_LLM_MODEL)'],
     ['prod', 'missing ConfigMap key', (o) => { delete o.find((x) => x.kind === 'ConfigMap').data.HB_LOG_LEVEL; }, 'has no key HB_LOG_LEVEL'],
+    ['prod', 'grader without auth', (o) => { const c = gc(o); c.args = c.args.filter((a) => !a.startsWith('--auth-token-file=')); }, 'hb-grader refuses to start'],
+    ['prod', 'env http without auth', (o) => { const c = o.find((x) => x.kind === 'Deployment' && x.metadata.name === 'hb-env').spec.template.spec.containers[0]; c.args = c.args.filter((a) => !a.startsWith('--auth-token-file=')); }, '--http-listen is not loopback'],
+    ['prod', 'token file outside the Secret', (o) => { setArg(gc(o), 'auth-token-file', '/etc/tokens'); }, '--auth-token-file /etc/tokens is not a file of a mounted Secret'],
+    ['grade-example', 'job sends no token', (o) => { const c = gradeJob(o).spec.template.spec.containers[0]; c.args = c.args.filter((a) => !a.startsWith('--grader-token-file=')); }, '--grader-token-file must be a file'],
     ['prod', 'key file outside the Secret', (o) => { setArg(gc(o), 'llm-api-key-file', '/etc/key'); }, 'is not a file of a mounted Secret'],
     ['prod', 'replicas vs HPA', (o) => { grader(o).spec.replicas = 3; }, 'fights the autoscaler'],
     ['prod', 'service not headless', (o) => { delete o.find((x) => x.kind === 'Service' && x.metadata.name === 'hb-grader-headless').spec.clusterIP; }, 'no headless Service'],
