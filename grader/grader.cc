@@ -138,8 +138,14 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         Decide(grader_.config_.retry, attempts_, outcome, now, deadline_, grader_.Jitter());
     if (outcome.kind == FailureKind::kHttp429 && outcome.retry_after.has_value() &&
         (decision.retry || decision.reason == GiveUpReason::kDeadline)) {
-      // Decide caps Retry-After at retry.cap; an earlier retry would only be refused again.
-      decision.delay = std::max(decision.delay, *outcome.retry_after);
+      // Waited out in full (a retry before it would only be refused again), up to
+      // max_retry_after: a hostile or broken upstream may send 99999999999.
+      const absl::Duration cap = grader_.config_.retry.max_retry_after;
+      if (*outcome.retry_after > cap) {
+        HB_LOG_WARN("grader: request_id={} upstream Retry-After {} capped at {}", request_id_,
+                    absl::FormatDuration(*outcome.retry_after), absl::FormatDuration(cap));
+      }
+      decision.delay = std::max(decision.delay, std::min(*outcome.retry_after, cap));
       if (!decision.retry ||
           (deadline_ != absl::InfiniteFuture() &&
            now + decision.delay + grader_.config_.retry.min_attempt_time > deadline_)) {

@@ -103,9 +103,10 @@ class Grader {
   //                       kResourceExhausted status carries the last 429's Retry-After as
   //                       its retry delay (common/retry/retry_status.h RetryDelay) when the
   //                       upstream sent one;
-  // A 429's Retry-After is always waited out before the next attempt, even beyond
-  // `retry.cap` (a retry before it would only be refused again and add load); when that wait
-  // would pass `deadline`, the item fails with kResourceExhausted at once.
+  // A 429's Retry-After is waited out before the next attempt, even beyond `retry.cap`, up to
+  // `retry.max_retry_after` (a longer one is capped and logged: a broken or hostile upstream
+  // must not park a call for days); when
+  // that wait would pass `deadline`, the item fails with kResourceExhausted at once.
   //   kCancelled          `cancel` was cancelled (the upstream call in flight is cancelled too).
   // `cancel` may be null.
   void GradeItem(const GradeItemInput& input, absl::Time deadline,

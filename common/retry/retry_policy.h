@@ -53,9 +53,13 @@ struct RetryPolicy {
   int max_attempts = 6;
   // First backoff ceiling; doubles per attempt.
   absl::Duration base = absl::Milliseconds(500);
-  // Largest ceiling, and the largest Retry-After honoured here (the Grader waits out a 429's
-  // Retry-After in full, within the caller's deadline).
+  // Largest ceiling, and the largest Retry-After honoured by Decide (the Grader waits out a
+  // 429's Retry-After up to max_retry_after, within the caller's deadline).
   absl::Duration cap = absl::Seconds(30);
+  // The longest Retry-After (or retry delay) ever waited out: a fixed-window limiter may say
+  // "come back in 57 s", but a broken or hostile upstream's "99999999999" must not park a call
+  // or a run forever. Longer values are capped here (and logged by the caller).
+  absl::Duration max_retry_after = absl::Minutes(5);
   // Do not start an attempt with less than this left before the caller's deadline.
   absl::Duration min_attempt_time = absl::Seconds(1);
 };

@@ -258,8 +258,13 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
           return;
         }
       } else if (retryable && attempts < options_.row_attempts) {
-        absl::Duration backoff = BackoffCeiling(RowRetryPolicy(options_), attempts);
-        if (retry_after.has_value()) backoff = std::max(backoff, *retry_after);
+        const RetryPolicy policy = RowRetryPolicy(options_);
+        absl::Duration backoff = BackoffCeiling(policy, attempts);
+        // A grader's retry delay is honoured up to max_retry_after, never beyond: an upstream
+        // Retry-After of 99999999999 s must not park the row (and the run) forever.
+        if (retry_after.has_value()) {
+          backoff = std::max(backoff, std::min(*retry_after, policy.max_retry_after));
+        }
         retries_.push(Retry{options_.clock->Now() + backoff, row});
         return;
       }

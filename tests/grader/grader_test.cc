@@ -392,6 +392,17 @@ TEST_F(GraderTest, InlineResponderWorks) {
   EXPECT_EQ(verdict.attempts, 3);
 }
 
+TEST_F(GraderTest, AnAbsurdRetryAfterIsCappedNotObeyed) {
+  jitter_ = 0.5;
+  config_.retry.max_retry_after = absl::Minutes(5);
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(429, absl::Seconds(99999999999))));
+  EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Minutes(5)));
+  EXPECT_EQ(scheduler_.AdvanceAndRun(absl::Minutes(5)), 1);
+  EXPECT_EQ(llm_.requests().size(), 2u);
+}
+
 TEST_F(GraderTest, WaitsOutARetryAfterLongerThanTheBackoffCap) {
   jitter_ = 0.5;
   config_.retry.cap = absl::Seconds(30);
