@@ -68,6 +68,7 @@ absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint3
     view.bootstrap_std = result.score_bootstrap_std;
     view.graded = result.graded;
     view.tasks = result.tasks;
+    view.metrics = result.aggregate.metrics;  // per-theme lines across checkpoints
     html_checkpoints.push_back(std::move(view));
   }
   writer.EndArray();

@@ -429,6 +429,12 @@ TEST_F(ComparisonTest, PairsOnlyTasksGradedInBothAndMatchesTheNumpyReference) {
   EXPECT_GE(diff["ci_high"].GetDouble(), diff["difference"].GetDouble());
   const std::string html = Read(dir_ + "/cmp/comparison.html");
   EXPECT_THAT(html, HasSubstr("href=\"ckpt%20%3C1%3E/report.html\""));
+  // The trend picture: the score across both checkpoints, plus one line per theme.
+  EXPECT_THAT(html, HasSubstr("data-name=\"score\" data-points=\"2\""));
+  int themes = 0;
+  for (const MetricSummary& m : base.aggregate.metrics) themes += m.name.rfind("theme:", 0) == 0;
+  EXPECT_THAT(html,
+              HasSubstr(absl::StrCat("data-checkpoints=\"2\" data-series=\"", 1 + themes, "\"")));
   EXPECT_THAT(html, HasSubstr("ckpt &lt;1&gt;"));
 
   // Cross-check the paired bootstrap against scripts/reference/aggregate_reference.py.
