@@ -201,6 +201,9 @@ class OrchestratorCommandLine {
            "attempts per row for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL, "
            "UNKNOWN; other codes fail the row at once");
     c.Flag("row-timeout", &o.row_timeout, "DURATION", "deadline of one grader RPC");
+    c.Flag("stop-after-same-failures", &o.stop_after_same_failures, "N",
+           "stop dispatching once N finished rows in a row failed with the same code (rows "
+           "not sent stay for the next run; exit 3); 0 never stops");
     c.Flag("shard-index", &o.shard_index, "N",
            "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
     c.Flag("shard-count", &o.shard_count, "N",

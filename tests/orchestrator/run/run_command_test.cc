@@ -253,5 +253,29 @@ TEST(RunCommandTest, ConnectGraderRejectsAnEmptyTarget) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target")));
 }
 
+TEST(RunCommandTest, TopFailureReasonsCountsWithoutTheAttemptSuffix) {
+  const std::vector<std::string> errors = {
+      "UNAVAILABLE: 503 (attempt 3 of 3)", "FAILED_PRECONDITION: 401 (attempt 1 of 3)",
+      "UNAVAILABLE: 503 (attempt 1 of 1)", "DEADLINE_EXCEEDED: slow (attempt 3 of 3)",
+      "INTERNAL: bug (attempt 3 of 3)",    "FAILED_PRECONDITION: 401 (attempt 1 of 3)",
+      "UNAVAILABLE: 503 (attempt 2 of 3)"};
+  EXPECT_THAT(TopFailureReasons(errors, 3),
+              ::testing::ElementsAre(::testing::Pair("UNAVAILABLE: 503", 3),
+                                     ::testing::Pair("FAILED_PRECONDITION: 401", 2),
+                                     ::testing::Pair("DEADLINE_EXCEEDED: slow", 1)));
+  EXPECT_THAT(TopFailureReasons({}, 3), ::testing::IsEmpty());
+}
+
+// A gRPC target with no replica listening fails at once, not after 3 x --row-timeout per row.
+TEST(RunCommandTest, ConnectGraderRejectsATargetWithNoReplicaReachable) {
+  RunOptions options;
+  options.grader = "ipv4:127.0.0.1:1";
+  options.grader_ready_timeout = absl::Milliseconds(300);
+  EXPECT_THAT(ConnectGrader(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no hb-grader replica reachable at ipv4:127.0.0.1:1 within "
+                                 "300ms: ")));
+}
+
 }  // namespace
 }  // namespace hb
