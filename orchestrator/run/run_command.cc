@@ -22,6 +22,7 @@
 #include "grader_client/grpc_grader_client.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/dispatcher.h"
+#include "orchestrator/run/output_lock.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb {
@@ -104,7 +105,6 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
 absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions& options,
                                                                 const RunInputs& inputs) {
   const std::string run_dir = options.RunDir();
-  HB_RETURN_IF_ERROR(AsUsage(MakeDirs(run_dir)));
   SqliteVerdictStoreOptions journal_options;
   journal_options.path = JoinPath(run_dir, kJournalFileName);
   journal_options.force_new = options.force_new;
@@ -440,8 +440,11 @@ void PrintTopFailureReasons(const std::vector<std::string>& errors) {
   }
 }
 
-// The phases in order; the exit code of a completed run (0, 3 or 4).
+// The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
 absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
+  HB_RETURN_IF_ERROR(AsUsage(MakeDirs(options.RunDir())));
+  HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
+                      OutputLock::Acquire(options.RunDir()));
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));
   HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal, OpenJournal(options, inputs));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));

@@ -571,6 +571,37 @@ TEST_F(RunIntegrationTest, UpstreamUnauthorizedExitsWithTwoAfterOneRow) {
   }
 }
 
+// A second run on the same --out while the first is running fails at once naming the holder.
+TEST_F(RunIntegrationTest, ASecondRunOnTheSameOutFailsAtOnce) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {"--latency-ms=50"}));
+  const std::string out = dir_ + "/out";
+  const std::vector<std::string> args =
+      RunArgs(out, cluster->Target(), {"--max-in-flight=2"}, /*two_checkpoints=*/false);
+  Orch first = SpawnOrchestrator(args, dir_);
+  ASSERT_TRUE(WaitForJournalRows(out + "/journal.sqlite", 2, first.pid))
+      << ReadText(first.stderr_path);
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 2);
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("hb-orchestrator run: another hb-orchestrator "
+                                                  "holds ",
+                                                  out, "/.lock (pid ", first.pid, ")")));
+  ::kill(first.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(first.pid), 4) << ReadText(first.stderr_path);
+}
+
+// A 0-byte journal is an error naming it (exit 2), not a silent fresh start.
+TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK(MakeDirs(out));
+  HB_ASSERT_OK(WriteFileAtomically(out + "/journal.sqlite", ""));
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {}, /*two_checkpoints=*/false), dir_,
+                            &stderr_text),
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: journal " + out +
+                                     "/journal.sqlite is empty (0 bytes)"));
+}
+
 TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
   HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {"--latency-ms=50"}));
   const std::string out = dir_ + "/out";
