@@ -329,7 +329,18 @@ struct ReportTotals {
   int64_t missing_rows = 0;
   // The failed rows' errors.
   std::vector<std::string> errors;
+  // Per checkpoint, this run's tasks without a response (only when some lack one).
+  std::vector<std::pair<std::string, int64_t>> without_response;
 };
+
+// This run's tasks that have no response in `c`.
+int64_t TasksWithoutResponse(const RunInputs& inputs, const LoadedCheckpoint& c) {
+  int64_t n = 0;
+  for (const Example& e : inputs.dataset.examples) {
+    if (c.responses.Find(e.prompt_id) == nullptr) ++n;
+  }
+  return n;
+}
 
 // The journal's rows of `c` that belong to this run's tasks (the journal may hold others after
 // a change of --examples), as verdicts and failures.
@@ -397,7 +408,9 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.grader = options.grader_options.settings;
     context.seed = options.seed;
     context.simulated = options.simulated_verdicts;
-    context.incomplete = interrupted;
+    const int64_t without_response = TasksWithoutResponse(inputs, c);
+    if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
+    context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
     context.grader_endpoint =
         options.grader == "embedded"
             ? absl::StrCat("embedded (", options.grader_options.llm.base_url, ")")
@@ -459,6 +472,15 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
                  static_cast<long long>(totals.missing_rows));
     return kRunExitInterrupted;
   }
+  const bool partial = !totals.without_response.empty() && !options.allow_partial_responses;
+  for (const auto& [name, count] : totals.without_response) {
+    std::fprintf(stderr, "hb-orchestrator run: %s: %lld task(s) have no response%s\n", name.c_str(),
+                 static_cast<long long>(count),
+                 options.allow_partial_responses
+                     ? " (accepted: --allow-partial-responses)"
+                     : "; the reports are marked INCOMPLETE. Add the missing responses, or "
+                       "pass --allow-partial-responses to accept partial coverage");
+  }
   if (totals.failed_rows > 0 || totals.missing_rows > 0) {
     std::fprintf(stderr,
                  "hb-orchestrator run: %lld row(s) failed and %lld missing; their tasks are "
@@ -468,7 +490,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
                  static_cast<long long>(totals.missing_rows));
     return kRunExitRowsFailed;
   }
-  return kRunExitOk;
+  return partial ? kRunExitRowsFailed : kRunExitOk;
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // Exit codes (also in the usage text):
 //   0  every planned row was graded
 //   3  some rows failed after their attempts; their tasks are reported as not graded. Running
-//      again retries exactly those rows.
+//      again retries exactly those rows. Also: some tasks have no response (the reports are
+//      marked incomplete), unless allow_partial_responses.
 //   2  bad usage or bad input (flags, dataset, responses, template, a journal from another
 //      run): retrying cannot help, so a Kubernetes podFailurePolicy should not retry it.
 //   4  interrupted by SIGTERM/SIGINT: in-flight rows drained (up to --drain-timeout), the
@@ -79,6 +80,9 @@ struct RunOptions {
   TokenPrices prices;
   bool simulated_verdicts = false;
   bool skip_invalid = false;
+  // Accept tasks without a response (graded nothing, reported as not graded). Without it they
+  // mark the reports incomplete and the run exits kRunExitRowsFailed.
+  bool allow_partial_responses = false;
 
   // The folder this run writes (out, or out/shard-<index> when sharded).
   std::string RunDir() const;

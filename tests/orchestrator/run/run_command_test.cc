@@ -43,6 +43,8 @@ TEST(ParseRunArgsTest, DefaultsAndRepeatedResponses) {
   EXPECT_EQ(options.shard_index, 0);
   EXPECT_EQ(options.shard_count, 1);
   EXPECT_FALSE(options.force_new);
+  EXPECT_FALSE(options.allow_partial_responses);
+  EXPECT_EQ(options.stop_after_same_failures, 50);
   EXPECT_DOUBLE_EQ(options.prices.input_per_mtok, 2.00);
   EXPECT_DOUBLE_EQ(options.prices.cached_input_per_mtok, 0.50);
   EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 8.00);
@@ -71,6 +73,8 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
                                              "--price-output-per-mtok=6",
                                              "--simulated-verdicts",
                                              "--noskip-invalid",
+                                             "--allow-partial-responses",
+                                             "--stop-after-same-failures=7",
                                              "--llm-model=m",
                                              "--grader-template=/t.txt"})));
   EXPECT_EQ(options.grader, "dns:///grader-headless:50051");
@@ -90,6 +94,8 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
   EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 6);
   EXPECT_TRUE(options.simulated_verdicts);
   EXPECT_FALSE(options.skip_invalid);
+  EXPECT_TRUE(options.allow_partial_responses);
+  EXPECT_EQ(options.stop_after_same_failures, 7);
   EXPECT_EQ(options.grader_options.settings.model, "m");
   EXPECT_EQ(options.grader_options.template_path, "/t.txt");
   EXPECT_EQ(options.RunDir(), "o/shard-1");
@@ -208,6 +214,8 @@ TEST(RunCommandTest, HelpDocumentsFlagsAndExitCodes) {
                            "--price-output-per-mtok",
                            "--simulated-verdicts",
                            "--skip-invalid",
+                           "--allow-partial-responses",
+                           "--stop-after-same-failures",
                            "--grader-template"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }

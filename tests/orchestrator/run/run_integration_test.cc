@@ -589,6 +589,31 @@ TEST_F(RunIntegrationTest, ASecondRunOnTheSameOutFailsAtOnce) {
   EXPECT_EQ(WaitExit(first.pid), 4) << ReadText(first.stderr_path);
 }
 
+// Tasks without a response (here: an empty responses file) mark the reports INCOMPLETE and
+// exit 3, unless --allow-partial-responses accepts partial coverage.
+TEST_F(RunIntegrationTest, TasksWithoutResponseAreIncompleteUnlessAllowed) {
+  const std::string empty = dir_ + "/empty.jsonl";
+  HB_ASSERT_OK(WriteFileAtomically(empty, ""));
+  std::vector<std::string> args = {"run",
+                                   "--dataset=" + dataset_,
+                                   "--responses=base=" + empty,
+                                   "--out=" + dir_ + "/out",
+                                   "--grader=ipv4:127.0.0.1:1",
+                                   "--grader-template=" + ReferenceTemplatePath(),
+                                   "--progress=off"};
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 3);
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: base: 30 task(s) have no response; "
+                                     "the reports are marked INCOMPLETE"));
+  EXPECT_THAT(ReadText(dir_ + "/out/base/summary.json"), HasSubstr("\"incomplete\": true"));
+
+  args.push_back("--allow-partial-responses");
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 0);
+  EXPECT_THAT(stderr_text,
+              HasSubstr("base: 30 task(s) have no response (accepted: --allow-partial-responses)"));
+  EXPECT_THAT(ReadText(dir_ + "/out/base/summary.json"), Not(HasSubstr("\"incomplete\": true")));
+}
+
 // A 0-byte journal is an error naming it (exit 2), not a silent fresh start.
 TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
   const std::string out = dir_ + "/out";
