@@ -273,6 +273,18 @@ absl::Status CheckProbe(const Dispatched& probe) {
       "gRPC --grader, and --grader-token-file)"));
 }
 
+// Why a dispatch that gave up (DispatchStats::gave_up) stopped, and what it left unsent.
+void PrintGaveUp(const RunOptions& options, const Dispatched& dispatched, int64_t rows) {
+  const DispatchStats& stats = dispatched.stats;
+  std::fprintf(stderr,
+               "hb-orchestrator run: stopped dispatching: the last %d finished rows all failed "
+               "with %s (last: %s); %lld row(s) not sent\n",
+               options.stop_after_same_failures,
+               absl::StatusCodeToString(dispatched.last_failure.code()).c_str(),
+               std::string(dispatched.last_failure.message()).c_str(),
+               static_cast<long long>(rows - stats.ok_rows - stats.failed_rows));
+}
+
 // Grades the first row alone (the probe: the whole grader path on one real row, journaled
 // like any other), then the rest. Returns whether the run was interrupted. Errors: CheckProbe's,
 // or kInternal for a journal failure.
@@ -292,15 +304,7 @@ absl::StatusOr<bool> GradeRows(const RunOptions& options, RunPlan plan, GraderCl
   const Dispatched rest = Dispatch(client, store, MakeDispatcherOptions(options, plan, reporter),
                                    std::move(plan.rows), stop);
   HB_RETURN_IF_ERROR(AsInternal(rest.journal));
-  if (rest.stats.gave_up) {
-    std::fprintf(stderr,
-                 "hb-orchestrator run: stopped dispatching: the last %d finished rows all failed "
-                 "with %s (last: %s); %lld row(s) not sent\n",
-                 options.stop_after_same_failures,
-                 absl::StatusCodeToString(rest.last_failure.code()).c_str(),
-                 std::string(rest.last_failure.message()).c_str(),
-                 static_cast<long long>(rest_rows - rest.stats.ok_rows - rest.stats.failed_rows));
-  }
+  if (rest.stats.gave_up) PrintGaveUp(options, rest, rest_rows);
   return rest.stats.stopping;
 }
 
