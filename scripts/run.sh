@@ -53,8 +53,9 @@ BANNER
 fi
 
 set +e
+# The physician checkpoint covers only the tasks with an ideal completion: partial by design.
 "$build_dir/orchestrator/hb-orchestrator" run \
-  --dataset "$dataset" \
+  --dataset "$dataset" --allow-partial-responses \
   --responses "physician=$out/responses/physician.jsonl" \
   --responses "baseline=$out/responses/baseline.jsonl" \
   --grader-template "$root/data/grader_template.txt" \

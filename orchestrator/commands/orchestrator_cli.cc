@@ -45,7 +45,8 @@ only the rows that failed or are missing.)";
 constexpr char kRunFooter[] = R"(exit codes:
   0  every row graded
   3  some rows failed after their attempts (their tasks are reported as not graded); run
-     again to retry exactly those rows
+     again to retry exactly those rows. Also: some tasks have no response (reports marked
+     INCOMPLETE), unless --allow-partial-responses
   2  bad usage or bad input, including a journal from another run (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
   1  internal error)";
@@ -177,6 +178,9 @@ class OrchestratorCommandLine {
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
     c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
+    c.Bool("allow-partial-responses", &o.allow_partial_responses,
+           "accept tasks without a response (reported as not graded). Without it they mark "
+           "the reports INCOMPLETE and the run exits 3");
     c.Bool("force-new", &o.force_new,
            "start a new journal; an existing one is moved aside to "
            "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
@@ -201,6 +205,9 @@ class OrchestratorCommandLine {
            "attempts per row for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL, "
            "UNKNOWN; other codes fail the row at once");
     c.Flag("row-timeout", &o.row_timeout, "DURATION", "deadline of one grader RPC");
+    c.Flag("stop-after-same-failures", &o.stop_after_same_failures, "N",
+           "stop dispatching once N finished rows in a row failed with the same code (rows "
+           "not sent stay for the next run; exit 3); 0 never stops");
     c.Flag("shard-index", &o.shard_index, "N",
            "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
     c.Flag("shard-count", &o.shard_count, "N",

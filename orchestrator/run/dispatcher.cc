@@ -70,6 +70,11 @@ absl::Status Dispatcher::status() const {
   return status_;
 }
 
+absl::Status Dispatcher::last_failure() const {
+  absl::MutexLock lock(&mu_);
+  return last_failure_;
+}
+
 DispatchStats Dispatcher::Stats() const {
   absl::MutexLock lock(&mu_);
   return StatsLocked();
@@ -96,6 +101,7 @@ DispatchStats Dispatcher::StatsLocked() const {
   }
   stats.elapsed = options_.clock->Now() - started_;
   stats.stopping = stop_requested_;
+  stats.gave_up = gave_up_;
   return stats;
 }
 
@@ -119,9 +125,9 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
     {
       absl::MutexLock lock(&mu_);
       const absl::Time now = options_.clock->Now();
-      const bool stopping = stop_requested_ || !status_.ok();
+      const bool stopping = stop_requested_ || !status_.ok() || gave_up_;
       if (stopping && drain_deadline_ == absl::InfiniteFuture()) {
-        drain_deadline_ = now + options_.drain_timeout;  // stopped by a journal error
+        drain_deadline_ = now + options_.drain_timeout;  // a journal error, or gave up
       }
       if (!stopping) {
         while (!retries_.empty() && retries_.top().due <= now) {
@@ -241,6 +247,7 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     record.attempts = attempts;
     record.time = options_.clock->Now();
     if (result.ok()) {
+      CountFinishedLocked(absl::OkStatus());
       record.ok = true;
       record.criteria_met = result->criteria_met();
       record.explanation = result->explanation();
@@ -250,7 +257,7 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     } else {
       const absl::Status& error = result.status();
       const bool retryable = IsRetryableCode(error.code());
-      if (stop_requested_ || !status_.ok()) {
+      if (stop_requested_ || !status_.ok() || gave_up_) {
         // Interrupted: the row stays unrecorded and is graded by the next run, unless it has
         // really used up its attempts.
         if (error.code() == absl::StatusCode::kCancelled ||
@@ -269,12 +276,27 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
         return;
       }
       record.ok = false;
+      CountFinishedLocked(error);
       record.error = absl::StrCat(absl::StatusCodeToString(error.code()), ": ", error.message(),
                                   " (attempt ", attempts, " of ", options_.row_attempts, ")");
     }
     ++awaiting_commit_;
   }
   Record(std::move(record));
+}
+
+void Dispatcher::CountFinishedLocked(const absl::Status& outcome) {
+  if (outcome.ok()) {
+    same_failures_ = 0;
+    return;
+  }
+  const bool same = same_failures_ > 0 && outcome.code() == last_failure_.code();
+  same_failures_ = same ? same_failures_ + 1 : 1;
+  last_failure_ = outcome;
+  if (options_.stop_after_same_failures > 0 &&
+      same_failures_ >= options_.stop_after_same_failures) {
+    gave_up_ = true;
+  }
 }
 
 void Dispatcher::Record(RowRecord record) {

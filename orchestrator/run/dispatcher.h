@@ -57,6 +57,9 @@ struct DispatchStats {
   absl::Duration elapsed;
   // RequestStop was called.
   bool stopping = false;
+  // Dispatching stopped because the last `stop_after_same_failures` finished rows all failed
+  // with the same code (Dispatcher::last_failure() holds the last of them).
+  bool gave_up = false;
 };
 
 struct DispatcherOptions {
@@ -82,6 +85,11 @@ struct DispatcherOptions {
   // Send each task's prompt_id as the upstream `prompt_cache_key` (--prompt-cache-key=prompt_id)
   // so its rubric items share OpenAI's prompt cache. Off by default, like the reference.
   bool send_prompt_cache_key = false;
+  // Stop dispatching once this many rows in a row finished failed with the same status code: a
+  // broken upstream or grader fails every row alike, and the rest would only burn time and
+  // quota. Rows in flight still finish; rows not sent stay unrecorded (the next run grades
+  // them). 0 never stops.
+  int stop_after_same_failures = 0;
   // Called from Run's thread about every `progress_interval` and once at the end.
   std::function<void(const DispatchStats&)> on_progress;
   absl::Duration progress_interval = absl::Seconds(5);
@@ -126,6 +134,9 @@ class Dispatcher {
 
   // OK, or the first journal error. Valid after Run returned.
   absl::Status status() const;
+  // The error of the row last recorded as failed (its final attempt's status), or OK when no
+  // row failed. Thread-safe.
+  absl::Status last_failure() const;
   // A snapshot of the counters. Thread-safe.
   DispatchStats Stats() const;
 
@@ -147,6 +158,8 @@ class Dispatcher {
   // Cancels the wake-up timer and waits until no timer callback can still run.
   void DisarmWakeupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnReply(size_t row, absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  // Counts a finished row (OK: graded) towards the run of same-code failures.
+  void CountFinishedLocked(const absl::Status& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Record(RowRecord record);
 
   GraderClient* const client_;
@@ -186,6 +199,10 @@ class Dispatcher {
   // When calls still in flight get cancelled (set by RequestStop).
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_failure_ ABSL_GUARDED_BY(mu_);
+  // Rows finished in a row that failed with last_failure_'s code.
+  int64_t same_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  bool gave_up_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace hb

@@ -1,11 +1,14 @@
 #include "orchestrator/run/run_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
@@ -19,6 +22,7 @@
 #include "grader_client/grpc_grader_client.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/dispatcher.h"
+#include "orchestrator/run/output_lock.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb {
@@ -101,7 +105,6 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
 absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions& options,
                                                                 const RunInputs& inputs) {
   const std::string run_dir = options.RunDir();
-  HB_RETURN_IF_ERROR(AsUsage(MakeDirs(run_dir)));
   SqliteVerdictStoreOptions journal_options;
   journal_options.path = JoinPath(run_dir, kJournalFileName);
   journal_options.force_new = options.force_new;
@@ -197,6 +200,7 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
   dispatcher_options.adaptive_concurrency = options.adaptive_concurrency;
   dispatcher_options.row_attempts = options.row_attempts;
   dispatcher_options.row_timeout = options.row_timeout;
+  dispatcher_options.stop_after_same_failures = options.stop_after_same_failures;
   dispatcher_options.drain_timeout = options.drain_timeout;
   dispatcher_options.send_prompt_cache_key = options.send_prompt_cache_key;
   // A live line redraws often; log lines follow --progress-interval.
@@ -230,27 +234,95 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
   return dispatcher_options;
 }
 
-// Grades plan.rows; returns whether the run was interrupted. Errors: ConnectGrader's (exit code
-// by RunExitCode), or kInternal for a dispatch or journal failure.
+// The outcome of one Dispatcher::Run.
+struct Dispatched {
+  DispatchStats stats;
+  absl::Status journal;       // the first journal error
+  absl::Status last_failure;  // the last failed row's error
+};
+
+Dispatched Dispatch(GraderClient& client, VerdictStore& store, DispatcherOptions options,
+                    std::vector<PlannedRow> rows, StopSwitch& stop) {
+  Dispatcher dispatcher(&client, &store, std::move(options));
+  stop.Attach(&dispatcher);
+  Dispatched out;
+  out.stats = dispatcher.Run(std::move(rows));
+  stop.Attach(nullptr);
+  out.journal = dispatcher.status();
+  out.last_failure = dispatcher.last_failure();
+  return out;
+}
+
+// A final error that every row would meet the same way: a bad key or token, a wrong URL or
+// model, a request the grader rejects.
+bool IsGraderMisconfigured(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnauthenticated ||
+         code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kNotFound ||
+         code == absl::StatusCode::kFailedPrecondition ||
+         code == absl::StatusCode::kInvalidArgument;
+}
+
+// kFailedPrecondition (exit 2) when the probe row failed with a misconfiguration error.
+absl::Status CheckProbe(const Dispatched& probe) {
+  if (probe.stats.failed_rows == 0 || !IsGraderMisconfigured(probe.last_failure.code())) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the grader cannot grade: ", probe.last_failure.message(),
+      " \u2014 check --llm-api-key-file / OPENAI_API_KEY and --llm-base-url (of hb-grader for a "
+      "gRPC --grader, and --grader-token-file)"));
+}
+
+// Why a dispatch that gave up (DispatchStats::gave_up) stopped, and what it left unsent.
+void PrintGaveUp(const RunOptions& options, const Dispatched& dispatched, int64_t rows) {
+  const DispatchStats& stats = dispatched.stats;
+  std::fprintf(stderr,
+               "hb-orchestrator run: stopped dispatching: the last %d finished rows all failed "
+               "with %s (last: %s); %lld row(s) not sent\n",
+               options.stop_after_same_failures,
+               absl::StatusCodeToString(dispatched.last_failure.code()).c_str(),
+               std::string(dispatched.last_failure.message()).c_str(),
+               static_cast<long long>(rows - stats.ok_rows - stats.failed_rows));
+}
+
+// Grades the first row alone (the probe: the whole grader path on one real row, journaled
+// like any other), then the rest. Returns whether the run was interrupted. Errors: CheckProbe's,
+// or kInternal for a journal failure.
+absl::StatusOr<bool> GradeRows(const RunOptions& options, RunPlan plan, GraderClient& client,
+                               VerdictStore& store, ProgressReporter& reporter, StopSwitch& stop) {
+  std::vector<PlannedRow> probe_rows;
+  probe_rows.push_back(std::move(plan.rows.front()));
+  plan.rows.erase(plan.rows.begin());
+  const Dispatched probe = Dispatch(client, store, MakeDispatcherOptions(options, plan, reporter),
+                                    std::move(probe_rows), stop);
+  HB_RETURN_IF_ERROR(AsInternal(probe.journal));
+  if (probe.stats.stopping) return true;
+  HB_RETURN_IF_ERROR(CheckProbe(probe));
+  if (plan.rows.empty()) return false;
+  plan.already_done += 1;  // the probe row, for the progress line
+  const int64_t rest_rows = static_cast<int64_t>(plan.rows.size());
+  const Dispatched rest = Dispatch(client, store, MakeDispatcherOptions(options, plan, reporter),
+                                   std::move(plan.rows), stop);
+  HB_RETURN_IF_ERROR(AsInternal(rest.journal));
+  if (rest.stats.gave_up) PrintGaveUp(options, rest, rest_rows);
+  return rest.stats.stopping;
+}
+
+// Grades plan.rows; returns whether the run was interrupted. Errors: ConnectGrader's and
+// GradeRows' (exit code by RunExitCode). The journal is flushed whatever happened.
 absl::StatusOr<bool> Grade(const RunOptions& options, RunPlan plan, VerdictStore& store,
                            StopSwitch& stop) {
-  bool interrupted = false;
-  absl::Status dispatched;
+  absl::StatusOr<bool> interrupted = false;
   if (!plan.rows.empty()) {
     HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(options));
     ProgressReporter reporter(options.progress, stderr, options.prices);
-    Dispatcher dispatcher(&grader->grader_client(), &store,
-                          MakeDispatcherOptions(options, plan, reporter));
-    stop.Attach(&dispatcher);
-    const DispatchStats stats = dispatcher.Run(std::move(plan.rows));
-    stop.Attach(nullptr);
+    interrupted =
+        GradeRows(options, std::move(plan), grader->grader_client(), store, reporter, stop);
     reporter.Finish();
-    interrupted = stats.stopping;
     grader->Close();
-    dispatched = dispatcher.status();
   }
   const absl::Status flushed = store.Flush();  // even after a dispatch failure
-  HB_RETURN_IF_ERROR(AsInternal(dispatched));
+  HB_RETURN_IF_ERROR(interrupted.status());
   HB_RETURN_IF_ERROR(AsInternal(flushed));
   return interrupted;
 }
@@ -259,7 +331,20 @@ absl::StatusOr<bool> Grade(const RunOptions& options, RunPlan plan, VerdictStore
 struct ReportTotals {
   int64_t failed_rows = 0;
   int64_t missing_rows = 0;
+  // The failed rows' errors.
+  std::vector<std::string> errors;
+  // Per checkpoint, this run's tasks without a response (only when some lack one).
+  std::vector<std::pair<std::string, int64_t>> without_response;
 };
+
+// This run's tasks that have no response in `c`.
+int64_t TasksWithoutResponse(const RunInputs& inputs, const LoadedCheckpoint& c) {
+  int64_t n = 0;
+  for (const Example& e : inputs.dataset.examples) {
+    if (c.responses.Find(e.prompt_id) == nullptr) ++n;
+  }
+  return n;
+}
 
 // The journal's rows of `c` that belong to this run's tasks (the journal may hold others after
 // a change of --examples), as verdicts and failures.
@@ -327,7 +412,9 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.grader = options.grader_options.settings;
     context.seed = options.seed;
     context.simulated = options.simulated_verdicts;
-    context.incomplete = interrupted;
+    const int64_t without_response = TasksWithoutResponse(inputs, c);
+    if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
+    context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
     context.grader_endpoint =
         options.grader == "embedded"
             ? absl::StrCat("embedded (", options.grader_options.llm.base_url, ")")
@@ -338,6 +425,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     absl::StatusOr<CheckpointResult> result =
         WriteCheckpointReport(inputs.dataset, c.responses, verdicts, failures, context, dir);
     HB_RETURN_IF_ERROR(AsInternal(result.status()));
+    for (RowFailure& failure : failures) totals.errors.push_back(std::move(failure.reason));
     totals.failed_rows += result->failed_rows;
     totals.missing_rows += result->rows - result->graded_rows - result->failed_rows;
     PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
@@ -360,20 +448,42 @@ void PrintSimulatedBanner() {
       stderr);
 }
 
-// The phases in order; the exit code of a completed run (0, 3 or 4).
+void PrintTopFailureReasons(const std::vector<std::string>& errors) {
+  const std::vector<std::pair<std::string, int64_t>> top = TopFailureReasons(errors, 3);
+  if (top.empty()) return;
+  std::fputs("hb-orchestrator run: most frequent failure reasons:\n", stderr);
+  for (const auto& [reason, count] : top) {
+    std::fprintf(stderr, "  %lld x %s\n", static_cast<long long>(count), reason.c_str());
+  }
+}
+
+// The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
 absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
+  HB_RETURN_IF_ERROR(AsUsage(MakeDirs(options.RunDir())));
+  HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
+                      OutputLock::Acquire(options.RunDir()));
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));
   HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal, OpenJournal(options, inputs));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
   HB_ASSIGN_OR_RETURN(const bool interrupted, Grade(options, std::move(plan), *journal, stop));
   HB_ASSIGN_OR_RETURN(ReportTotals totals, WriteReports(options, inputs, *journal, interrupted));
   if (options.simulated_verdicts) PrintSimulatedBanner();
+  PrintTopFailureReasons(totals.errors);
   if (interrupted) {
     std::fprintf(stderr,
                  "hb-orchestrator run: interrupted; partial reports (marked incomplete) written. "
                  "Run the same command again to grade the %lld missing row(s).\n",
                  static_cast<long long>(totals.missing_rows));
     return kRunExitInterrupted;
+  }
+  const bool partial = !totals.without_response.empty() && !options.allow_partial_responses;
+  for (const auto& [name, count] : totals.without_response) {
+    std::fprintf(stderr, "hb-orchestrator run: %s: %lld task(s) have no response%s\n", name.c_str(),
+                 static_cast<long long>(count),
+                 options.allow_partial_responses
+                     ? " (accepted: --allow-partial-responses)"
+                     : "; the reports are marked INCOMPLETE. Add the missing responses, or "
+                       "pass --allow-partial-responses to accept partial coverage");
   }
   if (totals.failed_rows > 0 || totals.missing_rows > 0) {
     std::fprintf(stderr,
@@ -384,7 +494,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
                  static_cast<long long>(totals.missing_rows));
     return kRunExitRowsFailed;
   }
-  return kRunExitOk;
+  return partial ? kRunExitRowsFailed : kRunExitOk;
 }
 
 }  // namespace
@@ -410,6 +520,10 @@ absl::Status ValidateRunOptions(const RunOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--row-attempts must be >= 1, got ", options.row_attempts));
   }
+  if (options.stop_after_same_failures < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--stop-after-same-failures must be >= 0, got ",
+                                                   options.stop_after_same_failures));
+  }
   if (options.row_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--row-timeout must be positive");
   }
@@ -425,6 +539,25 @@ absl::Status ValidateRunOptions(const RunOptions& options) {
   }
   HB_RETURN_IF_ERROR(ShardTaskPositions(0, options.shard_index, options.shard_count).status());
   return ValidateTokenPrices(options.prices);
+}
+
+std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
+    const std::vector<std::string>& errors, size_t n) {
+  absl::flat_hash_map<std::string, int64_t> counts;
+  for (const std::string& error : errors) {
+    absl::string_view reason = error;
+    const size_t suffix = reason.rfind(" (attempt ");
+    if (suffix != absl::string_view::npos && absl::EndsWith(reason, ")")) {
+      reason = reason.substr(0, suffix);
+    }
+    ++counts[reason];
+  }
+  std::vector<std::pair<std::string, int64_t>> top(counts.begin(), counts.end());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (top.size() > n) top.resize(n);
+  return top;
 }
 
 int RunExitCode(const absl::Status& status) {
@@ -461,6 +594,12 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions
   absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client =
       GrpcGraderClient::Create(options.grader, options.grader_security);
   HB_RETURN_IF_ERROR(AsUsage(client.status()));
+  const absl::Status ready = (*client)->WaitForReady(options.grader_ready_timeout);
+  if (!ready.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no hb-grader replica reachable at ", options.grader, " within ",
+                     absl::FormatDuration(options.grader_ready_timeout), ": ", ready.message()));
+  }
   connection->client = *std::move(client);
   return connection;
 }

@@ -8,7 +8,8 @@
 // Exit codes (also in the usage text):
 //   0  every planned row was graded
 //   3  some rows failed after their attempts; their tasks are reported as not graded. Running
-//      again retries exactly those rows.
+//      again retries exactly those rows. Also: some tasks have no response (the reports are
+//      marked incomplete), unless allow_partial_responses.
 //   2  bad usage or bad input (flags, dataset, responses, template, a journal from another
 //      run): retrying cannot help, so a Kubernetes podFailurePolicy should not retry it.
 //   4  interrupted by SIGTERM/SIGINT: in-flight rows drained (up to --drain-timeout), the
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,12 +57,18 @@ struct RunOptions {
   GraderServerOptions grader_options;
   // TLS and token for a gRPC --grader target (security/transport_security.h).
   ClientSecurityOptions grader_security;
+  // How long a gRPC --grader target has to connect to one replica before the run gives up
+  // (exit 2) instead of sending rows nobody can answer.
+  absl::Duration grader_ready_timeout = absl::Seconds(5);
   int max_in_flight = 512;
   // Adapt the in-flight window within [1, max_in_flight] and pace dispatch from the upstream
   // rate-limit signals (AdaptiveLimiter).
   bool adaptive_concurrency = true;
   int row_attempts = 3;
   absl::Duration row_timeout = absl::Seconds(300);
+  // Stop dispatching once this many finished rows in a row failed with the same code
+  // (DispatcherOptions::stop_after_same_failures); 0 never stops.
+  int stop_after_same_failures = 50;
   int64_t examples = -1;
   uint32_t seed = 0;
   int shard_index = 0;
@@ -72,6 +80,9 @@ struct RunOptions {
   TokenPrices prices;
   bool simulated_verdicts = false;
   bool skip_invalid = false;
+  // Accept tasks without a response (graded nothing, reported as not graded). Without it they
+  // mark the reports incomplete and the run exits kRunExitRowsFailed.
+  bool allow_partial_responses = false;
 
   // The folder this run writes (out, or out/shard-<index> when sharded).
   std::string RunDir() const;
@@ -87,6 +98,11 @@ absl::Status ValidateRunOptions(const RunOptions& options);
 // anything else kRunExitInternal.
 int RunExitCode(const absl::Status& status);
 
+// The `n` most frequent row errors among `errors` (journal errors, "<CODE>: <message> (attempt
+// N of M)", counted without the attempt suffix), most frequent first, ties in text order.
+std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
+    const std::vector<std::string>& errors, size_t n);
+
 // The grader a run talks to: a client, and the in-process server behind it for "embedded".
 // Close() (or the destructor) drops the client first, then shuts the server down.
 struct GraderConnection {
@@ -101,13 +117,19 @@ struct GraderConnection {
 
 // The one place that chooses the grader: options.grader == "embedded" builds the grading stack
 // in process (EmbeddedGrader, no gRPC hop) from options.grader_options; anything else is a gRPC
-// target of hb-grader replicas reached with options.grader_security. Errors:
-// EmbeddedGrader::Start's, or kInvalidArgument for a bad target or credential file.
+// target of hb-grader replicas reached with options.grader_security, which must connect to one
+// replica within options.grader_ready_timeout. Errors: EmbeddedGrader::Start's, or
+// kInvalidArgument for a bad target or credential file, or "no hb-grader replica reachable at
+// <target> within <timeout>: ...".
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
 
 // Runs `options` (valid) in phases: load inputs, open the journal, plan, grade, write reports.
-// Returns the exit code above. Handles SIGTERM/SIGINT for its duration (StopSignals): the first
-// drains in-flight rows for drain_timeout, a second exits at once.
+// Grading sends the first planned row alone (the probe): when it fails with a final error that
+// every row would meet (kUnauthenticated, kPermissionDenied, kNotFound, kFailedPrecondition,
+// kInvalidArgument: a bad key, URL or model), the run stops with exit 2 ("the grader cannot
+// grade: ...") instead of failing every row. Returns the exit code above. Handles SIGTERM/SIGINT
+// for its duration (StopSignals): the first drains in-flight rows for drain_timeout, a second exits
+// at once.
 int RunWithOptions(const RunOptions& options);
 
 }  // namespace hb

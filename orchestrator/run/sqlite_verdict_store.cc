@@ -161,6 +161,17 @@ std::string MoveAsideSuffix() {
                       absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
 }
 
+// A 0-byte journal is a truncated or clobbered one, not a fresh start: SQLite would open it as
+// an empty database and the run would silently grade everything again.
+absl::Status CheckNotEmpty(const std::string& path, bool force_new) {
+  struct stat st;
+  if (force_new || ::stat(path.c_str(), &st) != 0 || st.st_size != 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("journal ", path,
+                   " is empty (0 bytes): it lost what it held; delete it to grade everything "
+                   "again, or use --force-new to move it aside"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
@@ -168,6 +179,7 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
   const std::string& path = options.path;
   const std::vector<std::pair<std::string, std::string>> wanted = MetaPairs(options.meta);
   std::string moved_aside;
+  HB_RETURN_IF_ERROR(CheckNotEmpty(path, options.force_new));
 
   for (int round = 0; round < 2; ++round) {
     sqlite3* db = nullptr;

@@ -63,7 +63,9 @@ class SqliteVerdictStore final : public VerdictStore {
   // kFailedPrecondition:
   //   "journal <path> belongs to another run: dataset_sha256 is 'X' in the journal but 'Y'
   //    for this run; use another --out folder, or --force-new to move the old journal aside"
-  // (unless `force_new`). Checkpoints new to the journal are added to its meta.
+  // (unless `force_new`). Checkpoints new to the journal are added to its meta. An existing
+  // 0-byte file (a truncated journal, which SQLite would take for a new one) fails with
+  // kFailedPrecondition "journal <path> is empty (0 bytes): ..." unless `force_new`.
   // kInternal / kPermissionDenied / kDataLoss for SQLite errors (the message names the path).
   static absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> Open(
       const SqliteVerdictStoreOptions& options);

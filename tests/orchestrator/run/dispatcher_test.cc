@@ -193,6 +193,55 @@ INSTANTIATE_TEST_SUITE_P(Codes, RetryableCodeTest,
                                            absl::StatusCode::kInternal,
                                            absl::StatusCode::kUnknown));
 
+// A broken upstream fails every row alike: after N same-code failures in a row nothing more is
+// sent, and the rows never sent stay unrecorded for the next run.
+TEST(DispatcherTest, StopsDispatchingAfterNSameCodeFailuresInARow) {
+  Fixture fixture(1, 10);
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  client.set_responder([](const GradeItemRequest&) -> absl::StatusOr<GradeItemResponse> {
+    return absl::FailedPreconditionError("upstream HTTP 401: bad key");
+  });
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  options.max_in_flight = 1;
+  options.stop_after_same_failures = 3;
+  Dispatcher dispatcher(&client, &store, options);
+  const DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_TRUE(stats.gave_up);
+  EXPECT_FALSE(stats.stopping);
+  EXPECT_THAT(client.requests(), SizeIs(3));
+  EXPECT_EQ(stats.failed_rows, 3);
+  EXPECT_THAT(store.rows(), SizeIs(3));
+  EXPECT_THAT(dispatcher.last_failure(),
+              ::hb::testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                      HasSubstr("upstream HTTP 401")));
+}
+
+// A graded row, or a failure with another code, starts the count again.
+TEST(DispatcherTest, DifferentOutcomesResetTheSameFailureCount) {
+  Fixture fixture(1, 10);
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  client.set_responder([](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    const int index = static_cast<int>(request.rubric_item().points()) - 1;
+    if (index % 3 == 2) return EvenIsMet(request);
+    if (index % 3 == 1) return absl::InvalidArgumentError("bad row");
+    return absl::FailedPreconditionError("upstream HTTP 401: bad key");
+  });
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  options.max_in_flight = 1;
+  options.stop_after_same_failures = 2;
+  Dispatcher dispatcher(&client, &store, options);
+  const DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_FALSE(stats.gave_up);
+  EXPECT_EQ(stats.failed_rows, 7);
+  EXPECT_EQ(stats.ok_rows, 3);
+}
+
 class FinalCodeTest : public ::testing::TestWithParam<absl::StatusCode> {};
 
 TEST_P(FinalCodeTest, FailsTheRowAtOnce) {

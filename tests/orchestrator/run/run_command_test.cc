@@ -43,6 +43,8 @@ TEST(ParseRunArgsTest, DefaultsAndRepeatedResponses) {
   EXPECT_EQ(options.shard_index, 0);
   EXPECT_EQ(options.shard_count, 1);
   EXPECT_FALSE(options.force_new);
+  EXPECT_FALSE(options.allow_partial_responses);
+  EXPECT_EQ(options.stop_after_same_failures, 50);
   EXPECT_DOUBLE_EQ(options.prices.input_per_mtok, 2.00);
   EXPECT_DOUBLE_EQ(options.prices.cached_input_per_mtok, 0.50);
   EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 8.00);
@@ -71,6 +73,8 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
                                              "--price-output-per-mtok=6",
                                              "--simulated-verdicts",
                                              "--noskip-invalid",
+                                             "--allow-partial-responses",
+                                             "--stop-after-same-failures=7",
                                              "--llm-model=m",
                                              "--grader-template=/t.txt"})));
   EXPECT_EQ(options.grader, "dns:///grader-headless:50051");
@@ -90,6 +94,8 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
   EXPECT_DOUBLE_EQ(options.prices.output_per_mtok, 6);
   EXPECT_TRUE(options.simulated_verdicts);
   EXPECT_FALSE(options.skip_invalid);
+  EXPECT_TRUE(options.allow_partial_responses);
+  EXPECT_EQ(options.stop_after_same_failures, 7);
   EXPECT_EQ(options.grader_options.settings.model, "m");
   EXPECT_EQ(options.grader_options.template_path, "/t.txt");
   EXPECT_EQ(options.RunDir(), "o/shard-1");
@@ -208,6 +214,8 @@ TEST(RunCommandTest, HelpDocumentsFlagsAndExitCodes) {
                            "--price-output-per-mtok",
                            "--simulated-verdicts",
                            "--skip-invalid",
+                           "--allow-partial-responses",
+                           "--stop-after-same-failures",
                            "--grader-template"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
@@ -251,6 +259,30 @@ TEST(RunCommandTest, ConnectGraderRejectsAnEmptyTarget) {
   options.grader = "";
   EXPECT_THAT(ConnectGrader(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("target")));
+}
+
+TEST(RunCommandTest, TopFailureReasonsCountsWithoutTheAttemptSuffix) {
+  const std::vector<std::string> errors = {
+      "UNAVAILABLE: 503 (attempt 3 of 3)", "FAILED_PRECONDITION: 401 (attempt 1 of 3)",
+      "UNAVAILABLE: 503 (attempt 1 of 1)", "DEADLINE_EXCEEDED: slow (attempt 3 of 3)",
+      "INTERNAL: bug (attempt 3 of 3)",    "FAILED_PRECONDITION: 401 (attempt 1 of 3)",
+      "UNAVAILABLE: 503 (attempt 2 of 3)"};
+  EXPECT_THAT(TopFailureReasons(errors, 3),
+              ::testing::ElementsAre(::testing::Pair("UNAVAILABLE: 503", 3),
+                                     ::testing::Pair("FAILED_PRECONDITION: 401", 2),
+                                     ::testing::Pair("DEADLINE_EXCEEDED: slow", 1)));
+  EXPECT_THAT(TopFailureReasons({}, 3), ::testing::IsEmpty());
+}
+
+// A gRPC target with no replica listening fails at once, not after 3 x --row-timeout per row.
+TEST(RunCommandTest, ConnectGraderRejectsATargetWithNoReplicaReachable) {
+  RunOptions options;
+  options.grader = "ipv4:127.0.0.1:1";
+  options.grader_ready_timeout = absl::Milliseconds(300);
+  EXPECT_THAT(ConnectGrader(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no hb-grader replica reachable at ipv4:127.0.0.1:1 within "
+                                 "300ms: ")));
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ using ::hb::testing::MakeTempDir;
 using ::hb::testing::ReferenceTemplatePath;
 using ::hb::testing::SharedDataFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kFixedTime[] = "HB_FIXED_TIME=2025-06-01T00:00:00Z";
 
@@ -187,7 +188,8 @@ std::string WriteResponses(const std::string& dataset_path, const std::string& f
   return path;
 }
 
-int64_t JournalOkRows(const std::string& journal) {
+// The rows of `journal` with `where` (SQL) true; 0 when it cannot be read.
+int64_t CountJournalRows(const std::string& journal, const std::string& where) {
   struct stat st;
   if (::stat(journal.c_str(), &st) != 0) return 0;
   sqlite3* db = nullptr;
@@ -195,8 +197,8 @@ int64_t JournalOkRows(const std::string& journal) {
   if (sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_busy_timeout(db, 1000);
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM rows WHERE status = 'ok'", -1, &stmt,
-                           nullptr) == SQLITE_OK &&
+    const std::string query = "SELECT COUNT(*) FROM rows WHERE " + where;
+    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
         sqlite3_step(stmt) == SQLITE_ROW) {
       n = sqlite3_column_int64(stmt, 0);
     }
@@ -205,6 +207,11 @@ int64_t JournalOkRows(const std::string& journal) {
   sqlite3_close(db);
   return n;
 }
+
+int64_t JournalOkRows(const std::string& journal) {
+  return CountJournalRows(journal, "status = 'ok'");
+}
+int64_t JournalRows(const std::string& journal) { return CountJournalRows(journal, "1"); }
 
 // Polls the journal (a separate reader, as any observer would) until it holds `n` ok rows.
 bool WaitForJournalRows(const std::string& journal, int64_t n, pid_t still_running) {
@@ -469,16 +476,19 @@ TEST_F(RunIntegrationTest, BadUsageExitsWithTwo) {
 }
 
 TEST_F(RunIntegrationTest, FailedRowsExitWithThreeAndAreRetriedNextRun) {
-  // A grader target with nothing listening: every row exhausts its attempts.
+  // An upstream that answers every call with 503: every row fails after its attempts (a
+  // retryable failure, so the probe row lets the run go on).
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim failing, hb::testing::StartLlmSim({"--fault-503=1"}));
   const std::string out = dir_ + "/out";
   std::string stderr_text;
-  EXPECT_EQ(
-      RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {"--row-timeout=300ms", "--row-attempts=2"},
-                              /*two_checkpoints=*/false),
-                      dir_, &stderr_text),
-      3);
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded",
+                                    {"--llm-base-url=" + failing.base_url, "--max-attempts=1",
+                                     "--row-attempts=1"},
+                                    /*two_checkpoints=*/false),
+                            dir_, &stderr_text),
+            3);
   EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat(rows_per_checkpoint_, " row(s) failed")));
-  EXPECT_THAT(ReadText(out + "/base/failures.jsonl"), HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_THAT(ReadText(out + "/base/failures.jsonl"), HasSubstr("UNAVAILABLE"));
   // With a grader, the next run grades exactly the failed rows.
   HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {}));
   ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target(), {}, /*two_checkpoints=*/false), dir_,
@@ -487,6 +497,134 @@ TEST_F(RunIntegrationTest, FailedRowsExitWithThreeAndAreRetriedNextRun) {
   EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("0 already graded in the journal, ",
                                                   rows_per_checkpoint_, " to grade")));
   EXPECT_EQ(ReadText(out + "/base/failures.jsonl"), "");
+}
+
+// Rows failing alike stop the dispatch after --stop-after-same-failures of them; the rest stay
+// for the next run, and the most frequent reasons are printed.
+TEST_F(RunIntegrationTest, SameFailuresStopDispatchingAndTheTopReasonsArePrinted) {
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim failing, hb::testing::StartLlmSim({"--fault-503=1"}));
+  const std::string out = dir_ + "/out";
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded",
+                                    {"--llm-base-url=" + failing.base_url, "--max-attempts=1",
+                                     "--row-attempts=1", "--max-in-flight=1",
+                                     "--noadaptive-concurrency", "--stop-after-same-failures=5"},
+                                    /*two_checkpoints=*/false),
+                            dir_, &stderr_text),
+            3);
+  // The probe row, then 5 rows of the rest.
+  EXPECT_THAT(stderr_text,
+              HasSubstr(absl::StrCat("hb-orchestrator run: stopped dispatching: the last 5 "
+                                     "finished rows all failed with UNAVAILABLE (last: ")));
+  EXPECT_THAT(stderr_text,
+              HasSubstr(absl::StrCat("; ", rows_per_checkpoint_ - 6, " row(s) not sent\n")));
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: most frequent failure reasons:\n"
+                                     "  6 x UNAVAILABLE: "));
+  EXPECT_EQ(JournalRows(out + "/journal.sqlite"), 6);
+}
+
+// A gRPC target with no replica listening: exit 2 within seconds, rows never sent.
+TEST_F(RunIntegrationTest, UnreachableGraderExitsWithTwoAtOnce) {
+  const std::string out = dir_ + "/out";
+  std::string stderr_text;
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {}, /*two_checkpoints=*/false), dir_,
+                            &stderr_text),
+            2);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: no hb-grader replica reachable at "
+                                     "ipv4:127.0.0.1:1 within 5s: "));
+  EXPECT_THAT(stderr_text, Not(HasSubstr("Run the same command again")));
+}
+
+// An upstream that answers 401 (a wrong key): the probe row fails with a final error, the run
+// stops at once with exit 2 and the reason, and the probe row is journaled like any other.
+TEST_F(RunIntegrationTest, UpstreamUnauthorizedExitsWithTwoAfterOneRow) {
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim sim, hb::testing::StartLlmSim({"--api-key=the-right-key"}));
+  for (const std::string& grader : {std::string("embedded"), std::string("grpc")}) {
+    SCOPED_TRACE(grader);
+    const std::string out = dir_ + "/out-" + grader;
+    std::vector<std::string> args =
+        RunArgs(out, "embedded", {"--llm-base-url=" + sim.base_url}, /*two_checkpoints=*/false);
+    std::unique_ptr<ChildProcess> replica;
+    if (grader == "grpc") {
+      // A replica whose upstream rejects its key.
+      HB_ASSERT_OK_AND_ASSIGN(
+          replica, ChildProcess::Spawn(
+                       {BinaryDir() + "/grader_service/hb-grader", "--listen=127.0.0.1:0",
+                        "--metrics-listen=", "--llm-base-url=" + sim.base_url,
+                        "--grader-template=" + ReferenceTemplatePath(), "--log-level=warn"}));
+      HB_ASSERT_OK_AND_ASSIGN(std::string line, replica->ReadFirstLine(absl::Seconds(30)));
+      args = RunArgs(out, "ipv4:127.0.0.1" + line.substr(line.rfind(':')), {},
+                     /*two_checkpoints=*/false);
+    }
+    std::string stderr_text;
+    const absl::Time start = absl::Now();
+    EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 2);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: the grader cannot grade: "));
+    EXPECT_THAT(stderr_text, HasSubstr("upstream HTTP 401: "));
+    EXPECT_THAT(stderr_text,
+                HasSubstr("check --llm-api-key-file / OPENAI_API_KEY and --llm-base-url"));
+    EXPECT_THAT(stderr_text, Not(HasSubstr("Run the same command again")));
+    EXPECT_EQ(JournalRows(out + "/journal.sqlite"), 1);
+  }
+}
+
+// A second run on the same --out while the first is running fails at once naming the holder.
+TEST_F(RunIntegrationTest, ASecondRunOnTheSameOutFailsAtOnce) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(1, {"--latency-ms=50"}));
+  const std::string out = dir_ + "/out";
+  const std::vector<std::string> args =
+      RunArgs(out, cluster->Target(), {"--max-in-flight=2"}, /*two_checkpoints=*/false);
+  Orch first = SpawnOrchestrator(args, dir_);
+  ASSERT_TRUE(WaitForJournalRows(out + "/journal.sqlite", 2, first.pid))
+      << ReadText(first.stderr_path);
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 2);
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("hb-orchestrator run: another hb-orchestrator "
+                                                  "holds ",
+                                                  out, "/.lock (pid ", first.pid, ")")));
+  ::kill(first.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(first.pid), 4) << ReadText(first.stderr_path);
+}
+
+// Tasks without a response (here: an empty responses file) mark the reports INCOMPLETE and
+// exit 3, unless --allow-partial-responses accepts partial coverage.
+TEST_F(RunIntegrationTest, TasksWithoutResponseAreIncompleteUnlessAllowed) {
+  const std::string empty = dir_ + "/empty.jsonl";
+  HB_ASSERT_OK(WriteFileAtomically(empty, ""));
+  std::vector<std::string> args = {"run",
+                                   "--dataset=" + dataset_,
+                                   "--responses=base=" + empty,
+                                   "--out=" + dir_ + "/out",
+                                   "--grader=ipv4:127.0.0.1:1",
+                                   "--grader-template=" + ReferenceTemplatePath(),
+                                   "--progress=off"};
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 3);
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: base: 30 task(s) have no response; "
+                                     "the reports are marked INCOMPLETE"));
+  EXPECT_THAT(ReadText(dir_ + "/out/base/summary.json"), HasSubstr("\"incomplete\": true"));
+
+  args.push_back("--allow-partial-responses");
+  EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 0);
+  EXPECT_THAT(stderr_text,
+              HasSubstr("base: 30 task(s) have no response (accepted: --allow-partial-responses)"));
+  EXPECT_THAT(ReadText(dir_ + "/out/base/summary.json"), Not(HasSubstr("\"incomplete\": true")));
+}
+
+// A 0-byte journal is an error naming it (exit 2), not a silent fresh start.
+TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK(MakeDirs(out));
+  HB_ASSERT_OK(WriteFileAtomically(out + "/journal.sqlite", ""));
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {}, /*two_checkpoints=*/false), dir_,
+                            &stderr_text),
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: journal " + out +
+                                     "/journal.sqlite is empty (0 bytes)"));
 }
 
 TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {

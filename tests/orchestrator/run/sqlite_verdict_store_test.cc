@@ -303,6 +303,20 @@ TEST(SqliteVerdictStoreTest, ForceNewMovesTheOldJournalAside) {
   EXPECT_EQ(CountRowsExternally(moved), 1);
 }
 
+// A truncated journal is not silently taken for a new one (which would re-grade everything).
+TEST(SqliteVerdictStoreTest, AnEmptyJournalFileIsAnErrorNamingIt) {
+  const std::string dir = hb::testing::MakeTempDir();
+  FILE* f = std::fopen((dir + "/journal.sqlite").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_THAT(SqliteVerdictStore::Open(Options(dir)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("journal " + dir + "/journal.sqlite is empty (0 bytes)")));
+  SqliteVerdictStoreOptions options = Options(dir);
+  options.force_new = true;
+  HB_EXPECT_OK(SqliteVerdictStore::Open(options).status());
+}
+
 TEST(SqliteVerdictStoreTest, NotADatabaseIsDataLoss) {
   const std::string dir = hb::testing::MakeTempDir();
   FILE* f = std::fopen((dir + "/journal.sqlite").c_str(), "w");

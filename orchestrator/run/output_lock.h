@@ -1,0 +1,35 @@
+// OutputLock: an exclusive flock(2) on <dir>/.lock held for a whole run, so two runs never
+// write the same journal and reports at once (a second `run` on the same --out fails at once).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace hb {
+
+// The lock file's name inside the run folder.
+inline constexpr char kOutputLockFileName[] = ".lock";
+
+class OutputLock {
+ public:
+  // Creates <dir>/.lock when missing (dir must exist), takes the lock without waiting and
+  // writes this process's pid in the file. Errors: kFailedPrecondition "another hb-orchestrator
+  // holds <dir>/.lock (pid N)" when another open file holds it (another process, or another
+  // OutputLock of this one); kPermissionDenied naming the file when it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<OutputLock>> Acquire(const std::string& dir);
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+  // Releases the lock; the file stays (removing it would race with a waiting run).
+  ~OutputLock();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  OutputLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  const std::string path_;
+  const int fd_;
+};
+
+}  // namespace hb
