@@ -254,12 +254,12 @@ Dispatched Dispatch(GraderClient& client, VerdictStore& store, DispatcherOptions
 }
 
 // A final error that every row would meet the same way: a bad key or token, a wrong URL or
-// model, a request the grader rejects.
+// model, an upstream that rejects every request. (kInvalidArgument is left out: the grader also
+// answers it for one oversized task, which must not stop the others.)
 bool IsGraderMisconfigured(absl::StatusCode code) {
   return code == absl::StatusCode::kUnauthenticated ||
          code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kNotFound ||
-         code == absl::StatusCode::kFailedPrecondition ||
-         code == absl::StatusCode::kInvalidArgument;
+         code == absl::StatusCode::kFailedPrecondition;
 }
 
 // kFailedPrecondition (exit 2) when the probe row failed with a misconfiguration error.
