@@ -12,6 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
 #include "cli/security_flags.h"
+#include "cli/server_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "environment/env_metrics.h"
@@ -48,20 +49,16 @@ constexpr char kFooter[] =
 
 struct Flags {
   hb::cli::GraderFlags grader_flags;
-  hb::cli::ServerSecurityFlags security;
   hb::ClientSecurityOptions grader_security;
   std::vector<std::string> splits;
   std::string grader = "embedded";
   std::string listen = "127.0.0.1:50061";
   std::string http_listen = "127.0.0.1:8080";
-  std::string metrics_listen = "127.0.0.1:9465";
+  hb::cli::ServerFlags server;
   int64_t cache_entries = 100000;
   std::string cache_db;
   int64_t max_pending = 4096;
   int64_t max_reply_bytes = 1 << 20;
-  absl::Duration drain_timeout = absl::Seconds(30);
-  std::string log_level = "info";
-  bool reflection = false;
 };
 
 void AddFlags(hb::cli::Command& command, Flags* flags) {
@@ -88,15 +85,8 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   command.Flag("http-listen", &flags->http_listen, "HOST:PORT",
                "Open Reward Standard HTTP listen address (port 0 picks one; stdout's second "
                "line is 'http listening on HOST:PORT')");
-  command.Flag("metrics-listen", &flags->metrics_listen, "HOST:PORT",
-               "Prometheus /metrics listen address; empty disables it");
-  command.Flag("drain-timeout", &flags->drain_timeout, "DURATION",
-               "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
-               "cancelled");
-  command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
-  command.Bool("reflection", &flags->reflection,
-               "serve gRPC server reflection, which lists the services to any client");
-  hb::cli::AddServerSecurityFlags(command, &flags->security);
+  flags->server.metrics_listen = "127.0.0.1:9465";
+  hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderClientSecurityFlags(command, &flags->grader_security);
   hb::cli::AddGraderFlags(command, &flags->grader_flags);
 }
@@ -130,7 +120,7 @@ int main(int argc, char** argv) {
   hb::cli::Program program("hb-env", kDescription, kFooter);
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
-  hb::InitLogging(flags.log_level.c_str());
+  hb::InitLogging(flags.server.log_level.c_str());
 
   absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(flags.splits);
   if (!specs.ok()) return program.UsageError("", specs.status());
@@ -138,7 +128,7 @@ int main(int argc, char** argv) {
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
   absl::StatusOr<hb::ServerSecurityOptions> security =
-      hb::cli::ResolveServerSecurity(flags.security);
+      hb::cli::ResolveServerSecurity(flags.server.security);
   if (!security.ok()) return program.UsageError("", security.status());
   // Before any thread starts: the signals must reach the watcher only.
   hb::StopSignals signals;
@@ -203,23 +193,15 @@ int main(int argc, char** argv) {
                                       env_options, &env_metrics);
   if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
 
-  std::unique_ptr<prometheus::Exposer> exposer;
-  const std::string& metrics_listen = flags.metrics_listen;
-  if (!metrics_listen.empty()) {
-    try {  // civetweb reports bind failures by throwing
-      exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
-    } catch (const std::exception& e) {
-      return Fail(absl::UnavailableError(
-          absl::StrCat("cannot serve metrics on ", metrics_listen, ": ", e.what())));
-    }
-    exposer->RegisterCollectable(registry);
-  }
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      hb::cli::ServeMetrics(flags.server.metrics_listen, registry);
+  if (!exposer.ok()) return Fail(exposer.status());
 
   const std::string& listen = flags.listen;
   hb::env::EnvServerOptions server_options;
   server_options.listen_address = listen;
   server_options.security = *security;
-  server_options.reflection = flags.reflection;
+  server_options.reflection = flags.server.reflection;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return Fail(server.status());
@@ -238,7 +220,7 @@ int main(int argc, char** argv) {
   const int signal_number = signals.Wait();
   HB_LOG_INFO("hb-env: {} received", hb::SignalName(signal_number));
   (*http)->Shutdown();
-  (*server)->Shutdown(flags.drain_timeout);
+  (*server)->Shutdown(flags.server.drain_timeout);
   server->reset();
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
 #include "cli/security_flags.h"
+#include "cli/server_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "grader_service/grader_server.h"
@@ -37,12 +38,8 @@ constexpr char kFooter[] =
 
 struct Flags {
   hb::cli::GraderFlags grader;
-  hb::cli::ServerSecurityFlags security;
+  hb::cli::ServerFlags server;
   std::string listen = "0.0.0.0:50051";
-  std::string metrics_listen = "127.0.0.1:9464";
-  absl::Duration drain_timeout = absl::Seconds(30);
-  std::string log_level = "info";
-  bool reflection = false;
 };
 
 void AddFlags(hb::cli::Command& command, Flags* flags) {
@@ -50,16 +47,8 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   hb::cli::AddListenFlag(command, &flags->listen,
                          "gRPC listen address (port 0 picks one; the first stdout line is "
                          "'listening on HOST:PORT')");
-  command.Flag("metrics-listen", &flags->metrics_listen, "HOST:PORT",
-               "Prometheus /metrics listen address; empty disables it");
-  command.Flag("drain-timeout", &flags->drain_timeout, "DURATION",
-               "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
-               "cancelled");
-  command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
-  command.Bool("reflection", &flags->reflection,
-               "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
-               "to any client");
-  hb::cli::AddServerSecurityFlags(command, &flags->security);
+  flags->server.metrics_listen = "127.0.0.1:9464";
+  hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderFlags(command, &flags->grader);
 }
 
@@ -72,28 +61,24 @@ int main(int argc, char** argv) {
   program.root().LastValueWins();
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
-  hb::InitLogging(flags.log_level.c_str());
+  hb::InitLogging(flags.server.log_level.c_str());
   absl::StatusOr<hb::GraderServerOptions> options = hb::cli::ResolveGraderFlags(flags.grader);
   if (!options.ok()) return program.UsageError("", options.status());
   options->listen_address = flags.listen;
-  options->reflection = flags.reflection;
+  options->reflection = flags.server.reflection;
   absl::StatusOr<hb::ServerSecurityOptions> security =
-      hb::cli::ResolveServerSecurity(flags.security);
+      hb::cli::ResolveServerSecurity(flags.server.security);
   if (!security.ok()) return program.UsageError("", security.status());
   options->security = *std::move(security);
   options->registry = std::make_shared<prometheus::Registry>();
 
   // Before any thread starts: the signals must reach the watcher only.
   hb::StopSignals signals;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!flags.metrics_listen.empty()) {
-    try {  // civetweb reports bind failures by throwing
-      exposer = std::make_unique<prometheus::Exposer>(flags.metrics_listen);
-    } catch (const std::exception& e) {
-      HB_LOG_ERROR("hb-grader: cannot serve metrics on {}: {}", flags.metrics_listen, e.what());
-      return 1;
-    }
-    exposer->RegisterCollectable(options->registry);
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      hb::cli::ServeMetrics(flags.server.metrics_listen, options->registry);
+  if (!exposer.ok()) {
+    HB_LOG_ERROR("hb-grader: {}", std::string(exposer.status().message()));
+    return 1;
   }
 
   absl::StatusOr<std::unique_ptr<hb::GraderServer>> server = hb::GraderServer::Start(*options);
@@ -108,7 +93,7 @@ int main(int argc, char** argv) {
 
   const int signal_number = signals.Wait();
   HB_LOG_INFO("hb-grader: {} received", hb::SignalName(signal_number));
-  (*server)->Shutdown(flags.drain_timeout);
+  (*server)->Shutdown(flags.server.drain_timeout);
   (*server)->Wait();
   server->reset();
   return 0;

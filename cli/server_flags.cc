@@ -1,0 +1,35 @@
+#include "cli/server_flags.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+
+namespace hb::cli {
+
+void AddServerFlags(Command& command, ServerFlags* flags) {
+  command.Flag("metrics-listen", &flags->metrics_listen, "HOST:PORT",
+               "Prometheus /metrics listen address; empty disables it");
+  command.Flag("drain-timeout", &flags->drain_timeout, "DURATION",
+               "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
+               "cancelled");
+  command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
+  command.Bool("reflection", &flags->reflection,
+               "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
+               "to any client");
+  AddServerSecurityFlags(command, &flags->security);
+}
+
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
+    const std::string& listen, std::shared_ptr<prometheus::Registry> registry) {
+  if (listen.empty()) return nullptr;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {  // civetweb reports bind failures by throwing
+    exposer = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+  }
+  exposer->RegisterCollectable(registry);
+  return exposer;
+}
+
+}  // namespace hb::cli

@@ -1,0 +1,36 @@
+// The flags every server binary shares (hb-grader, hb-env): metrics listener, drain timeout,
+// log level, reflection and the transport-security group (security_flags.h), plus the one place
+// that starts the Prometheus exposer.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cli/command_line.h"
+#include "cli/security_flags.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+
+namespace hb::cli {
+
+struct ServerFlags {
+  // Loopback by default: metrics are opened to a scraper on purpose (--metrics-listen).
+  std::string metrics_listen;
+  absl::Duration drain_timeout = absl::Seconds(30);
+  std::string log_level = "info";
+  bool reflection = false;
+  ServerSecurityFlags security;
+};
+
+// --metrics-listen, --drain-timeout, --log-level, --reflection, then the security group.
+// `flags->metrics_listen` holds the binary's default on entry.
+void AddServerFlags(Command& command, ServerFlags* flags);
+
+// Serves `registry` on /metrics at `listen`; nullptr when `listen` is empty. kUnavailable naming
+// the address when it cannot be bound.
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
+    const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
+
+}  // namespace hb::cli
