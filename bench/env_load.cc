@@ -3,7 +3,8 @@
 // async Submit on --channels channels) or over the Open Reward Standard HTTP API (--mode=ors:
 // one keep-alive connection and session per call in flight, POST /{env}/call; see
 // env_load_ors.h). Every reply is unique (graded) unless --same-reply: then each task is
-// graded once before the clock starts and every measured call is a cache hit.
+// graded once before the clock starts and every measured call is a cache hit. --warmup calls
+// are made (and not measured) first.
 //
 // Prints calls/s, latency percentiles, the latency added over the judge's fixed
 // --judge-latency-ms (graded calls), CPU microseconds per call of the server (--server-pid,
@@ -43,6 +44,10 @@ ABSL_FLAG(int, in_flight, 200, "Calls kept in flight");
 ABSL_FLAG(int, submissions, 1000, "Calls measured in total");
 ABSL_FLAG(int, channels, 1, "gRPC channels (own connections) the calls are spread over");
 ABSL_FLAG(bool, same_reply, false, "Submit the same reply per task (cache hits after warm-up)");
+ABSL_FLAG(int, warmup, 0,
+          "Calls made (at --in-flight) before measuring: the server's connections to the judge "
+          "and its heap reach their steady state (with --same-reply each task is graded once "
+          "first anyway)");
 ABSL_FLAG(double, judge_latency_ms, 0,
           "The judge's fixed latency (hb-llm-sim --latency-ms, no jitter); when set, prints the "
           "latency graded calls add over it");
@@ -235,9 +240,12 @@ int main(int argc, char** argv) {
     return same ? std::string("A steady bench reply.")
                 : absl::StrCat("Bench reply number ", n, ".");
   };
+  LoadRecorder warm(0);
   if (same) {  // grade each task once, so that every measured call is a cache hit
-    LoadRecorder warm(0);
     run(static_cast<int>(tasks.size()), static_cast<int>(tasks.size()), reply, warm);
+  }
+  if (const int warmup = absl::GetFlag(FLAGS_warmup); warmup > 0) {
+    run(warmup, absl::GetFlag(FLAGS_in_flight), reply, warm);
   }
   const int pid = absl::GetFlag(FLAGS_server_pid);
   const std::string load_before = LoadAverage();

@@ -6,7 +6,9 @@
 # average).
 #
 #   bench/env_load.sh IN_FLIGHT SUBMISSIONS [hb-env-load flags, e.g. --same_reply, --mode=ors]
-# Environment: HB_BUILD_DIR (default build), HB_SHARED_DIR (default ../shared), LATENCY_MS,
+# Environment: HB_BUILD_DIR (default build), HB_ENV_BIN (default its hb-env; for A/B runs),
+# HB_ENV_WRAPPER (a command hb-env runs under, e.g. "valgrind --tool=callgrind ..."),
+# HB_SHARED_DIR (default ../shared), LATENCY_MS,
 # PERF_DATA (when set, `perf record -g` samples hb-env's CPU into that file while the driver
 # runs; read it with `perf report -i FILE --no-children`).
 set -euo pipefail
@@ -24,7 +26,7 @@ wait_line() {
 "$build/simulator/hb-llm-sim" --listen=127.0.0.1:0 --latency-ms="${LATENCY_MS:-1000}" >"$work/sim" 2>&1 &
 sim_pid=$!
 wait_line "$work/sim" "listening on"
-"$build/environment/hb-env" \
+${HB_ENV_WRAPPER:-} "${HB_ENV_BIN:-$build/environment/hb-env}" \
   --split=test="$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl" \
   --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --metrics-listen= \
   --llm-base-url="http://$(head -1 "$work/sim" | sed 's/^listening on //')/v1" \

@@ -34,6 +34,11 @@ class EnvMetrics {
   prometheus::Counter& shared_;
   prometheus::Histogram& reward_;
   prometheus::Family<prometheus::Histogram>& latency_;
+  // The series every submission touches, resolved once: Family::Add takes the family's lock
+  // and builds a label map, which is most of a cache hit's metrics cost.
+  prometheus::Counter& submits_ok_;
+  prometheus::Histogram& latency_cache_;
+  prometheus::Histogram& latency_graded_;
 };
 
 }  // namespace hb::env
