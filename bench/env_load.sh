@@ -8,7 +8,8 @@
 #   bench/env_load.sh IN_FLIGHT SUBMISSIONS [hb-env-load flags, e.g. --same_reply, --mode=ors]
 # Environment: HB_BUILD_DIR (default build), HB_ENV_BIN (default its hb-env; for A/B runs),
 # HB_ENV_WRAPPER (a command hb-env runs under, e.g. "valgrind --tool=callgrind ..."),
-# HB_SHARED_DIR (default ../shared), LATENCY_MS,
+# HB_SHARED_DIR (default ../shared), SPLIT_FILE (the JSONL served as split "test"; default the
+# 30 real records), TASKS (distinct tasks cycled, default 30), LATENCY_MS,
 # PERF_DATA (when set, `perf record -g` samples hb-env's CPU into that file while the driver
 # runs; read it with `perf report -i FILE --no-children`).
 set -euo pipefail
@@ -27,7 +28,7 @@ wait_line() {
 sim_pid=$!
 wait_line "$work/sim" "listening on"
 ${HB_ENV_WRAPPER:-} "${HB_ENV_BIN:-$build/environment/hb-env}" \
-  --split=test="$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl" \
+  --split=test="${SPLIT_FILE:-$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl}" \
   --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --metrics-listen= \
   --llm-base-url="http://$(head -1 "$work/sim" | sed 's/^listening on //')/v1" \
   --grader-template="$shared/reference/grader_template.txt" --max-upstream-in-flight=8192 \
@@ -42,7 +43,7 @@ if [[ -n "${PERF_DATA:-}" ]]; then
 fi
 "$build/bench/hb-env-load" --target="$(sed -n 's/^grpc listening on //p' "$work/env")" \
   --http_target="$(sed -n 's/^http listening on //p' "$work/env")" \
-  --judge_latency_ms="${LATENCY_MS:-1000}" --split=test --tasks=30 --in_flight="$in_flight" \
+  --judge_latency_ms="${LATENCY_MS:-1000}" --split=test --tasks="${TASKS:-30}" --in_flight="$in_flight" \
   --submissions="$submissions" \
   --server_pid="$env_pid" --judge_pid="$sim_pid" "$@"
 if [[ -n "${perf_pid:-}" ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
