@@ -9,7 +9,9 @@
 # Environment: HB_BUILD_DIR (default build), HB_ENV_BIN (default its hb-env; for A/B runs),
 # HB_ENV_WRAPPER (a command hb-env runs under, e.g. "valgrind --tool=callgrind ..."),
 # HB_SHARED_DIR (default ../shared), SPLIT_FILE (the JSONL served as split "test"; default the
-# 30 real records), TASKS (distinct tasks cycled, default 30), LATENCY_MS,
+# 30 real records), TASKS (distinct tasks cycled, default 30), LATENCY_MS, METRICS_LISTEN
+# (HOST:PORT: hb-env serves Prometheus metrics there and the script prints its
+# hb_env_added_latency_seconds histogram after the run),
 # PERF_DATA (when set, `perf record -g` samples hb-env's CPU into that file while the driver
 # runs; read it with `perf report -i FILE --no-children`).
 set -euo pipefail
@@ -29,7 +31,7 @@ sim_pid=$!
 wait_line "$work/sim" "listening on"
 ${HB_ENV_WRAPPER:-} "${HB_ENV_BIN:-$build/environment/hb-env}" \
   --split=test="${SPLIT_FILE:-$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl}" \
-  --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --metrics-listen= \
+  --listen=127.0.0.1:0 --http-listen=127.0.0.1:0 --metrics-listen="${METRICS_LISTEN:-}" \
   --llm-base-url="http://$(head -1 "$work/sim" | sed 's/^listening on //')/v1" \
   --grader-template="$shared/reference/grader_template.txt" --max-upstream-in-flight=8192 \
   --log-level=warn >"$work/env" 2>&1 &
@@ -46,4 +48,7 @@ fi
   --judge_latency_ms="${LATENCY_MS:-1000}" --split=test --tasks="${TASKS:-30}" --in_flight="$in_flight" \
   --submissions="$submissions" \
   --server_pid="$env_pid" --judge_pid="$sim_pid" "$@"
+if [[ -n "${METRICS_LISTEN:-}" ]]; then
+  curl -s "http://$METRICS_LISTEN/metrics" | grep '^hb_env_added_latency_seconds' || true
+fi
 if [[ -n "${perf_pid:-}" ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
