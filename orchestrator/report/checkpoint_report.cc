@@ -185,6 +185,8 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   }
   std::vector<OrderedMetrics>().swap(graded_metrics);
   const bool incomplete = context.incomplete || missing_rows;
+  result.simulated = context.simulated;
+  result.incomplete = incomplete;
   const std::string generated_at = GeneratedAt(context);
 
   HB_RETURN_IF_ERROR(verdicts_out->Commit());

@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "orchestrator/report/svg_charts.h"
 
 namespace hb {
@@ -304,35 +306,109 @@ std::string ComparisonChart(const std::vector<HtmlComparisonCheckpoint>& checkpo
   return CheckpointLinesSvg(names, series);
 }
 
-}  // namespace
+// The metrics named `prefix`... across the checkpoints: one row per metric (first appearance
+// order), one column per checkpoint, "mean ± std" with n in a tooltip.
+void AppendMetricAcross(std::string& out, const std::vector<HtmlComparisonCheckpoint>& checkpoints,
+                        absl::string_view prefix, absl::string_view title) {
+  std::vector<std::string> names;
+  for (const HtmlComparisonCheckpoint& c : checkpoints) {
+    for (const MetricSummary& m : c.metrics) {
+      if (absl::StartsWith(m.name, prefix) &&
+          std::find(names.begin(), names.end(), m.name) == names.end()) {
+        names.push_back(m.name);
+      }
+    }
+  }
+  absl::StrAppend(&out, "<h2>", HtmlEscape(title), "</h2>\n");
+  if (names.empty()) {
+    absl::StrAppend(&out, "<p class=\"muted\">none</p>\n");
+    return;
+  }
+  absl::StrAppend(&out, "<table><tr><th>", HtmlEscape(absl::StripSuffix(prefix, ":")), "</th>");
+  for (const HtmlComparisonCheckpoint& c : checkpoints) {
+    absl::StrAppend(&out, "<th>", HtmlEscape(c.checkpoint), "</th>");
+  }
+  absl::StrAppend(&out, "</tr>\n");
+  for (const std::string& name : names) {
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(name.substr(prefix.size())), "</td>");
+    for (const HtmlComparisonCheckpoint& c : checkpoints) {
+      auto it = std::find_if(c.metrics.begin(), c.metrics.end(),
+                             [&](const MetricSummary& m) { return m.name == name; });
+      if (it == c.metrics.end()) {
+        absl::StrAppend(&out, "<td class=\"num muted\">n/a</td>");
+        continue;
+      }
+      absl::StrAppend(&out, "<td class=\"num\" title=\"n=", it->n_samples, "\">",
+                      FormatScore(it->mean), " &plusmn; ", FormatStd(it->bootstrap_std), "</td>");
+    }
+    absl::StrAppend(&out, "</tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n");
+}
 
-std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
-                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
-                                 int bootstrap_samples) {
-  std::string out;
+// A relative path with each segment URL-escaped.
+std::string UrlRelativePath(absl::string_view path) {
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    parts.push_back(part == ".." ? std::string(part) : UrlPathEscape(part));
+  }
+  return absl::StrJoin(parts, "/");
+}
+
+void AppendComparisonHead(std::string& out, const HtmlComparison& page) {
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>HealthBench comparison</title>\n<style>",
                   kStyle, "</style>\n</head>\n<body>\n<h1>HealthBench comparison</h1>\n");
+  std::vector<std::string> simulated, incomplete;
+  for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
+    if (c.simulated) simulated.push_back(HtmlEscape(c.checkpoint));
+    if (c.incomplete) incomplete.push_back(HtmlEscape(c.checkpoint));
+  }
+  if (!simulated.empty()) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner simulated\">SIMULATED: ", absl::StrJoin(simulated, ", "),
+                    " graded by the grader simulator; those scores mean nothing.</div>\n");
+  }
+  if (!incomplete.empty()) {
+    absl::StrAppend(
+        &out, "<div class=\"banner incomplete\">INCOMPLETE: ", absl::StrJoin(incomplete, ", "),
+        " not fully graded; their scores cover the graded tasks only.</div>\n");
+  }
+  absl::StrAppend(&out, "<p class=\"score\">Baseline <b>", HtmlEscape(page.baseline), "</b>; <b>",
+                  page.common_tasks, "</b> tasks graded by every checkpoint.</p>\n");
+}
+
+}  // namespace
+
+std::string RenderComparisonHtml(const HtmlComparison& page) {
+  std::string out;
+  AppendComparisonHead(out, page);
   absl::StrAppend(&out,
                   "<table><tr><th>checkpoint</th><th>score</th><th>bootstrap std</th>"
-                  "<th>graded / tasks</th></tr>\n");
-  for (const HtmlComparisonCheckpoint& c : checkpoints) {
-    absl::StrAppend(&out, "<tr><td><a href=\"", UrlPathEscape(c.checkpoint), "/report.html\">",
+                  "<th>graded / tasks</th><th>marks</th></tr>\n");
+  for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
+    std::string marks =
+        absl::StrCat(c.simulated ? "SIMULATED " : "", c.incomplete ? "INCOMPLETE" : "");
+    absl::StrAppend(&out, "<tr><td><a href=\"", HtmlEscape(UrlRelativePath(c.report_path)), "\">",
                     HtmlEscape(c.checkpoint), "</a></td><td class=\"num\">", FormatScore(c.score),
                     "</td><td class=\"num\">", FormatStd(c.bootstrap_std),
-                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td></tr>\n");
+                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td><td>", marks,
+                    "</td></tr>\n");
   }
-  absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(checkpoints),
+  absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(page.checkpoints),
                   "<figcaption>Score with its 95% band and each theme, in checkpoint order."
-                  "</figcaption></figure>\n<h2>Differences to the baseline</h2>\n");
+                  "</figcaption></figure>\n");
+  AppendMetricAcross(out, page.checkpoints, "theme:", "By theme");
+  AppendMetricAcross(out, page.checkpoints, "axis:", "By axis");
+  absl::StrAppend(&out, "<h2>Differences to the baseline</h2>\n");
   absl::StrAppend(&out,
                   "<p class=\"muted\">Paired bootstrap over the tasks graded in both "
                   "checkpoints: ",
-                  bootstrap_samples, " resamples, seed ", seed,
+                  page.bootstrap_samples, " resamples, seed ", page.seed,
                   ", 95% percentile interval.</p>\n<table><tr><th>baseline</th><th>checkpoint"
                   "</th><th>difference</th><th>95% CI</th><th>n</th></tr>\n");
-  for (const HtmlComparisonPair& pair : pairs) {
+  for (const HtmlComparisonPair& pair : page.pairs) {
     absl::StrAppend(&out, "<tr><td>", HtmlEscape(pair.baseline), "</td><td>",
                     HtmlEscape(pair.checkpoint), "</td>");
     if (pair.difference.has_value()) {

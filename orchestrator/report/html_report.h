@@ -84,6 +84,9 @@ struct HtmlComparisonCheckpoint {
   std::optional<double> score;
   double bootstrap_std = 0;
   int64_t graded = 0, tasks = 0;
+  bool simulated = false, incomplete = false;
+  // Its report.html relative to the comparison page ('/'-separated, not yet URL-escaped).
+  std::string report_path;
   // The checkpoint's aggregate metrics (per theme and axis); drawn as lines when present.
   std::vector<MetricSummary> metrics;
 };
@@ -91,11 +94,19 @@ struct HtmlComparisonPair {
   std::string baseline, checkpoint;
   std::optional<PairedDifference> difference;  // nullopt when no task is graded in both
 };
+struct HtmlComparison {
+  std::vector<HtmlComparisonCheckpoint> checkpoints;  // in the order given
+  std::vector<HtmlComparisonPair> pairs;              // each non-baseline checkpoint, in order
+  std::string baseline;
+  int64_t common_tasks = 0;  // graded by every checkpoint
+  uint32_t seed = 0;
+  int bootstrap_samples = 0;
+};
 
-// comparison.html: the checkpoints (each linking to "<checkpoint>/report.html") and the paired
-// differences to the baseline with 95% CIs.
-std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
-                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
-                                 int bootstrap_samples);
+// comparison.html: banners when a checkpoint is SIMULATED or INCOMPLETE, the headline (baseline,
+// tasks graded by every checkpoint), the checkpoints (each linking to its report), the trend
+// picture, per-theme and per-axis tables across checkpoints, and the paired differences to the
+// baseline with 95% CIs.
+std::string RenderComparisonHtml(const HtmlComparison& comparison);
 
 }  // namespace hb

@@ -778,7 +778,9 @@ TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
       {with(
            {"score", "--dataset", d, "--responses", unknown, "--verdicts", v, "--out", dir_ + "/o"},
            true),
-       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope'\n"},
+       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope' (not in " + d +
+           "; to grade a subset with the responses to the whole set, pass "
+           "--ignore-extra-responses)\n"},
       {with({"dry-run", "--dataset", d, "--responses", duplicate, "--out", dir_ + "/o.jsonl"},
             true),
        "hb-orchestrator dry-run: " + duplicate + ":2: duplicate prompt_id '" + id +
