@@ -145,6 +145,55 @@ void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
   absl::StrAppend(&out, "</div>\n");
 }
 
+void AppendBanners(std::string& out, const HtmlReport& report) {
+  if (report.simulated) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
+                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
+  }
+  if (report.incomplete) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner incomplete\">INCOMPLETE: some rubric rows were not "
+                    "graded; the score covers the graded tasks only.</div>\n");
+  }
+}
+
+// Back to report.html, previous and next page.
+void AppendPageNav(std::string& out, size_t page, size_t pages) {
+  absl::StrAppend(&out, "<p class=\"nav\"><a href=\"report.html\">report</a>");
+  if (page > 0) {
+    absl::StrAppend(&out, " | <a href=\"", TaskPageFileName(page - 1), "\">previous</a>");
+  }
+  if (page + 1 < pages) {
+    absl::StrAppend(&out, " | <a href=\"", TaskPageFileName(page + 1), "\">next</a>");
+  }
+  absl::StrAppend(&out, " | page ", page + 1, " of ", pages, "</p>\n");
+}
+
+// Every task with its score and a link to its page, folded per page.
+void AppendTaskIndex(std::string& out, const std::vector<HtmlTask>& tasks) {
+  const size_t pages = TaskPageCount(tasks.size());
+  absl::StrAppend(&out, "<p class=\"muted\">", tasks.size(), " tasks on ", pages, " pages of ",
+                  kTasksPerPage, ": open a range for its tasks and scores.</p>\n");
+  for (size_t page = 0; page < pages; ++page) {
+    const size_t first = page * kTasksPerPage;
+    const size_t end = std::min(tasks.size(), first + kTasksPerPage);
+    size_t not_graded = 0;
+    for (size_t i = first; i < end; ++i) not_graded += !tasks[i].score.has_value();
+    absl::StrAppend(&out, "<details><summary>Tasks ", first + 1, "&ndash;", end, " (<a href=\"",
+                    TaskPageFileName(page), "\">page ", page + 1, "</a>)",
+                    not_graded > 0 ? absl::StrCat(", ", not_graded, " not graded") : "",
+                    "</summary>\n<table><tr><th>#</th><th>prompt_id</th><th>score</th></tr>\n");
+    for (size_t i = first; i < end; ++i) {
+      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"",
+                      TaskHref(i, tasks.size()), "\"><code>", HtmlEscape(tasks[i].prompt_id),
+                      "</code></a></td><td class=\"num\">", FormatScore(tasks[i].score),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</table></details>\n");
+  }
+}
+
 }  // namespace
 
 std::string HtmlEscape(absl::string_view text) {
@@ -203,16 +252,7 @@ std::string HtmlReportHead(const HtmlReport& report) {
                   HtmlEscape(report.checkpoint), "</title>\n<style>", kStyle,
                   "</style>\n</head>\n<body>\n<h1>HealthBench report: ",
                   HtmlEscape(report.checkpoint), "</h1>\n");
-  if (report.simulated) {
-    absl::StrAppend(&out,
-                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
-                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
-  }
-  if (report.incomplete) {
-    absl::StrAppend(&out,
-                    "<div class=\"banner incomplete\">INCOMPLETE: some rubric rows were not "
-                    "graded; the score covers the graded tasks only.</div>\n");
-  }
+  AppendBanners(out, report);
   absl::StrAppend(&out, "<p class=\"score\">Score: <b>", FormatScore(report.score), "</b>");
   if (report.score.has_value()) {
     absl::StrAppend(&out, " &plusmn; ", FormatStd(report.score_bootstrap_std),
@@ -244,15 +284,16 @@ std::string HtmlReportHead(const HtmlReport& report) {
   } else {
     absl::StrAppend(&out, "<table><tr><th>#</th><th>prompt_id</th><th>score</th></tr>\n");
     for (size_t i : worst) {
-      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"#", TaskAnchor(i),
-                      "\"><code>", HtmlEscape(report.tasks[i].prompt_id),
-                      "</code></a></td><td class=\"num\">", FormatScore(report.tasks[i].score),
-                      "</td></tr>\n");
+      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"",
+                      TaskHref(i, report.tasks.size()), "\"><code>",
+                      HtmlEscape(report.tasks[i].prompt_id), "</code></a></td><td class=\"num\">",
+                      FormatScore(report.tasks[i].score), "</td></tr>\n");
     }
     absl::StrAppend(&out, "</table>\n");
   }
 
   absl::StrAppend(&out, "<h2>Tasks</h2>\n");
+  if (TaskPageCount(report.tasks.size()) > 0) AppendTaskIndex(out, report.tasks);
   return out;
 }
 
@@ -261,6 +302,42 @@ void AppendHtmlReportTask(std::string& out, const HtmlTask& task, size_t index) 
 }
 
 std::string HtmlReportTail() { return "</body>\n</html>\n"; }
+
+size_t TaskPageCount(size_t tasks) {
+  return tasks <= kTasksPerPage ? 0 : (tasks + kTasksPerPage - 1) / kTasksPerPage;
+}
+
+std::string TaskPageFileName(size_t page) {
+  return absl::StrCat("report-tasks-", page + 1, ".html");
+}
+
+std::string TaskHref(size_t index, size_t tasks) {
+  if (TaskPageCount(tasks) == 0) return absl::StrCat("#", TaskAnchor(index));
+  return absl::StrCat(TaskPageFileName(index / kTasksPerPage), "#", TaskAnchor(index));
+}
+
+std::string HtmlTaskPageHead(const HtmlReport& report, size_t page) {
+  const size_t first = page * kTasksPerPage + 1;
+  const size_t last = std::min(report.tasks.size(), first + kTasksPerPage - 1);
+  const std::string title = absl::StrCat("HealthBench report: ", HtmlEscape(report.checkpoint),
+                                         ", tasks ", first, "&ndash;", last);
+  std::string out;
+  absl::StrAppend(&out,
+                  "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>",
+                  title, "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n<h1>", title,
+                  "</h1>\n");
+  AppendBanners(out, report);
+  AppendPageNav(out, page, TaskPageCount(report.tasks.size()));
+  return out;
+}
+
+std::string HtmlTaskPageTail(const HtmlReport& report, size_t page) {
+  std::string out;
+  AppendPageNav(out, page, TaskPageCount(report.tasks.size()));
+  absl::StrAppend(&out, HtmlReportTail());
+  return out;
+}
 
 std::string RenderHtmlReport(const HtmlReport& report) {
   std::string out = HtmlReportHead(report);
