@@ -9,37 +9,40 @@
 
 namespace hb {
 
+namespace {
+
+struct SubsetInfo {
+  Subset subset;
+  const char* name;
+  const char* file;
+};
+
+constexpr SubsetInfo kSubsets[] = {
+    {Subset::kMain, "main", "2025-05-07-06-14-12_oss_eval.jsonl"},
+    {Subset::kHard, "hard", "hard_2025-05-08-21-00-10.jsonl"},
+    {Subset::kConsensus, "consensus", "consensus_2025-05-09-20-00-46.jsonl"},
+};
+
+const SubsetInfo& Info(Subset subset) {
+  for (const SubsetInfo& info : kSubsets) {
+    if (info.subset == subset) return info;
+  }
+  return kSubsets[0];
+}
+
+}  // namespace
+
 absl::StatusOr<Subset> ParseSubset(absl::string_view name) {
-  if (name == "main") return Subset::kMain;
-  if (name == "hard") return Subset::kHard;
-  if (name == "consensus") return Subset::kConsensus;
+  for (const SubsetInfo& info : kSubsets) {
+    if (name == info.name) return info.subset;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("--subset: expected main, hard or consensus, got '", name, "'"));
 }
 
-const char* SubsetName(Subset subset) {
-  switch (subset) {
-    case Subset::kHard:
-      return "hard";
-    case Subset::kConsensus:
-      return "consensus";
-    case Subset::kMain:
-      break;
-  }
-  return "main";
-}
+const char* SubsetName(Subset subset) { return Info(subset).name; }
 
-const char* SubsetFileName(Subset subset) {
-  switch (subset) {
-    case Subset::kHard:
-      return "hard_2025-05-08-21-00-10.jsonl";
-    case Subset::kConsensus:
-      return "consensus_2025-05-09-20-00-46.jsonl";
-    case Subset::kMain:
-      break;
-  }
-  return "2025-05-07-06-14-12_oss_eval.jsonl";
-}
+const char* SubsetFileName(Subset subset) { return Info(subset).file; }
 
 absl::StatusOr<std::string> SubsetDatasetPath(const std::string& dataset, Subset subset,
                                               const std::string& subset_dataset) {
