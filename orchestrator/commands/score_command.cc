@@ -85,8 +85,12 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   return absl::StrCat("score: ", context.checkpoint, ": ", score, "; ", result.graded, " of ",
                       result.tasks, " tasks graded (", result.not_graded, " not graded), ",
                       result.graded_rows, " of ", result.rows, " rows graded, ", result.failed_rows,
-                      " failed; ", responses.ignored_extra,
-                      " responses for tasks outside the dataset ignored; reports in ", options.out);
+                      " failed; ",
+                      responses.ignored_extra > 0
+                          ? absl::StrCat(responses.ignored_extra,
+                                         " responses for tasks outside the dataset ignored; ")
+                          : "",
+                      "reports in ", options.out);
 }
 
 }  // namespace hb
