@@ -43,6 +43,12 @@ absl::StatusOr<Response> ParseResponse(absl::string_view line, const std::string
   return response;
 }
 
+absl::Status Duplicate(const std::string& path, int line, const std::string& prompt_id,
+                       int first_line) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": duplicate prompt_id '",
+                                                 prompt_id, "' (first on line ", first_line, ")"));
+}
+
 }  // namespace
 
 const Response* ResponseSet::Find(const std::string& prompt_id) const {
@@ -51,21 +57,37 @@ const Response* ResponseSet::Find(const std::string& prompt_id) const {
 }
 
 absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset) {
+  return LoadResponses(path, dataset, ResponseLoadOptions{});
+}
+
+absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset,
+                                          const ResponseLoadOptions& options) {
   HB_ASSIGN_OR_RETURN(jsonl_internal::FileContents contents, jsonl_internal::ReadWithSha256(path));
   ResponseSet set;
+  absl::flat_hash_map<std::string, int> extra_lines;  // ignored prompt_id -> line
   set.path = path;
   set.sha256 = std::move(contents.sha256);
   for (const jsonl_internal::Line& line : jsonl_internal::SplitLines(contents.text)) {
     HB_ASSIGN_OR_RETURN(Response response, ParseResponse(line.text, path, line.number));
-    if (dataset.Find(response.prompt_id) == nullptr) {
+    const bool extra = dataset.Find(response.prompt_id) == nullptr;
+    if (extra && !options.ignore_extra) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line.number, ": unknown prompt_id '", response.prompt_id, "'"));
+          absl::StrCat(path, ":", line.number, ": unknown prompt_id '", response.prompt_id,
+                       "' (not in ", dataset.path,
+                       "; to grade a subset with the responses to the whole set, pass "
+                       "--ignore-extra-responses)"));
+    }
+    if (extra) {
+      // Extra responses are still checked for duplicates: the file must be a valid responses
+      // file of the whole set.
+      auto [it, inserted] = extra_lines.emplace(response.prompt_id, line.number);
+      if (!inserted) return Duplicate(path, line.number, response.prompt_id, it->second);
+      ++set.ignored_extra;
+      continue;
     }
     auto [it, inserted] = set.index.emplace(response.prompt_id, set.responses.size());
     if (!inserted) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line.number, ": duplicate prompt_id '", response.prompt_id,
-                       "' (first on line ", set.responses[it->second].line, ")"));
+      return Duplicate(path, line.number, response.prompt_id, set.responses[it->second].line);
     }
     set.responses.push_back(std::move(response));
   }

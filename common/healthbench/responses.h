@@ -2,6 +2,7 @@
 //   {"prompt_id": str, "response": str, "system_prompt": str (optional)}.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct ResponseSet {
   std::vector<Response> responses;
   // prompt_id -> index into `responses`.
   absl::flat_hash_map<std::string, size_t> index;
+  // Lines whose prompt_id is not in the dataset, skipped under
+  // ResponseLoadOptions::ignore_extra (always 0 otherwise).
+  int64_t ignored_extra = 0;
 
   // The response for `prompt_id`, or nullptr when the task has none (it is then reported as
   // not graded, never scored as zero).
@@ -33,5 +37,14 @@ struct ResponseSet {
 // `system_prompt` counts as absent; blank lines and invalid JSON fail as in LoadDataset.
 // Read errors as for LoadDataset. `sha256` is of the file's bytes as stored.
 absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset);
+
+struct ResponseLoadOptions {
+  // A response whose prompt_id is not in the dataset is counted in ResponseSet::ignored_extra
+  // and dropped instead of being an error (grading a subset such as Hard or Consensus with the
+  // responses to the whole set). Every line is still parsed and checked, duplicates included.
+  bool ignore_extra = false;
+};
+absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset& dataset,
+                                          const ResponseLoadOptions& options);
 
 }  // namespace hb

@@ -4,36 +4,45 @@
 # Ten checkpoints are ten renders; put the outputs in an overlay (see overlays/grade-example).
 #
 #   deploy/k8s/render-job.sh [options] CHECKPOINT RESPONSES_PATH > ckpt.yaml
+#   deploy/k8s/render-job.sh [options] --policy-url URL --policy-model MODEL CHECKPOINT > ckpt.yaml
 #
 #   CHECKPOINT       the checkpoint's name: lowercase letters, digits and '-', at most 40
 #                    characters (it names the Jobs, the result folder and the responses).
 #   RESPONSES_PATH   its responses file on the hb-inputs volume: absolute under /inputs, or
 #                    relative to /inputs.
-#   --shards N                     completions of the Indexed Job (default 8)
+#   --shards N                     completions of the Indexed Job (default 8; 1 with --policy-url)
 #   --parallelism N                shards running at once (default: all of them)
 #   --max-in-flight N              gRPC calls in flight per shard (default 64)
 #   --dataset PATH                 dataset on hb-inputs (default
 #                                  /inputs/healthbench/2025-05-07-06-14-12_oss_eval.jsonl)
 #   --backoff-limit-per-index N    counted failures allowed per shard (default 3)
 #   --deadline-seconds N           activeDeadlineSeconds of the grading Job (default 86400)
+#   --policy-url URL               sample the replies from this served checkpoint (an
+#                                  OpenAI-compatible endpoint such as vLLM's, e.g.
+#                                  http://hb-policy-ckpt-0300:8000/v1) and grade them in the same
+#                                  Job (`run --policy CHECKPOINT=MODEL@URL`); no RESPONSES_PATH.
+#                                  One shard (the replies of a checkpoint are one file)
+#   --policy-model MODEL           the served model name (vLLM --served-model-name)
 #
 # Exit status: 0, or 2 on bad usage (message on stderr, nothing on stdout).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 templates=$here/jobs/grade-checkpoint
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "render-job: $*" >&2; exit 2; }
 positive_int() {  # name value
   [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || die "$1 must be a positive integer, got '$2'"
 }
 
-shards=8
+shards=""
 parallelism=""
 max_in_flight=64
 dataset=/inputs/healthbench/2025-05-07-06-14-12_oss_eval.jsonl
 backoff_limit_per_index=3
 deadline_seconds=86400
+policy_url=""
+policy_model=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,14 +52,31 @@ while [ $# -gt 0 ]; do
     --dataset) [ $# -ge 2 ] || die "$1 needs a value"; dataset=$2; shift 2 ;;
     --backoff-limit-per-index) [ $# -ge 2 ] || die "$1 needs a value"; backoff_limit_per_index=$2; shift 2 ;;
     --deadline-seconds) [ $# -ge 2 ] || die "$1 needs a value"; deadline_seconds=$2; shift 2 ;;
+    --policy-url) [ $# -ge 2 ] || die "$1 needs a value"; policy_url=$2; shift 2 ;;
+    --policy-model) [ $# -ge 2 ] || die "$1 needs a value"; policy_model=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --*) die "unknown option '$1' (see --help)" ;;
     *) args+=("$1"); shift ;;
   esac
 done
-[ ${#args[@]} -eq 2 ] || die "expected CHECKPOINT RESPONSES_PATH (see --help)"
-checkpoint=${args[0]}
-responses=${args[1]}
+if [ -n "$policy_url$policy_model" ]; then
+  shards=${shards:-1}
+  [ -n "$policy_url" ] && [ -n "$policy_model" ] || die "--policy-url and --policy-model go together"
+  [ ${#args[@]} -eq 1 ] || die "with --policy-url, expected only CHECKPOINT (the replies are sampled, see --help)"
+  [ "$shards" = 1 ] || die "--policy-url samples and grades in one pod: --shards must be 1, got $shards"
+  # Both go into a YAML plain scalar and a sed replacement: keep them to a safe alphabet.
+  [[ $policy_url =~ ^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$ ]] ||
+    die "--policy-url '$policy_url' must be http(s)://HOST[:PORT][/PATH] (letters, digits and ._~/- only)"
+  [[ $policy_model =~ ^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$ ]] ||
+    die "--policy-model '$policy_model' must be 1-128 letters, digits or ._/:- (no '=' or '@')"
+  checkpoint=${args[0]}
+  responses=/inputs/unused
+else
+  [ ${#args[@]} -eq 2 ] || die "expected CHECKPOINT RESPONSES_PATH (see --help)"
+  checkpoint=${args[0]}
+  responses=${args[1]}
+fi
+shards=${shards:-8}
 parallelism=${parallelism:-$shards}
 
 [[ $checkpoint =~ ^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$ ]] ||
@@ -71,10 +97,15 @@ for name in responses dataset; do
   fi
   printf -v "$name" '%s' "$value"
 done
+if [ -n "$policy_url" ]; then
+  checkpoint_input="--policy=$checkpoint=$policy_model@$policy_url"
+else
+  checkpoint_input="--responses=$checkpoint=$responses"
+fi
 
 render() {  # template
   sed -e "s|@CHECKPOINT@|$checkpoint|g" \
-      -e "s|@RESPONSES_PATH@|$responses|g" \
+      -e "s|@CHECKPOINT_INPUT@|$checkpoint_input|g" \
       -e "s|@DATASET_PATH@|$dataset|g" \
       -e "s|@SHARDS@|$shards|g" \
       -e "s|@PARALLELISM@|$parallelism|g" \

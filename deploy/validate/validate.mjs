@@ -20,7 +20,7 @@ import { BINARIES, Report, SOURCE_DIR, binaryDir, helpFlags, listFiles, run } fr
 const K8S_DIR = join(SOURCE_DIR, 'deploy', 'k8s');
 const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 /** Overlays whose objects refer to objects of another overlay (same namespace). */
-const COMPANIONS = { 'grade-example': 'prod' };
+const COMPANIONS = { 'grade-example': 'prod', 'policy-example': 'prod' };
 /** Secrets the manifests use but never create (created by hand, see deploy/README.md). */
 const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token']);
 /** uid/gid of the images (deploy/docker/Dockerfile, USER). */
@@ -544,6 +544,7 @@ function checkJobs(report, objects, refs, label) {
           report.expect(ok, `${id}: --${name} ${path} is not on a mounted volume (or the image's template)`);
         }
       }
+      checkPolicies(report, id, obj, flags.get('policy') ?? [], refs);
       const target = flag('grader') ?? '';
       const m = target.match(/^dns:\/\/\/([a-z0-9-]+):(\d+)$/);
       if (report.expect(m, `${id}: --grader ${target} must be dns:///SERVICE:PORT (round_robin over the headless Service)`)) {
@@ -585,9 +586,37 @@ function checkJobs(report, objects, refs, label) {
       }
       const outMount = mountOf(flag('out') ?? '');
       report.expect(outMount && !outMount.readOnly, `${id}: --out must be on a writable volume`);
+    } else if (sub === 'compare') {
+      report.expect(obj.spec.completionMode !== 'Indexed', `${id}: compare is one pod, not an Indexed Job`);
+      report.expect(positional.length >= 2, `${id}: compare needs at least two result folders, got ${positional.length}`);
+      for (const dir of positional) {
+        report.expect(mountOf(dir), `${id}: result folder ${dir} is not on a mounted volume`);
+      }
+      const outMount = mountOf(flag('out') ?? '');
+      report.expect(outMount && !outMount.readOnly, `${id}: --out must be on a writable volume`);
     } else {
       report.fail(`${id}: unexpected subcommand ${sub}`);
     }
+  }
+}
+
+/**
+ * `run --policy NAME=MODEL@URL`: one shard (a checkpoint's replies are one file), and URL names a
+ * Service of the same namespace (http://SERVICE:PORT/...) whose port reaches a serving pod.
+ */
+function checkPolicies(report, id, obj, policies, refs) {
+  if (!policies.length) return;
+  report.expect(obj.spec.completions === 1, `${id}: run --policy samples the replies in one pod: completions must be 1`);
+  for (const p of policies) {
+    const m = String(p).match(/^[A-Za-z0-9._-]+=[^=@]+@https?:\/\/([a-z0-9-]+)(?::(\d+))?(\/\S*)?$/);
+    if (!report.expect(m, `${id}: --policy ${p} must be NAME=MODEL@http://SERVICE:PORT/PATH`)) continue;
+    const svc = find(refs, 'Service', m[1]);
+    if (!report.expect(svc, `${id}: --policy names Service ${m[1]}, which is not defined`)) continue;
+    const sp = (svc.spec.ports ?? []).find((x) => x.port === Number(m[2] ?? 80));
+    report.expect(sp, `${id}: Service ${m[1]} has no port ${m[2] ?? 80}`);
+    const pods = containersOf(refs).filter((x) => x.obj.kind === 'Deployment' && matches(svc.spec.selector, podLabelsOf(x.obj)));
+    report.expect(pods.some(({ c }) => (c.ports ?? []).some((cp) => cp.name === sp?.targetPort || cp.containerPort === sp?.targetPort)),
+      `${id}: Service ${m[1]} port ${m[2] ?? 80} reaches no serving container`);
   }
 }
 
@@ -665,16 +694,18 @@ function renderAll(models) {
 
 function checkRenderJob(report, models) {
   const script = join(K8S_DIR, 'render-job.sh');
-  // The example overlay holds render-job.sh outputs: they must be current.
-  const example = join(K8S_DIR, 'overlays', 'grade-example');
-  const kust = readFileSync(join(example, 'kustomization.yaml'), 'utf8');
-  const commands = [...kust.matchAll(/^#\s+deploy\/k8s\/render-job\.sh (.+) > (\S+)$/gm)];
-  report.expect(commands.length === 2, `grade-example/kustomization.yaml documents ${commands.length} render commands, expected 2`);
-  for (const [, argText, file] of commands) {
-    const r = run('bash', [script, ...argText.trim().split(/\s+/)]);
-    report.expect(r.status === 0, `render-job.sh ${argText} failed: ${r.stderr}`);
-    const current = existsSync(join(example, file)) ? readFileSync(join(example, file), 'utf8') : '';
-    report.expect(r.stdout === current, `overlays/grade-example/${file} is stale: re-run render-job.sh ${argText} > ${file}`);
+  // The example overlays hold render-job.sh outputs: they must be current.
+  for (const [overlay, expected] of [['grade-example', 2], ['policy-example', 1]]) {
+    const example = join(K8S_DIR, 'overlays', overlay);
+    const kust = readFileSync(join(example, 'kustomization.yaml'), 'utf8');
+    const commands = [...kust.matchAll(/^#\s+deploy\/k8s\/render-job\.sh (.+) > (\S+)$/gm)];
+    report.expect(commands.length === expected, `${overlay}/kustomization.yaml documents ${commands.length} render commands, expected ${expected}`);
+    for (const [, argText, file] of commands) {
+      const r = run('bash', [script, ...argText.trim().split(/\s+/)]);
+      report.expect(r.status === 0, `render-job.sh ${argText} failed: ${r.stderr}`);
+      const current = existsSync(join(example, file)) ? readFileSync(join(example, file), 'utf8') : '';
+      report.expect(r.stdout === current, `overlays/${overlay}/${file} is stale: re-run render-job.sh ${argText} > ${file}`);
+    }
   }
   // Bad usage exits 2 with a message and renders nothing.
   const bad = [
@@ -684,6 +715,11 @@ function checkRenderJob(report, models) {
     [['--shards', '0', 'ckpt', 'r.jsonl'], 'positive integer'],
     [['--shards', '2', '--parallelism', '3', 'ckpt', 'r.jsonl'], 'exceeds'],
     [['ckpt'], 'expected CHECKPOINT RESPONSES_PATH'],
+    [['--policy-url', 'http://p:8000/v1', 'ckpt'], 'go together'],
+    [['--policy-url', 'http://p:8000/v1', '--policy-model', 'm', 'ckpt', 'r.jsonl'], 'only CHECKPOINT'],
+    [['--policy-url', 'http://p:8000/v1', '--policy-model', 'm', '--shards', '2', 'ckpt'], 'must be 1'],
+    [['--policy-url', 'http://p|x', '--policy-model', 'm', 'ckpt'], 'http(s)://HOST'],
+    [['--policy-url', 'http://p:8000/v1', '--policy-model', 'a@b', 'ckpt'], "no '=' or '@'"],
   ];
   for (const [args, msg] of bad) {
     const r = run('bash', [script, ...args]);
@@ -809,6 +845,9 @@ function selftest(models, rendered) {
     ['grade-example', 'merge without inputs', (o) => { const c = mergeJob(o).spec.template.spec.containers[0]; c.volumeMounts = c.volumeMounts.filter((m) => m.mountPath !== '/inputs'); }, 'reloaded by merge) is not mounted'],
     ['grade-example', 'merge not suspended', (o) => { delete mergeJob(o).spec.suspend; }, 'created suspended'],
     ['grade-example', 'pvc missing', (o) => { gradeJob(o).spec.template.spec.volumes[1].persistentVolumeClaim.claimName = 'nope'; }, 'PersistentVolumeClaim nope is not defined'],
+    ['policy-example', 'policy service typo', (o) => { const c = gradeJob(o).spec.template.spec.containers[0]; c.args = c.args.map((a) => a.replace('@http://hb-policy-ckpt-0300:', '@http://hb-policy:')); }, 'Service hb-policy, which is not defined'],
+    ['policy-example', 'policy sharded', (o) => { gradeJob(o).spec.completions = 2; }, 'completions must be 1'],
+    ['policy-example', 'policy service port', (o) => { o.find((x) => x.kind === 'Service').spec.ports[0].targetPort = 'web'; }, 'reaches no serving container'],
     ['capacity-test', 'graders not on the simulator', (o) => { o.find((x) => x.kind === 'ConfigMap' && x.metadata.name.startsWith('hb-grader-config')).data.HB_LLM_BASE_URL = 'https://api.openai.com/v1'; }, 'not the simulator Service'],
   ];
   for (const [overlay, what, mutate, expected] of cases) {

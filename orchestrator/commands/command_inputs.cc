@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/file.h"
 #include "common/base/status_macros.h"
+#include "common/healthbench/subsets.h"
 
 namespace hb::commands_internal {
 
@@ -31,6 +32,18 @@ absl::Status WriteOutput(const std::string& path, absl::string_view contents) {
 absl::Status Require(absl::string_view flag, const std::string& value) {
   if (!value.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
+}
+
+absl::Status ResolveSubset(const SubsetFlags& flags, bool subset_given, std::string& dataset,
+                           std::string& recorded_subset, bool& ignore_extra) {
+  HB_ASSIGN_OR_RETURN(Subset subset, ParseSubset(flags.subset));
+  if (subset != Subset::kMain && flags.subset_dataset.empty()) {
+    HB_RETURN_IF_ERROR(Require("dataset", dataset));
+  }
+  HB_ASSIGN_OR_RETURN(dataset, SubsetDatasetPath(dataset, subset, flags.subset_dataset));
+  recorded_subset = subset_given ? SubsetName(subset) : "";
+  ignore_extra = flags.ignore_extra_responses || subset != Subset::kMain;
+  return absl::OkStatus();
 }
 
 std::string CheckpointNameFromPath(const std::string& path) {

@@ -11,177 +11,25 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/base/file.h"
-#include "common/base/json.h"
-#include "common/base/json_io.h"
-#include "common/base/status_context.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
+#include "orchestrator/commands/summary_file.h"
 #include "orchestrator/report/checkpoint_report.h"
-#include "rapidjson/document.h"
 
 namespace hb {
 namespace {
 
-// What a shard's summary.json says about how its checkpoint was graded.
+using commands_internal::CheckpointSummary;
+
+// One checkpoint's summary in one shard.
 struct ShardProvenance {
   std::string shard_dir;
-  std::string checkpoint_dir;  // <shard>/<checkpoint>
-  std::string checkpoint;
-  std::string dataset_path, dataset_sha256, responses_path, responses_sha256, template_sha256;
-  int64_t examples = -1;
-  GraderSettings grader;
-  std::string grader_endpoint;
-  uint32_t seed = 0;
-  int checkpoint_index = 0;
-  bool simulated = false;
+  CheckpointSummary summary;
 };
-
-class SummaryReader {
- public:
-  explicit SummaryReader(std::string path) : path_(std::move(path)) {}
-
-  absl::Status Parse(const std::string& text) {
-    JsonParseOptions options;
-    options.full_precision = true;
-    if (absl::Status parsed = ParseJson(text, doc_, options); !parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path_, ": invalid JSON: ", parsed.message()));
-    }
-    if (!doc_.IsObject()) return absl::InvalidArgumentError(absl::StrCat(path_, ": not an object"));
-    return absl::OkStatus();
-  }
-
-  // The value at a dotted path such as "provenance.dataset.sha256".
-  absl::StatusOr<const rapidjson::Value*> Get(const std::string& dotted) const {
-    const rapidjson::Value* value = &doc_;
-    for (absl::string_view part : absl::StrSplit(dotted, '.')) {
-      if (!value->IsObject()) return Missing(dotted);
-      auto it = value->FindMember(
-          rapidjson::Value(part.data(), static_cast<rapidjson::SizeType>(part.size())));
-      if (it == value->MemberEnd()) return Missing(dotted);
-      value = &it->value;
-    }
-    return value;
-  }
-
-  absl::StatusOr<std::string> String(const std::string& dotted) const {
-    return Read(dotted, JsonString);
-  }
-  absl::StatusOr<int64_t> Int(const std::string& dotted) const { return Read(dotted, JsonInt); }
-  absl::StatusOr<double> Double(const std::string& dotted) const {
-    return Read(dotted, JsonDouble);
-  }
-  absl::StatusOr<bool> Bool(const std::string& dotted) const { return Read(dotted, JsonBool); }
-
- private:
-  absl::Status Missing(const std::string& dotted) const {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": field '", dotted, "': missing"));
-  }
-  // The value at `dotted` read by a json_io typed reader, its error prefixed with the path.
-  template <typename T>
-  absl::StatusOr<T> Read(const std::string& dotted,
-                         absl::StatusOr<T> (*read)(const rapidjson::Value&,
-                                                   absl::string_view)) const {
-    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
-    absl::StatusOr<T> typed = read(*value, dotted);
-    if (!typed.ok()) return WithMessagePrefix(typed.status(), absl::StrCat(path_, ": "));
-    return typed;
-  }
-
-  std::string path_;
-  rapidjson::Document doc_;
-};
-
-absl::StatusOr<ShardProvenance> ReadProvenance(const std::string& shard_dir,
-                                               const std::string& checkpoint_dir) {
-  const std::string path = checkpoint_dir + "/summary.json";
-  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SummaryReader reader(path);
-  HB_RETURN_IF_ERROR(reader.Parse(text));
-  ShardProvenance p;
-  p.shard_dir = shard_dir;
-  p.checkpoint_dir = checkpoint_dir;
-  HB_ASSIGN_OR_RETURN(p.checkpoint, reader.String("checkpoint"));
-  HB_ASSIGN_OR_RETURN(p.dataset_path, reader.String("provenance.dataset.path"));
-  HB_ASSIGN_OR_RETURN(p.dataset_sha256, reader.String("provenance.dataset.sha256"));
-  HB_ASSIGN_OR_RETURN(const rapidjson::Value* examples, reader.Get("provenance.examples"));
-  if (!examples->IsNull()) {
-    HB_ASSIGN_OR_RETURN(p.examples, reader.Int("provenance.examples"));
-  }
-  HB_ASSIGN_OR_RETURN(p.responses_path, reader.String("provenance.responses.path"));
-  HB_ASSIGN_OR_RETURN(p.responses_sha256, reader.String("provenance.responses.sha256"));
-  HB_ASSIGN_OR_RETURN(p.template_sha256, reader.String("provenance.grader_template_sha256"));
-  HB_ASSIGN_OR_RETURN(p.grader.model, reader.String("provenance.grader.model"));
-  HB_ASSIGN_OR_RETURN(p.grader.temperature, reader.Double("provenance.grader.temperature"));
-  HB_ASSIGN_OR_RETURN(int64_t max_tokens, reader.Int("provenance.grader.max_tokens"));
-  p.grader.max_tokens = static_cast<int>(max_tokens);
-  HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
-  HB_ASSIGN_OR_RETURN(p.grader_endpoint, reader.String("provenance.grader_endpoint"));
-  HB_ASSIGN_OR_RETURN(int64_t seed, reader.Int("provenance.seed"));
-  if (seed < 0 || seed > 0xFFFFFFFFLL) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": field 'provenance.seed': ", seed, " does not fit in 32 bits"));
-  }
-  p.seed = static_cast<uint32_t>(seed);
-  HB_ASSIGN_OR_RETURN(int64_t index, reader.Int("provenance.checkpoint_index"));
-  p.checkpoint_index = static_cast<int>(index);
-  HB_ASSIGN_OR_RETURN(p.simulated, reader.Bool("provenance.simulated"));
-  return p;
-}
-
-// The first field in which `b` disagrees with `a`, as "<name> ('x' vs 'y')", or "".
-std::string Disagreement(const ShardProvenance& a, const ShardProvenance& b) {
-  auto differs = [](const char* name, const std::string& x, const std::string& y) {
-    return x == y ? std::string() : absl::StrCat(name, " ('", x, "' vs '", y, "')");
-  };
-  for (std::string d :
-       {differs("checkpoint name", a.checkpoint, b.checkpoint),
-        differs("dataset sha256", a.dataset_sha256, b.dataset_sha256),
-        differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
-        differs("responses sha256", a.responses_sha256, b.responses_sha256),
-        differs("grader template sha256", a.template_sha256, b.template_sha256),
-        differs("grader model", a.grader.model, b.grader.model),
-        differs("grader temperature", PythonFloatRepr(a.grader.temperature),
-                PythonFloatRepr(b.grader.temperature)),
-        differs("grader max_tokens", absl::StrCat(a.grader.max_tokens),
-                absl::StrCat(b.grader.max_tokens)),
-        differs("grader system message", a.grader.system_message, b.grader.system_message),
-        differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
-        differs("checkpoint index", absl::StrCat(a.checkpoint_index),
-                absl::StrCat(b.checkpoint_index))}) {
-    if (!d.empty()) return d;
-  }
-  return "";
-}
-
-// The checkpoint folders (those holding summary.json) of one shard, sorted by name.
-absl::StatusOr<std::vector<std::string>> ListCheckpoints(const std::string& shard_dir) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (!fs::is_directory(shard_dir, error)) {
-    return absl::InvalidArgumentError(absl::StrCat("shard '", shard_dir, "' is not a folder"));
-  }
-  std::vector<std::string> names;
-  for (fs::directory_iterator it(shard_dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->is_directory(error) && fs::exists(it->path() / "summary.json", error)) {
-      names.push_back(it->path().filename().string());
-    }
-  }
-  if (error) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot list shard '", shard_dir, "': ", error.message()));
-  }
-  if (names.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shard '", shard_dir, "' has no <checkpoint>/summary.json"));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 struct MergedCheckpoint {
   std::string name;  // folder name
@@ -190,13 +38,13 @@ struct MergedCheckpoint {
 
 absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
                                           const MergeOptions& options) {
-  const ShardProvenance& first = merged.shards.front();
+  const CheckpointSummary& first = merged.shards.front().summary;
   for (const ShardProvenance& shard : merged.shards) {
-    std::string disagreement = Disagreement(first, shard);
+    std::string disagreement = commands_internal::ShardDisagreement(first, shard.summary);
     if (!disagreement.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint '", merged.name, "': shard '",
-                                                     shard.shard_dir, "' disagrees with shard '",
-                                                     first.shard_dir, "' on ", disagreement));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': shard '", shard.shard_dir, "' disagrees with shard '",
+          merged.shards.front().shard_dir, "' on ", disagreement));
     }
   }
   const std::string dataset_path = options.dataset.empty() ? first.dataset_path : options.dataset;
@@ -209,7 +57,10 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
         absl::StrCat("checkpoint '", merged.name, "': dataset '", dataset_path, "' has sha256 ",
                      dataset.sha256, " but the shards graded ", first.dataset_sha256));
   }
-  HB_ASSIGN_OR_RETURN(ResponseSet responses, LoadResponses(responses_path, dataset));
+  // The file is pinned by its sha256 below, so responses outside the dataset (a subset run)
+  // were accepted when it was graded.
+  HB_ASSIGN_OR_RETURN(ResponseSet responses,
+                      LoadResponses(responses_path, dataset, {/*ignore_extra=*/true}));
   if (responses.sha256 != first.responses_sha256) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
@@ -223,16 +74,16 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   bool simulated = false;
   for (const ShardProvenance& shard : merged.shards) {
     HB_ASSIGN_OR_RETURN(std::vector<VerdictRow> rows,
-                        LoadVerdicts(shard.checkpoint_dir + "/verdicts.jsonl", dataset));
+                        LoadVerdicts(shard.summary.dir + "/verdicts.jsonl", dataset));
     std::move(rows.begin(), rows.end(), std::back_inserter(verdicts));
     std::error_code error;
-    const std::string failures_path = shard.checkpoint_dir + "/failures.jsonl";
+    const std::string failures_path = shard.summary.dir + "/failures.jsonl";
     if (std::filesystem::exists(failures_path, error)) {
       HB_ASSIGN_OR_RETURN(std::vector<RowFailure> failed, LoadFailures(failures_path, dataset));
       std::move(failed.begin(), failed.end(), std::back_inserter(failures));
     }
-    endpoints.insert(shard.grader_endpoint);
-    simulated = simulated || shard.simulated;
+    endpoints.insert(shard.summary.grader_endpoint);
+    simulated = simulated || shard.summary.simulated;
   }
 
   ReportContext context;
@@ -241,6 +92,8 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.dataset_sha256 = first.dataset_sha256;
   context.responses_path = responses_path;
   context.responses_sha256 = first.responses_sha256;
+  context.subset = first.subset;
+  context.responses_ignored_extra = responses.ignored_extra;
   context.template_sha256 = first.template_sha256;
   context.grader = first.grader;
   context.seed = first.seed;
@@ -268,13 +121,14 @@ absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
   }
   std::map<std::string, MergedCheckpoint> by_name;
   for (const std::string& shard_dir : options.shard_dirs) {
-    HB_ASSIGN_OR_RETURN(std::vector<std::string> names, ListCheckpoints(shard_dir));
+    HB_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                        commands_internal::ListCheckpointFolders(shard_dir, "shard"));
     for (const std::string& name : names) {
-      HB_ASSIGN_OR_RETURN(ShardProvenance provenance,
-                          ReadProvenance(shard_dir, shard_dir + "/" + name));
+      HB_ASSIGN_OR_RETURN(CheckpointSummary summary,
+                          commands_internal::ReadCheckpointSummary(shard_dir + "/" + name));
       MergedCheckpoint& merged = by_name[name];
       merged.name = name;
-      merged.shards.push_back(std::move(provenance));
+      merged.shards.push_back(ShardProvenance{shard_dir, std::move(summary)});
     }
   }
   for (const auto& [name, path] : options.responses) {
@@ -287,7 +141,8 @@ absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
   for (const auto& [name, merged] : by_name) order.push_back(&merged);
   std::stable_sort(order.begin(), order.end(),
                    [](const MergedCheckpoint* a, const MergedCheckpoint* b) {
-                     return a->shards.front().checkpoint_index < b->shards.front().checkpoint_index;
+                     return a->shards.front().summary.checkpoint_index <
+                            b->shards.front().summary.checkpoint_index;
                    });
   std::vector<CheckpointResult> results;
   std::string message;
@@ -300,7 +155,8 @@ absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
     results.push_back(std::move(result));
   }
   if (results.size() >= 2) {
-    HB_RETURN_IF_ERROR(WriteComparison(results, order.front()->shards.front().seed, options.out));
+    HB_RETURN_IF_ERROR(
+        WriteComparison(results, order.front()->shards.front().summary.seed, options.out));
     absl::StrAppend(&message, "\nmerge: wrote ", options.out, "/comparison.json");
   }
   absl::StrAppend(&message, "\nmerge: reports in ", options.out);

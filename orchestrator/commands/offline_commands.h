@@ -66,7 +66,12 @@ absl::StatusOr<std::string> RunDryRun(const DryRunOptions& options);
 // `score`: re-scores a checkpoint from a verdict file (no grader calls) and writes the report
 // files of WriteCheckpointReport into `out`.
 struct ScoreOptions {
+  // The dataset file graded (for --subset hard|consensus, the subset's file).
   std::string dataset;
+  // Recorded in the report; empty when --subset was not given.
+  std::string subset;
+  // Responses for tasks outside `dataset` are counted and skipped instead of an error.
+  bool ignore_extra_responses = false;
   std::string responses;
   std::string verdicts;
   std::string failures;  // optional failures.jsonl
@@ -99,5 +104,22 @@ struct MergeOptions {
   std::map<std::string, std::string> responses;  // checkpoint name -> responses path
 };
 absl::StatusOr<std::string> RunMerge(const MergeOptions& options);
+
+// `compare`: one view of checkpoints graded in separate runs or Jobs. Each of `dirs` is a
+// checkpoint folder (it holds summary.json and tasks.jsonl) or a run folder (its
+// <checkpoint>/summary.json sub-folders, ordered by checkpoint index then name). Reads only
+// those files (never the dataset or responses), and writes out/comparison.{json,html}
+// (WriteComparison) with the checkpoints in the order given, their folders as absolute paths,
+// and `baseline` (default: the first checkpoint) as the baseline; the bootstrap seed is the
+// baseline's. Errors (kInvalidArgument): fewer than two checkpoints, a folder with neither,
+// a checkpoint name used twice (naming both folders), an unknown --baseline (listing the
+// names), and a checkpoint graded on another dataset, template or grader than the baseline
+// (naming the field and both values).
+struct CompareOptions {
+  std::string out;
+  std::string baseline;
+  std::vector<std::string> dirs;
+};
+absl::StatusOr<std::string> RunCompare(const CompareOptions& options);
 
 }  // namespace hb

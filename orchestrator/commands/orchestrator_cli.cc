@@ -17,6 +17,7 @@
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
+#include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 
 namespace hb {
@@ -74,6 +75,17 @@ and responses are reloaded from the recorded paths (or the overrides) and must k
 recorded sha256. Writes DIR/<checkpoint>/ like an unsharded run, plus DIR/comparison.json and
 comparison.html for several checkpoints.)";
 
+constexpr char kCompareDescription[] =
+    R"(Compare checkpoints graded in separate runs or Jobs: each DIR is a checkpoint folder
+(<out>/<checkpoint>, holding summary.json and tasks.jsonl) or a run folder (its checkpoint
+sub-folders). Writes DIR/comparison.json and comparison.html: each checkpoint's score and 95%
+interval, per-theme and per-axis scores, SIMULATED / INCOMPLETE marks, the folders as absolute
+paths, and paired-bootstrap differences to the baseline over the tasks both graded. The
+checkpoints keep the order given; all must be graded on the same dataset with the same
+template and grader settings.
+
+usage: hb-orchestrator compare --out DIR [--baseline NAME] RUN_DIR|CHECKPOINT_DIR ...)";
+
 constexpr char kExamplesHelp[] =
     "the reference's random.Random(0).sample selection of N tasks (-1: every task, in file "
     "order)";
@@ -85,6 +97,7 @@ constexpr char kPromptCacheKeyHelp[] =
 // `run`'s flags before they become RunOptions.
 struct RunFlags {
   RunOptions options;
+  commands_internal::SubsetFlags subset;
   cli::GraderFlags grader;
   std::vector<std::string> responses;
   std::string prompt_cache_key = "none";
@@ -108,6 +121,7 @@ class OrchestratorCommandLine {
     AddDryRun();
     AddScore();
     AddMerge();
+    AddCompare();
   }
 
   cli::Program& program() { return program_; }
@@ -132,6 +146,9 @@ class OrchestratorCommandLine {
     }
     HB_ASSIGN_OR_RETURN(options.send_prompt_cache_key,
                         PromptCacheKeyPerTask(run_.prompt_cache_key));
+    HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(run_.subset, run_command_->Given("subset"),
+                                                        options.dataset, options.subset,
+                                                        options.ignore_extra_responses));
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
@@ -146,7 +163,13 @@ class OrchestratorCommandLine {
                           PromptCacheKeyPerTask(dry_run_cache_key_));
       return RunDryRun(dry_run_);
     }
-    if (command == "score") return RunScore(score_);
+    if (command == "compare") return RunCompare(compare_);
+    if (command == "score") {
+      HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
+          score_subset_, score_command_->Given("subset"), score_.dataset, score_.subset,
+          score_.ignore_extra_responses));
+      return RunScore(score_);
+    }
     for (const std::string& value : merge_responses_) {
       const size_t eq = value.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
@@ -175,6 +198,7 @@ class OrchestratorCommandLine {
                ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
+    AddSubsetFlags(c, &run_.subset);
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
     c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
@@ -236,6 +260,21 @@ class OrchestratorCommandLine {
     c.Flag("responses", responses, "PATH", "responses JSONL {prompt_id, response, system_prompt?}");
   }
 
+  // --subset, --subset-dataset and --ignore-extra-responses (run and score).
+  static void AddSubsetFlags(cli::Command& c, commands_internal::SubsetFlags* flags) {
+    c.Flag("subset", &flags->subset, "main|hard|consensus",
+           "grade an official subset: its file (hard_2025-05-08-21-00-10.jsonl, "
+           "consensus_2025-05-09-20-00-46.jsonl, plain or .gz) is taken from beside --dataset "
+           "unless --subset-dataset names it; responses for tasks outside it are ignored and "
+           "counted (implies --ignore-extra-responses)");
+    c.Flag("subset-dataset", &flags->subset_dataset, "FILE",
+           "the Hard or Consensus file for --subset (default: its official name beside "
+           "--dataset)");
+    c.Bool("ignore-extra-responses", &flags->ignore_extra_responses,
+           "count and skip responses whose prompt_id is not in the dataset instead of failing "
+           "(grading a subset file given as --dataset with the responses to the whole set)");
+  }
+
   // The grader flags that shape (dry-run) or are recorded with (score) the grader requests;
   // the template defaults to hb-grader's.
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
@@ -262,8 +301,10 @@ class OrchestratorCommandLine {
 
   void AddScore() {
     cli::Command& c = program_.AddSubcommand("score", kScoreDescription);
+    score_command_ = &c;
     ScoreOptions& o = score_;
     AddInputs(c, &o.dataset, &o.responses);
+    AddSubsetFlags(c, &score_subset_);
     c.Flag("verdicts", &o.verdicts, "PATH",
            "verdicts.jsonl {prompt_id, rubric_index, criteria_met, explanation}");
     c.Flag("failures", &o.failures, "PATH",
@@ -288,6 +329,15 @@ class OrchestratorCommandLine {
     c.Positionals("SHARD_DIR", &merge_.shard_dirs, "the shards' output folders");
   }
 
+  void AddCompare() {
+    cli::Command& c = program_.AddSubcommand("compare", kCompareDescription);
+    c.Flag("out", &compare_.out, "DIR", "output folder of comparison.json and comparison.html");
+    c.Flag("baseline", &compare_.baseline, "NAME",
+           "checkpoint the others are compared with (default: the first)");
+    c.Positionals("DIR", &compare_.dirs,
+                  "checkpoint folders or run folders, in the order to show them");
+  }
+
   cli::Program program_;
   cli::Command* run_command_ = nullptr;
   RunFlags run_;
@@ -296,7 +346,10 @@ class OrchestratorCommandLine {
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
   ScoreOptions score_;
+  cli::Command* score_command_ = nullptr;
+  commands_internal::SubsetFlags score_subset_;
   MergeOptions merge_;
+  CompareOptions compare_;
   std::vector<std::string> merge_responses_;
 };
 

@@ -50,7 +50,8 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
     template_sha256 = tmpl.sha256();
   }
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(options.dataset, {}));
-  HB_ASSIGN_OR_RETURN(ResponseSet responses, LoadResponses(options.responses, dataset));
+  HB_ASSIGN_OR_RETURN(ResponseSet responses,
+                      LoadResponses(options.responses, dataset, {options.ignore_extra_responses}));
   HB_ASSIGN_OR_RETURN(std::vector<VerdictRow> verdicts, LoadVerdicts(options.verdicts, dataset));
   std::vector<RowFailure> failures;
   if (!options.failures.empty()) {
@@ -67,6 +68,8 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   context.dataset_sha256 = dataset.sha256;
   context.responses_path = options.responses;
   context.responses_sha256 = responses.sha256;
+  context.subset = options.subset;
+  context.responses_ignored_extra = responses.ignored_extra;
   context.template_sha256 = template_sha256;
   context.grader = options.grader;
   context.seed = options.seed;
@@ -82,7 +85,12 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   return absl::StrCat("score: ", context.checkpoint, ": ", score, "; ", result.graded, " of ",
                       result.tasks, " tasks graded (", result.not_graded, " not graded), ",
                       result.graded_rows, " of ", result.rows, " rows graded, ", result.failed_rows,
-                      " failed; reports in ", options.out);
+                      " failed; ",
+                      responses.ignored_extra > 0
+                          ? absl::StrCat(responses.ignored_extra,
+                                         " responses for tasks outside the dataset ignored; ")
+                          : "",
+                      "reports in ", options.out);
 }
 
 }  // namespace hb

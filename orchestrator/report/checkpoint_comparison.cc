@@ -1,7 +1,13 @@
-// WriteComparison (declared in checkpoint_report.h): comparison.json and comparison.html.
+// WriteComparison (declared in checkpoint_report.h): comparison.json and comparison.html. One
+// code path for `run` and `merge` (checkpoints written beside the comparison) and `compare`
+// (checkpoints graded in separate runs or Jobs).
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
@@ -13,102 +19,194 @@
 #include "rapidjson/stringbuffer.h"
 
 namespace hb {
+namespace {
 
 using report_internal::kBootstrapSamples;
+using ComparisonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
-absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
-                             const std::string& out_dir) {
+// The graded prompt_ids of `result` -> their scores.
+absl::flat_hash_map<std::string, double> GradedScores(const CheckpointResult& result) {
+  absl::flat_hash_map<std::string, double> scores;
+  for (size_t t = 0; t < result.prompt_ids.size(); ++t) {
+    if (result.task_scores[t].has_value()) scores[result.prompt_ids[t]] = *result.task_scores[t];
+  }
+  return scores;
+}
+
+// The scores of the tasks graded in both, paired by prompt_id, in the baseline's order.
+void PairGraded(const CheckpointResult& baseline, const CheckpointResult& other,
+                std::vector<double>& a, std::vector<double>& b) {
+  const absl::flat_hash_map<std::string, double> other_scores = GradedScores(other);
+  for (size_t t = 0; t < baseline.prompt_ids.size(); ++t) {
+    if (!baseline.task_scores[t].has_value()) continue;
+    auto it = other_scores.find(baseline.prompt_ids[t]);
+    if (it == other_scores.end()) continue;
+    a.push_back(*baseline.task_scores[t]);
+    b.push_back(it->second);
+  }
+}
+
+// Tasks graded by every checkpoint.
+int64_t CommonGradedTasks(const std::vector<CheckpointResult>& results) {
+  absl::flat_hash_map<std::string, size_t> graded_by;
+  for (const CheckpointResult& result : results) {
+    for (const auto& [prompt_id, score] : GradedScores(result)) ++graded_by[prompt_id];
+  }
+  int64_t common = 0;
+  for (const auto& [prompt_id, n] : graded_by) common += n == results.size();
+  return common;
+}
+
+// The checkpoint's report.html relative to `out_dir`.
+std::string ReportPath(const CheckpointResult& result, const std::string& out_dir) {
+  if (result.dir.empty()) return result.checkpoint + "/report.html";
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path base = fs::absolute(out_dir, error);
+  fs::path relative = fs::path(result.dir).append("report.html").lexically_relative(base);
+  return relative.empty() ? result.dir + "/report.html" : relative.generic_string();
+}
+
+void WriteCheckpointJson(ComparisonWriter& writer, const CheckpointResult& result) {
+  writer.StartObject();
+  writer.Key("checkpoint");
+  WriteJsonString(writer, result.checkpoint);
+  writer.Key("path");
+  WriteJsonString(writer, result.dir.empty() ? result.checkpoint : result.dir);
+  writer.Key("score");
+  WritePythonFloat(writer, result.score);
+  writer.Key("bootstrap_std");
+  WritePythonFloat(writer, result.score_bootstrap_std);
+  writer.Key("graded");
+  writer.Int64(result.graded);
+  writer.Key("tasks");
+  writer.Int64(result.tasks);
+  writer.Key("simulated");
+  writer.Bool(result.simulated);
+  writer.Key("incomplete");
+  writer.Bool(result.incomplete);
+  writer.Key("metrics");  // per theme and per axis: mean, n, bootstrap std
+  writer.StartObject();
+  for (const MetricSummary& metric : result.aggregate.metrics) {
+    if (!absl::StartsWith(metric.name, "theme:") && !absl::StartsWith(metric.name, "axis:")) {
+      continue;
+    }
+    WriteJsonString(writer, metric.name);
+    writer.StartObject();
+    writer.Key("mean");
+    WritePythonFloat(writer, metric.mean);
+    writer.Key("n_samples");
+    writer.Int64(metric.n_samples);
+    writer.Key("bootstrap_std");
+    WritePythonFloat(writer, metric.bootstrap_std);
+    writer.EndObject();
+  }
+  writer.EndObject();
+  writer.EndObject();
+}
+
+HtmlComparisonCheckpoint CheckpointView(const CheckpointResult& result,
+                                        const std::string& out_dir) {
+  HtmlComparisonCheckpoint view;
+  view.checkpoint = result.checkpoint;
+  if (result.graded > 0) view.score = result.score;
+  view.bootstrap_std = result.score_bootstrap_std;
+  view.graded = result.graded;
+  view.tasks = result.tasks;
+  view.simulated = result.simulated;
+  view.incomplete = result.incomplete;
+  view.report_path = ReportPath(result, out_dir);
+  view.metrics = result.aggregate.metrics;
+  return view;
+}
+
+// The difference of `other` to `baseline` (JSON and page).
+HtmlComparisonPair WriteDifference(ComparisonWriter& writer, const CheckpointResult& baseline,
+                                   const CheckpointResult& other, uint32_t seed) {
+  std::vector<double> a, b;
+  PairGraded(baseline, other, a, b);
+  HtmlComparisonPair pair{baseline.checkpoint, other.checkpoint, std::nullopt};
+  writer.StartObject();
+  writer.Key("baseline");
+  WriteJsonString(writer, baseline.checkpoint);
+  writer.Key("checkpoint");
+  WriteJsonString(writer, other.checkpoint);
+  if (!a.empty()) {
+    AggregateOptions options;
+    options.bootstrap_samples = kBootstrapSamples;
+    options.seed = seed;
+    pair.difference = PairedBootstrap(a, b, options);
+    writer.Key("difference");
+    WritePythonFloat(writer, pair.difference->difference);
+    writer.Key("ci_low");
+    WritePythonFloat(writer, pair.difference->ci_low);
+    writer.Key("ci_high");
+    WritePythonFloat(writer, pair.difference->ci_high);
+  } else {
+    for (const char* key : {"difference", "ci_low", "ci_high"}) {
+      writer.Key(key);
+      writer.Null();
+    }
+  }
+  writer.Key("n");
+  writer.Int64(static_cast<int64_t>(a.size()));
+  writer.EndObject();
+  return pair;
+}
+
+absl::Status CheckComparable(const std::vector<CheckpointResult>& results, size_t baseline) {
   if (results.size() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("a comparison needs at least two checkpoints, got ", results.size()));
   }
-  const CheckpointResult& baseline = results[0];
-  for (size_t i = 1; i < results.size(); ++i) {
-    if (results[i].prompt_ids != baseline.prompt_ids ||
-        results[i].task_scores.size() != baseline.task_scores.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint '", results[i].checkpoint,
-          "' was graded on a different task list than the baseline '", baseline.checkpoint, "'"));
+  if (baseline >= results.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baseline index ", baseline, " out of range for ", results.size(), " checkpoints"));
+  }
+  absl::flat_hash_map<std::string, size_t> seen;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!seen.emplace(results[i].checkpoint, i).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint name '", results[i].checkpoint, "' used twice"));
     }
   }
-  AggregateOptions options;
-  options.bootstrap_samples = kBootstrapSamples;
-  options.seed = seed;
+  return absl::OkStatus();
+}
 
-  std::vector<HtmlComparisonCheckpoint> html_checkpoints;
-  std::vector<HtmlComparisonPair> html_pairs;
+}  // namespace
+
+absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
+                             const std::string& out_dir, size_t baseline) {
+  HB_RETURN_IF_ERROR(CheckComparable(results, baseline));
+  HtmlComparison page;
+  page.baseline = results[baseline].checkpoint;
+  page.common_tasks = CommonGradedTasks(results);
+  page.seed = seed;
+  page.bootstrap_samples = kBootstrapSamples;
   rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
+  ComparisonWriter writer(buffer);
   writer.SetIndent(' ', 2);
   writer.StartObject();
   writer.Key("baseline");
-  WriteJsonString(writer, baseline.checkpoint);
+  WriteJsonString(writer, page.baseline);
   writer.Key("seed");
   writer.Uint(seed);
   writer.Key("bootstrap_samples");
   writer.Int(kBootstrapSamples);
+  writer.Key("common_tasks");
+  writer.Int64(page.common_tasks);
   writer.Key("checkpoints");
   writer.StartArray();
   for (const CheckpointResult& result : results) {
-    writer.StartObject();
-    writer.Key("checkpoint");
-    WriteJsonString(writer, result.checkpoint);
-    writer.Key("score");
-    WritePythonFloat(writer, result.score);
-    writer.Key("bootstrap_std");
-    WritePythonFloat(writer, result.score_bootstrap_std);
-    writer.Key("graded");
-    writer.Int64(result.graded);
-    writer.Key("tasks");
-    writer.Int64(result.tasks);
-    writer.EndObject();
-    HtmlComparisonCheckpoint view;
-    view.checkpoint = result.checkpoint;
-    if (result.graded > 0) view.score = result.score;
-    view.bootstrap_std = result.score_bootstrap_std;
-    view.graded = result.graded;
-    view.tasks = result.tasks;
-    view.metrics = result.aggregate.metrics;  // per-theme lines across checkpoints
-    html_checkpoints.push_back(std::move(view));
+    WriteCheckpointJson(writer, result);
+    page.checkpoints.push_back(CheckpointView(result, out_dir));
   }
   writer.EndArray();
   writer.Key("differences");
   writer.StartArray();
-  for (size_t c = 1; c < results.size(); ++c) {
-    std::vector<double> a, b;
-    for (size_t t = 0; t < baseline.task_scores.size(); ++t) {
-      if (baseline.task_scores[t].has_value() && results[c].task_scores[t].has_value()) {
-        a.push_back(*baseline.task_scores[t]);
-        b.push_back(*results[c].task_scores[t]);
-      }
-    }
-    HtmlComparisonPair pair;
-    pair.baseline = baseline.checkpoint;
-    pair.checkpoint = results[c].checkpoint;
-    writer.StartObject();
-    writer.Key("baseline");
-    WriteJsonString(writer, baseline.checkpoint);
-    writer.Key("checkpoint");
-    WriteJsonString(writer, results[c].checkpoint);
-    if (!a.empty()) {
-      PairedDifference difference = PairedBootstrap(a, b, options);
-      pair.difference = difference;
-      writer.Key("difference");
-      WritePythonFloat(writer, difference.difference);
-      writer.Key("ci_low");
-      WritePythonFloat(writer, difference.ci_low);
-      writer.Key("ci_high");
-      WritePythonFloat(writer, difference.ci_high);
-    } else {
-      for (const char* key : {"difference", "ci_low", "ci_high"}) {
-        writer.Key(key);
-        writer.Null();
-      }
-    }
-    writer.Key("n");
-    writer.Int64(static_cast<int64_t>(a.size()));
-    writer.EndObject();
-    html_pairs.push_back(std::move(pair));
+  for (size_t c = 0; c < results.size(); ++c) {
+    if (c == baseline) continue;
+    page.pairs.push_back(WriteDifference(writer, results[baseline], results[c], seed));
   }
   writer.EndArray();
   writer.EndObject();
@@ -116,10 +214,7 @@ absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint3
   HB_RETURN_IF_ERROR(MakeDirs(out_dir));
   HB_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/comparison.json",
                                          std::string(buffer.GetString(), buffer.GetSize()) + "\n"));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(
-      out_dir + "/comparison.html",
-      RenderComparisonHtml(html_checkpoints, html_pairs, seed, kBootstrapSamples)));
-  return absl::OkStatus();
+  return WriteFileAtomically(out_dir + "/comparison.html", RenderComparisonHtml(page));
 }
 
 }  // namespace hb

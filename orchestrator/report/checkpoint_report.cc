@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,51 @@ std::string GeneratedAt(const ReportContext& context) {
   const char* fixed = std::getenv("HB_FIXED_TIME");
   if (fixed != nullptr && *fixed != '\0') return fixed;
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
+
+// Writes `tasks`' sections into report-tasks-<page>.html files (each through a temporary file
+// renamed into place) and removes pages a larger earlier report left behind.
+absl::Status WriteTaskPages(const HtmlReport& head, const std::vector<TaskState>& tasks,
+                            const std::string& dir) {
+  const size_t pages = TaskPageCount(tasks.size());
+  std::string section;
+  for (size_t page = 0; page < pages; ++page) {
+    HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> out,
+                        AtomicFileWriter::Open(dir + "/" + TaskPageFileName(page)));
+    out->Append(HtmlTaskPageHead(head, page));
+    const size_t end = std::min(tasks.size(), (page + 1) * kTasksPerPage);
+    for (size_t i = page * kTasksPerPage; i < end; ++i) {
+      section.clear();
+      AppendHtmlReportTask(section, BuildHtmlTask(tasks[i]), i);
+      out->Append(section);
+    }
+    out->Append(HtmlTaskPageTail(head, page));
+    HB_RETURN_IF_ERROR(out->Commit());
+  }
+  std::error_code error;
+  for (size_t page = pages; std::filesystem::remove(dir + "/" + TaskPageFileName(page), error);
+       ++page) {
+  }
+  return absl::OkStatus();
+}
+
+// report.html: the head, then every task section, or (paginated) the task pages first.
+absl::Status WriteHtml(const HtmlReport& head, const std::vector<TaskState>& tasks,
+                       const std::string& dir) {
+  HB_RETURN_IF_ERROR(WriteTaskPages(head, tasks, dir));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> html_out,
+                      AtomicFileWriter::Open(dir + "/report.html"));
+  html_out->Append(HtmlReportHead(head));
+  if (TaskPageCount(tasks.size()) == 0) {
+    std::string section;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      section.clear();
+      AppendHtmlReportTask(section, BuildHtmlTask(tasks[i]), i);
+      html_out->Append(section);
+    }
+  }
+  html_out->Append(HtmlReportTail());
+  return html_out->Commit();
 }
 
 }  // namespace
@@ -185,6 +232,8 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   }
   std::vector<OrderedMetrics>().swap(graded_metrics);
   const bool incomplete = context.incomplete || missing_rows;
+  result.simulated = context.simulated;
+  result.incomplete = incomplete;
   const std::string generated_at = GeneratedAt(context);
 
   HB_RETURN_IF_ERROR(verdicts_out->Commit());
@@ -192,17 +241,8 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   HB_RETURN_IF_ERROR(tasks_out->Commit());
   HB_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/summary.json", SummaryJson(context, result, usage, incomplete, generated_at)));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> html_out,
-                      AtomicFileWriter::Open(dir + "/report.html"));
-  html_out->Append(HtmlReportHead(BuildHtmlHead(context, result, tasks, incomplete, generated_at)));
-  std::string section;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    section.clear();
-    AppendHtmlReportTask(section, BuildHtmlTask(tasks[i]), i);
-    html_out->Append(section);
-  }
-  html_out->Append(HtmlReportTail());
-  HB_RETURN_IF_ERROR(html_out->Commit());
+  HB_RETURN_IF_ERROR(
+      WriteHtml(BuildHtmlHead(context, result, tasks, incomplete, generated_at), tasks, dir));
   return result;
 }
 

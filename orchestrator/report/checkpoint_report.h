@@ -45,6 +45,10 @@ struct ReportContext {
   // The checkpoint's name (the report title; the folder name in multi-checkpoint runs).
   std::string checkpoint;
   std::string dataset_path, dataset_sha256, responses_path, responses_sha256, template_sha256;
+  // The official subset graded ("main", "hard", "consensus"; SPEC §12), empty when not given.
+  std::string subset;
+  // Responses for tasks outside the dataset that were ignored (ResponseSet::ignored_extra).
+  int64_t responses_ignored_extra = 0;
   GraderSettings grader;
   // numpy seed of the bootstrap (AggregateOptions::seed).
   uint32_t seed = 0;
@@ -80,6 +84,11 @@ struct CheckpointResult {
   std::vector<std::string> prompt_ids;
   // aggregate's "score" bootstrap std (0 when no task is graded).
   double score_bootstrap_std = 0;
+  // The report's SIMULATED and INCOMPLETE marks, carried into comparisons.
+  bool simulated = false, incomplete = false;
+  // The checkpoint's folder as an absolute path when it was graded elsewhere (`compare`);
+  // empty for a checkpoint written beside the comparison (out_dir/<checkpoint>).
+  std::string dir;
 };
 
 // Scores the checkpoint and writes the five files above into `dir`. Errors:
@@ -92,13 +101,16 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     const Dataset& dataset, const ResponseSet& responses, const std::vector<VerdictRow>& verdicts,
     const std::vector<RowFailure>& failures, const ReportContext& context, const std::string& dir);
 
-// Writes out_dir/comparison.json and out_dir/comparison.html for `results` (the first is the
-// baseline): each checkpoint's score and bootstrap std, and for each other checkpoint the
-// difference to the baseline with a paired-bootstrap 95% CI (PairedBootstrap with `seed`) over
-// the tasks graded in both, and that n. kInvalidArgument when fewer than two results are given
-// or their task lists differ; write errors name the path.
+// Writes out_dir/comparison.json and out_dir/comparison.html for `results`, in their order, with
+// results[baseline] as the baseline: each checkpoint's score and bootstrap std, per-theme and
+// per-axis scores, SIMULATED / INCOMPLETE marks and folder; the number of tasks graded by every
+// checkpoint; and for each other checkpoint the difference to the baseline with a
+// paired-bootstrap 95% CI (PairedBootstrap with `seed`) over the tasks both graded, paired by
+// prompt_id in the baseline's order, and that n. kInvalidArgument when fewer than two results
+// are given, `baseline` is out of range, or two share a name ("checkpoint name 'x' used twice");
+// write errors name the path.
 absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
-                             const std::string& out_dir);
+                             const std::string& out_dir, size_t baseline = 0);
 
 // The tool version recorded in summary.json (PROJECT_VERSION, plus "+git.<describe>" when the
 // build came from a git checkout).

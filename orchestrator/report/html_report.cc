@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "orchestrator/report/svg_charts.h"
 
 namespace hb {
@@ -143,6 +145,55 @@ void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
   absl::StrAppend(&out, "</div>\n");
 }
 
+void AppendBanners(std::string& out, const HtmlReport& report) {
+  if (report.simulated) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
+                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
+  }
+  if (report.incomplete) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner incomplete\">INCOMPLETE: some rubric rows were not "
+                    "graded; the score covers the graded tasks only.</div>\n");
+  }
+}
+
+// Back to report.html, previous and next page.
+void AppendPageNav(std::string& out, size_t page, size_t pages) {
+  absl::StrAppend(&out, "<p class=\"nav\"><a href=\"report.html\">report</a>");
+  if (page > 0) {
+    absl::StrAppend(&out, " | <a href=\"", TaskPageFileName(page - 1), "\">previous</a>");
+  }
+  if (page + 1 < pages) {
+    absl::StrAppend(&out, " | <a href=\"", TaskPageFileName(page + 1), "\">next</a>");
+  }
+  absl::StrAppend(&out, " | page ", page + 1, " of ", pages, "</p>\n");
+}
+
+// Every task with its score and a link to its page, folded per page.
+void AppendTaskIndex(std::string& out, const std::vector<HtmlTask>& tasks) {
+  const size_t pages = TaskPageCount(tasks.size());
+  absl::StrAppend(&out, "<p class=\"muted\">", tasks.size(), " tasks on ", pages, " pages of ",
+                  kTasksPerPage, ": open a range for its tasks and scores.</p>\n");
+  for (size_t page = 0; page < pages; ++page) {
+    const size_t first = page * kTasksPerPage;
+    const size_t end = std::min(tasks.size(), first + kTasksPerPage);
+    size_t not_graded = 0;
+    for (size_t i = first; i < end; ++i) not_graded += !tasks[i].score.has_value();
+    absl::StrAppend(&out, "<details><summary>Tasks ", first + 1, "&ndash;", end, " (<a href=\"",
+                    TaskPageFileName(page), "\">page ", page + 1, "</a>)",
+                    not_graded > 0 ? absl::StrCat(", ", not_graded, " not graded") : "",
+                    "</summary>\n<table><tr><th>#</th><th>prompt_id</th><th>score</th></tr>\n");
+    for (size_t i = first; i < end; ++i) {
+      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"",
+                      TaskHref(i, tasks.size()), "\"><code>", HtmlEscape(tasks[i].prompt_id),
+                      "</code></a></td><td class=\"num\">", FormatScore(tasks[i].score),
+                      "</td></tr>\n");
+    }
+    absl::StrAppend(&out, "</table></details>\n");
+  }
+}
+
 }  // namespace
 
 std::string HtmlEscape(absl::string_view text) {
@@ -201,16 +252,7 @@ std::string HtmlReportHead(const HtmlReport& report) {
                   HtmlEscape(report.checkpoint), "</title>\n<style>", kStyle,
                   "</style>\n</head>\n<body>\n<h1>HealthBench report: ",
                   HtmlEscape(report.checkpoint), "</h1>\n");
-  if (report.simulated) {
-    absl::StrAppend(&out,
-                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
-                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
-  }
-  if (report.incomplete) {
-    absl::StrAppend(&out,
-                    "<div class=\"banner incomplete\">INCOMPLETE: some rubric rows were not "
-                    "graded; the score covers the graded tasks only.</div>\n");
-  }
+  AppendBanners(out, report);
   absl::StrAppend(&out, "<p class=\"score\">Score: <b>", FormatScore(report.score), "</b>");
   if (report.score.has_value()) {
     absl::StrAppend(&out, " &plusmn; ", FormatStd(report.score_bootstrap_std),
@@ -242,15 +284,16 @@ std::string HtmlReportHead(const HtmlReport& report) {
   } else {
     absl::StrAppend(&out, "<table><tr><th>#</th><th>prompt_id</th><th>score</th></tr>\n");
     for (size_t i : worst) {
-      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"#", TaskAnchor(i),
-                      "\"><code>", HtmlEscape(report.tasks[i].prompt_id),
-                      "</code></a></td><td class=\"num\">", FormatScore(report.tasks[i].score),
-                      "</td></tr>\n");
+      absl::StrAppend(&out, "<tr><td class=\"num\">", i + 1, "</td><td><a href=\"",
+                      TaskHref(i, report.tasks.size()), "\"><code>",
+                      HtmlEscape(report.tasks[i].prompt_id), "</code></a></td><td class=\"num\">",
+                      FormatScore(report.tasks[i].score), "</td></tr>\n");
     }
     absl::StrAppend(&out, "</table>\n");
   }
 
   absl::StrAppend(&out, "<h2>Tasks</h2>\n");
+  if (TaskPageCount(report.tasks.size()) > 0) AppendTaskIndex(out, report.tasks);
   return out;
 }
 
@@ -259,6 +302,42 @@ void AppendHtmlReportTask(std::string& out, const HtmlTask& task, size_t index) 
 }
 
 std::string HtmlReportTail() { return "</body>\n</html>\n"; }
+
+size_t TaskPageCount(size_t tasks) {
+  return tasks <= kTasksPerPage ? 0 : (tasks + kTasksPerPage - 1) / kTasksPerPage;
+}
+
+std::string TaskPageFileName(size_t page) {
+  return absl::StrCat("report-tasks-", page + 1, ".html");
+}
+
+std::string TaskHref(size_t index, size_t tasks) {
+  if (TaskPageCount(tasks) == 0) return absl::StrCat("#", TaskAnchor(index));
+  return absl::StrCat(TaskPageFileName(index / kTasksPerPage), "#", TaskAnchor(index));
+}
+
+std::string HtmlTaskPageHead(const HtmlReport& report, size_t page) {
+  const size_t first = page * kTasksPerPage + 1;
+  const size_t last = std::min(report.tasks.size(), first + kTasksPerPage - 1);
+  const std::string title = absl::StrCat("HealthBench report: ", HtmlEscape(report.checkpoint),
+                                         ", tasks ", first, "&ndash;", last);
+  std::string out;
+  absl::StrAppend(&out,
+                  "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>",
+                  title, "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n<h1>", title,
+                  "</h1>\n");
+  AppendBanners(out, report);
+  AppendPageNav(out, page, TaskPageCount(report.tasks.size()));
+  return out;
+}
+
+std::string HtmlTaskPageTail(const HtmlReport& report, size_t page) {
+  std::string out;
+  AppendPageNav(out, page, TaskPageCount(report.tasks.size()));
+  absl::StrAppend(&out, HtmlReportTail());
+  return out;
+}
 
 std::string RenderHtmlReport(const HtmlReport& report) {
   std::string out = HtmlReportHead(report);
@@ -304,35 +383,109 @@ std::string ComparisonChart(const std::vector<HtmlComparisonCheckpoint>& checkpo
   return CheckpointLinesSvg(names, series);
 }
 
-}  // namespace
+// The metrics named `prefix`... across the checkpoints: one row per metric (first appearance
+// order), one column per checkpoint, "mean ± std" with n in a tooltip.
+void AppendMetricAcross(std::string& out, const std::vector<HtmlComparisonCheckpoint>& checkpoints,
+                        absl::string_view prefix, absl::string_view title) {
+  std::vector<std::string> names;
+  for (const HtmlComparisonCheckpoint& c : checkpoints) {
+    for (const MetricSummary& m : c.metrics) {
+      if (absl::StartsWith(m.name, prefix) &&
+          std::find(names.begin(), names.end(), m.name) == names.end()) {
+        names.push_back(m.name);
+      }
+    }
+  }
+  absl::StrAppend(&out, "<h2>", HtmlEscape(title), "</h2>\n");
+  if (names.empty()) {
+    absl::StrAppend(&out, "<p class=\"muted\">none</p>\n");
+    return;
+  }
+  absl::StrAppend(&out, "<table><tr><th>", HtmlEscape(absl::StripSuffix(prefix, ":")), "</th>");
+  for (const HtmlComparisonCheckpoint& c : checkpoints) {
+    absl::StrAppend(&out, "<th>", HtmlEscape(c.checkpoint), "</th>");
+  }
+  absl::StrAppend(&out, "</tr>\n");
+  for (const std::string& name : names) {
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(name.substr(prefix.size())), "</td>");
+    for (const HtmlComparisonCheckpoint& c : checkpoints) {
+      auto it = std::find_if(c.metrics.begin(), c.metrics.end(),
+                             [&](const MetricSummary& m) { return m.name == name; });
+      if (it == c.metrics.end()) {
+        absl::StrAppend(&out, "<td class=\"num muted\">n/a</td>");
+        continue;
+      }
+      absl::StrAppend(&out, "<td class=\"num\" title=\"n=", it->n_samples, "\">",
+                      FormatScore(it->mean), " &plusmn; ", FormatStd(it->bootstrap_std), "</td>");
+    }
+    absl::StrAppend(&out, "</tr>\n");
+  }
+  absl::StrAppend(&out, "</table>\n");
+}
 
-std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
-                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
-                                 int bootstrap_samples) {
-  std::string out;
+// A relative path with each segment URL-escaped.
+std::string UrlRelativePath(absl::string_view path) {
+  std::vector<std::string> parts;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    parts.push_back(part == ".." ? std::string(part) : UrlPathEscape(part));
+  }
+  return absl::StrJoin(parts, "/");
+}
+
+void AppendComparisonHead(std::string& out, const HtmlComparison& page) {
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>HealthBench comparison</title>\n<style>",
                   kStyle, "</style>\n</head>\n<body>\n<h1>HealthBench comparison</h1>\n");
+  std::vector<std::string> simulated, incomplete;
+  for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
+    if (c.simulated) simulated.push_back(HtmlEscape(c.checkpoint));
+    if (c.incomplete) incomplete.push_back(HtmlEscape(c.checkpoint));
+  }
+  if (!simulated.empty()) {
+    absl::StrAppend(&out,
+                    "<div class=\"banner simulated\">SIMULATED: ", absl::StrJoin(simulated, ", "),
+                    " graded by the grader simulator; those scores mean nothing.</div>\n");
+  }
+  if (!incomplete.empty()) {
+    absl::StrAppend(
+        &out, "<div class=\"banner incomplete\">INCOMPLETE: ", absl::StrJoin(incomplete, ", "),
+        " not fully graded; their scores cover the graded tasks only.</div>\n");
+  }
+  absl::StrAppend(&out, "<p class=\"score\">Baseline <b>", HtmlEscape(page.baseline), "</b>; <b>",
+                  page.common_tasks, "</b> tasks graded by every checkpoint.</p>\n");
+}
+
+}  // namespace
+
+std::string RenderComparisonHtml(const HtmlComparison& page) {
+  std::string out;
+  AppendComparisonHead(out, page);
   absl::StrAppend(&out,
                   "<table><tr><th>checkpoint</th><th>score</th><th>bootstrap std</th>"
-                  "<th>graded / tasks</th></tr>\n");
-  for (const HtmlComparisonCheckpoint& c : checkpoints) {
-    absl::StrAppend(&out, "<tr><td><a href=\"", UrlPathEscape(c.checkpoint), "/report.html\">",
+                  "<th>graded / tasks</th><th>marks</th></tr>\n");
+  for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
+    std::string marks =
+        absl::StrCat(c.simulated ? "SIMULATED " : "", c.incomplete ? "INCOMPLETE" : "");
+    absl::StrAppend(&out, "<tr><td><a href=\"", HtmlEscape(UrlRelativePath(c.report_path)), "\">",
                     HtmlEscape(c.checkpoint), "</a></td><td class=\"num\">", FormatScore(c.score),
                     "</td><td class=\"num\">", FormatStd(c.bootstrap_std),
-                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td></tr>\n");
+                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td><td>", marks,
+                    "</td></tr>\n");
   }
-  absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(checkpoints),
+  absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(page.checkpoints),
                   "<figcaption>Score with its 95% band and each theme, in checkpoint order."
-                  "</figcaption></figure>\n<h2>Differences to the baseline</h2>\n");
+                  "</figcaption></figure>\n");
+  AppendMetricAcross(out, page.checkpoints, "theme:", "By theme");
+  AppendMetricAcross(out, page.checkpoints, "axis:", "By axis");
+  absl::StrAppend(&out, "<h2>Differences to the baseline</h2>\n");
   absl::StrAppend(&out,
                   "<p class=\"muted\">Paired bootstrap over the tasks graded in both "
                   "checkpoints: ",
-                  bootstrap_samples, " resamples, seed ", seed,
+                  page.bootstrap_samples, " resamples, seed ", page.seed,
                   ", 95% percentile interval.</p>\n<table><tr><th>baseline</th><th>checkpoint"
                   "</th><th>difference</th><th>95% CI</th><th>n</th></tr>\n");
-  for (const HtmlComparisonPair& pair : pairs) {
+  for (const HtmlComparisonPair& pair : page.pairs) {
     absl::StrAppend(&out, "<tr><td>", HtmlEscape(pair.baseline), "</td><td>",
                     HtmlEscape(pair.checkpoint), "</td>");
     if (pair.difference.has_value()) {

@@ -5,6 +5,7 @@
 // quirk 12).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,14 +64,32 @@ std::string RenderHtmlReport(const HtmlReport& report);
 
 // The same page in pieces, so it can be written while it is rendered without holding it (or
 // every task) in memory: RenderHtmlReport(report) ==
-//   HtmlReportHead(report) + AppendHtmlReportTask(task 0, 0) + ... + HtmlReportTail().
-// HtmlReportHead reads `report.tasks` only for the worst-tasks table, i.e. each task's
-// prompt_id and score; the rest of a task (conversation, rubric, ...) may be left empty there
-// and given to AppendHtmlReportTask when the page reaches it. `index` is the task's 0-based
-// position in the dataset (its anchor is "task-<index+1>").
+//   HtmlReportHead(report) + AppendHtmlReportTask(task 0, 0) + ... + HtmlReportTail()
+// when every task fits on the page (TaskPageCount(tasks) == 0). HtmlReportHead reads
+// `report.tasks` only for the worst-tasks table and the task index, i.e. each task's prompt_id
+// and score; the rest of a task (conversation, rubric, ...) may be left empty there and given to
+// AppendHtmlReportTask when the page reaches it. `index` is the task's 0-based position in the
+// dataset (its anchor is "task-<index+1>").
+//
+// Large reports are paginated so report.html stays small and quick to open (a 5,000-task
+// report is tens of MB as one page): with more than kTasksPerPage tasks, report.html holds,
+// instead of the task sections, an index of every task (prompt_id, score, link) folded per page
+// in <details> (readable without script), and the sections go to report-tasks-<p>.html, each
+// HtmlTaskPageHead(report, p) + its tasks' AppendHtmlReportTask + HtmlTaskPageTail(report, p).
+inline constexpr size_t kTasksPerPage = 100;
+// 0 when `tasks` fit in report.html, else the number of task pages.
+size_t TaskPageCount(size_t tasks);
+// "report-tasks-<page+1>.html".
+std::string TaskPageFileName(size_t page);
+// The link to task `index` of `tasks` from report.html: "#task-N" or "report-tasks-P.html#task-N".
+std::string TaskHref(size_t index, size_t tasks);
 std::string HtmlReportHead(const HtmlReport& report);
 void AppendHtmlReportTask(std::string& out, const HtmlTask& task, size_t index);
 std::string HtmlReportTail();
+// Page `page` (0-based) of the task sections; reads report.checkpoint, simulated, incomplete
+// and tasks.size().
+std::string HtmlTaskPageHead(const HtmlReport& report, size_t page);
+std::string HtmlTaskPageTail(const HtmlReport& report, size_t page);
 
 // The indices of the `limit` lowest-scoring graded tasks, lowest first, ties in task order.
 std::vector<size_t> WorstTasks(const std::vector<HtmlTask>& tasks, size_t limit);
@@ -84,6 +103,9 @@ struct HtmlComparisonCheckpoint {
   std::optional<double> score;
   double bootstrap_std = 0;
   int64_t graded = 0, tasks = 0;
+  bool simulated = false, incomplete = false;
+  // Its report.html relative to the comparison page ('/'-separated, not yet URL-escaped).
+  std::string report_path;
   // The checkpoint's aggregate metrics (per theme and axis); drawn as lines when present.
   std::vector<MetricSummary> metrics;
 };
@@ -91,11 +113,19 @@ struct HtmlComparisonPair {
   std::string baseline, checkpoint;
   std::optional<PairedDifference> difference;  // nullopt when no task is graded in both
 };
+struct HtmlComparison {
+  std::vector<HtmlComparisonCheckpoint> checkpoints;  // in the order given
+  std::vector<HtmlComparisonPair> pairs;              // each non-baseline checkpoint, in order
+  std::string baseline;
+  int64_t common_tasks = 0;  // graded by every checkpoint
+  uint32_t seed = 0;
+  int bootstrap_samples = 0;
+};
 
-// comparison.html: the checkpoints (each linking to "<checkpoint>/report.html") and the paired
-// differences to the baseline with 95% CIs.
-std::string RenderComparisonHtml(const std::vector<HtmlComparisonCheckpoint>& checkpoints,
-                                 const std::vector<HtmlComparisonPair>& pairs, uint32_t seed,
-                                 int bootstrap_samples);
+// comparison.html: banners when a checkpoint is SIMULATED or INCOMPLETE, the headline (baseline,
+// tasks graded by every checkpoint), the checkpoints (each linking to its report), the trend
+// picture, per-theme and per-axis tables across checkpoints, and the paired differences to the
+// baseline with 95% CIs.
+std::string RenderComparisonHtml(const HtmlComparison& comparison);
 
 }  // namespace hb

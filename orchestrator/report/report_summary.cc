@@ -70,6 +70,12 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("sha256");
   WriteJsonString(writer, context.dataset_sha256);
   writer.EndObject();
+  writer.Key("subset");
+  if (context.subset.empty()) {
+    writer.Null();
+  } else {
+    WriteJsonString(writer, context.subset);
+  }
   writer.Key("examples");
   if (context.examples >= 0) {
     writer.Int64(context.examples);
@@ -82,6 +88,8 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   WriteJsonString(writer, context.responses_path);
   writer.Key("sha256");
   WriteJsonString(writer, context.responses_sha256);
+  writer.Key("ignored_extra");
+  writer.Int64(context.responses_ignored_extra);
   writer.EndObject();
   writer.Key("grader_template_sha256");
   WriteJsonString(writer, context.template_sha256);
@@ -132,9 +140,14 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
       {"rubric rows", absl::StrCat(result.graded_rows, " graded, ", result.failed_rows,
                                    " failed, of ", result.rows)},
       {"dataset", absl::StrCat(context.dataset_path, " (sha256 ", context.dataset_sha256, ")")},
+      {"subset", context.subset.empty() ? "not given" : context.subset},
       {"examples", context.examples >= 0 ? absl::StrCat(context.examples) : "all"},
       {"responses",
-       absl::StrCat(context.responses_path, " (sha256 ", context.responses_sha256, ")")},
+       absl::StrCat(context.responses_path, " (sha256 ", context.responses_sha256, ")",
+                    context.responses_ignored_extra > 0
+                        ? absl::StrCat("; ", context.responses_ignored_extra,
+                                       " responses for tasks outside the dataset ignored")
+                        : "")},
       {"grader template sha256", context.template_sha256},
       {"grader", absl::StrCat(context.grader.model, ", temperature ",
                               PythonFloatRepr(context.grader.temperature), ", max_tokens ",

@@ -84,7 +84,14 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
   }
   std::vector<LoadedCheckpoint> checkpoints;
   for (const CheckpointSpec& spec : options.checkpoints) {
-    HB_ASSIGN_OR_RETURN(ResponseSet responses, LoadResponses(spec.path, full));
+    HB_ASSIGN_OR_RETURN(ResponseSet responses,
+                        LoadResponses(spec.path, full, {options.ignore_extra_responses}));
+    if (responses.ignored_extra > 0) {
+      std::fprintf(stderr,
+                   "hb-orchestrator run: %s: ignored %lld response(s) for tasks outside %s\n",
+                   spec.name.c_str(), static_cast<long long>(responses.ignored_extra),
+                   options.dataset.c_str());
+    }
     checkpoints.push_back(LoadedCheckpoint{spec, std::move(responses)});
   }
   if (options.examples > 0) SelectExamples(full, static_cast<size_t>(options.examples));
@@ -408,6 +415,8 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.dataset_sha256 = inputs.dataset_sha256;
     context.responses_path = c.spec.path;
     context.responses_sha256 = c.responses.sha256;
+    context.subset = options.subset;
+    context.responses_ignored_extra = c.responses.ignored_extra;
     context.template_sha256 = inputs.grader_template.sha256();
     context.grader = options.grader_options.settings;
     context.seed = options.seed;

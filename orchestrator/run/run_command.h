@@ -43,7 +43,12 @@ inline constexpr int kRunExitInterrupted = 4;
 // Everything `run` was asked to do, validated by ValidateRunOptions. It describes the run
 // completely: nothing below reads a flag or the environment.
 struct RunOptions {
+  // The dataset file graded (for --subset hard|consensus, the subset's file).
   std::string dataset;
+  // The official subset named by --subset, recorded in the reports; empty when not given.
+  std::string subset;
+  // Responses for tasks outside `dataset` are counted and skipped instead of an error.
+  bool ignore_extra_responses = false;
   // Send each task's prompt_id upstream as `prompt_cache_key`.
   bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;

@@ -455,20 +455,43 @@ TEST_F(ComparisonTest, PairsOnlyTasksGradedInBothAndMatchesTheNumpyReference) {
   EXPECT_EQ(diff["ci_high"].GetDouble(), hex(reference["paired"][0]["ci_high"]));
 }
 
-TEST_F(ComparisonTest, RejectsDifferentTaskListsAndSingleCheckpoints) {
+TEST_F(ComparisonTest, PairsByPromptIdAndRejectsSingleCheckpointsAndRepeatedNames) {
   HB_ASSERT_OK_AND_ASSIGN(
       CheckpointResult base,
       WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, dir_ + "/base"));
   EXPECT_THAT(WriteComparison({base}, 0, dir_ + "/cmp"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "a comparison needs at least two checkpoints, got 1"));
+  EXPECT_THAT(
+      WriteComparison({base, base}, 0, dir_ + "/cmp"),
+      StatusIs(absl::StatusCode::kInvalidArgument, "checkpoint name 'ckpt <1>' used twice"));
+  // Graded elsewhere on other tasks in another order: only A and B (graded in both) pair, by
+  // prompt_id; the baseline is the second checkpoint, the order stays as given.
   CheckpointResult other = base;
   other.checkpoint = "other";
-  other.prompt_ids[0] = "Q";
-  EXPECT_THAT(WriteComparison({base, other}, 0, dir_ + "/cmp"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "checkpoint 'other' was graded on a different task list than the "
-                       "baseline 'ckpt <1>'"));
+  other.dir = dir_ + "/elsewhere/other";
+  other.simulated = true;
+  base.simulated = false;
+  other.prompt_ids = {"B", "Q", "A"};
+  other.task_scores = {0.5, 1.0, 0.0};
+  HB_ASSERT_OK(WriteComparison({other, base}, 3, dir_ + "/cmp", /*baseline=*/1));
+  rapidjson::Document cmp = ParseJson(Read(dir_ + "/cmp/comparison.json"));
+  EXPECT_STREQ(cmp["baseline"].GetString(), "ckpt <1>");
+  EXPECT_EQ(cmp["common_tasks"].GetInt(), 2);
+  EXPECT_STREQ(cmp["checkpoints"][0]["checkpoint"].GetString(), "other");
+  EXPECT_EQ(cmp["checkpoints"][0]["path"].GetString(), dir_ + "/elsewhere/other");
+  EXPECT_TRUE(cmp["checkpoints"][0]["simulated"].GetBool());
+  EXPECT_FALSE(cmp["checkpoints"][1]["simulated"].GetBool());
+  EXPECT_TRUE(cmp["checkpoints"][1]["incomplete"].GetBool());  // E has a missing row
+  ASSERT_EQ(cmp["differences"].Size(), 1u);
+  const rapidjson::Value& diff = cmp["differences"][0];
+  EXPECT_EQ(diff["n"].GetInt(), 2);
+  // Baseline A = 1/3, B = 1; other A = 0, B = 0.5.
+  EXPECT_DOUBLE_EQ(diff["difference"].GetDouble(), (0.0 + 0.5) / 2 - (1.0 / 3 + 1.0) / 2);
+  const std::string html = Read(dir_ + "/cmp/comparison.html");
+  EXPECT_THAT(html, HasSubstr("href=\"../elsewhere/other/report.html\""));
+  EXPECT_THAT(html, HasSubstr("SIMULATED: other graded by the grader simulator"));
+  EXPECT_THAT(html, HasSubstr("<b>2</b> tasks graded by every checkpoint"));
 }
 
 }  // namespace

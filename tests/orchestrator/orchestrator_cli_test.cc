@@ -26,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
@@ -751,6 +752,243 @@ TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {
             "hb-orchestrator merge: shard '" + dir_ + "' has no <checkpoint>/summary.json\n");
 }
 
+// --- subsets and compare, graded for real against hb-llm-sim ------------------------------
+
+// The real main, Hard and Consensus records under their official names in one folder (as
+// scripts/fetch_data.sh lays them out), and responses files that answer main and Consensus.
+class SubsetCompareTest : public OrchestratorCliTest {
+ protected:
+  void SetUp() override {
+    OrchestratorCliTest::SetUp();
+    absl::StatusOr<hb::testing::LlmSim> sim = hb::testing::StartLlmSim({});
+    ASSERT_TRUE(sim.ok()) << sim.status();
+    sim_ = *std::move(sim);
+    data_ = dir_ + "/data";
+    HB_ASSERT_OK(MakeDirs(data_));
+    for (const auto& [shared, official] : std::vector<std::pair<std::string, std::string>>{
+             {kMainHead30, "2025-05-07-06-14-12_oss_eval.jsonl"},
+             {hb::testing::kHardHead4, "hard_2025-05-08-21-00-10.jsonl"},
+             {hb::testing::kConsensus104, "consensus_2025-05-09-20-00-46.jsonl"}}) {
+      Write(data_ + "/" + official, Read(SharedDataFile(shared)));
+    }
+    main_ = data_ + "/2025-05-07-06-14-12_oss_eval.jsonl";
+    for (const char* file :
+         {"2025-05-07-06-14-12_oss_eval.jsonl", "consensus_2025-05-09-20-00-46.jsonl"}) {
+      HB_ASSERT_OK_AND_ASSIGN(Dataset part, LoadDataset(absl::StrCat(data_, "/", file), {}));
+      for (Example& e : part.examples) all_.examples.push_back(std::move(e));
+    }
+    for (const std::string name : {"a", "b", "c"}) {
+      responses_[name] = WriteResponses(all_, name + ".jsonl", {name == "b" ? 3u : 9999u});
+    }
+  }
+
+  // `run` of checkpoint `name` into `out` with `extra` flags; the exit code.
+  RunResult Run(const std::string& name, const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run",
+                                     "--dataset",
+                                     main_,
+                                     "--responses",
+                                     name + "=" + responses_[name],
+                                     "--out",
+                                     out,
+                                     "--grader-template",
+                                     ReferenceTemplatePath(),
+                                     "--llm-base-url",
+                                     sim_.base_url,
+                                     "--simulated-verdicts",
+                                     "--progress=off",
+                                     "--allow-partial-responses"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args);
+  }
+
+  hb::testing::LlmSim sim_;
+  std::string data_, main_;
+  Dataset all_;  // main then Consensus records
+  std::map<std::string, std::string> responses_;
+};
+
+// Task scores by prompt_id from a tasks.jsonl.
+std::map<std::string, double> TaskScores(const std::string& path) {
+  std::map<std::string, double> scores;
+  for (const std::string& line : Lines(Read(path))) {
+    rapidjson::Document doc = ParseJson(line);
+    if (doc["score"].IsNumber()) scores[Str(doc["prompt_id"])] = Num(doc["score"]);
+  }
+  return scores;
+}
+
+TEST_F(SubsetCompareTest, OneResponsesFileGradesMainHardAndConsensus) {
+  // Without --ignore-extra-responses, the Consensus answers are an error that says the fix.
+  RunResult strict = Run("a", dir_ + "/strict", {});
+  EXPECT_EQ(strict.exit_code, 2);
+  EXPECT_THAT(strict.err, HasSubstr("unknown prompt_id"));
+  EXPECT_THAT(strict.err, HasSubstr("--ignore-extra-responses"));
+
+  RunResult main = Run("a", dir_ + "/main", {"--ignore-extra-responses"});
+  ASSERT_EQ(main.exit_code, 0) << main.err;
+  EXPECT_THAT(main.err, HasSubstr("a: ignored 104 response(s) for tasks outside"));
+  RunResult hard = Run("a", dir_ + "/hard", {"--subset", "hard"});
+  ASSERT_EQ(hard.exit_code, 0) << hard.err;
+  RunResult consensus = Run("a", dir_ + "/consensus", {"--subset=consensus"});
+  ASSERT_EQ(consensus.exit_code, 0) << consensus.err;
+
+  rapidjson::Document h = ParseJson(Read(dir_ + "/hard/a/summary.json"));
+  EXPECT_EQ(h["counts"]["graded"].GetInt(), 4);
+  EXPECT_EQ(h["counts"]["rows"].GetInt(), 59);
+  EXPECT_EQ(Str(h["provenance"]["subset"]), "hard");
+  EXPECT_EQ(Str(h["provenance"]["dataset"]["path"]), data_ + "/hard_2025-05-08-21-00-10.jsonl");
+  EXPECT_EQ(h["provenance"]["responses"]["ignored_extra"].GetInt(), 130);
+  // Hard's records are main's, byte for byte: the same reply gets the same task score.
+  const std::map<std::string, double> main_scores = TaskScores(dir_ + "/main/a/tasks.jsonl");
+  const std::map<std::string, double> hard_scores = TaskScores(dir_ + "/hard/a/tasks.jsonl");
+  ASSERT_EQ(hard_scores.size(), 4u);
+  for (const auto& [id, score] : hard_scores) EXPECT_EQ(score, main_scores.at(id)) << id;
+
+  // Consensus: only cluster items (2 per record), scored like any rubric (SPEC §14), each
+  // cluster tag its own metric.
+  rapidjson::Document c = ParseJson(Read(dir_ + "/consensus/a/summary.json"));
+  EXPECT_EQ(c["counts"]["graded"].GetInt(), 104);
+  EXPECT_EQ(c["counts"]["rows"].GetInt(), 208);
+  EXPECT_EQ(c["provenance"]["responses"]["ignored_extra"].GetInt(), 30);
+  EXPECT_TRUE(c["metrics"].HasMember("level:cluster"));
+  EXPECT_FALSE(c["metrics"].HasMember("level:example"));
+  int clusters = 0;
+  for (const auto& m : c["metrics"].GetObject()) {
+    clusters += absl::StartsWith(m.name.GetString(), "cluster:") &&
+                !absl::StrContains(m.name.GetString(), ":n_samples") &&
+                !absl::StrContains(m.name.GetString(), ":bootstrap_std");
+  }
+  EXPECT_EQ(clusters, 4);  // SOURCES.md: 4 unique criteria in the 104 records
+  EXPECT_THAT(Read(dir_ + "/consensus/a/report.html"), HasSubstr("consensus"));
+
+  // A subset file that is not there: the error names the path and both fixes, within seconds.
+  RunResult missing =
+      RunCli({"score", "--dataset", dir_ + "/elsewhere/main.jsonl", "--subset", "hard",
+              "--responses", responses_["a"], "--verdicts", "v", "--out", dir_ + "/o"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "hb-orchestrator score: --subset hard: no " + dir_ +
+                             "/elsewhere/hard_2025-05-08-21-00-10.jsonl (or .gz) beside "
+                             "--dataset; get it with scripts/fetch_data.sh, or name the hard file "
+                             "with --subset-dataset FILE (or give it as --dataset with "
+                             "--ignore-extra-responses)\n");
+  RunResult bad = RunCli({"score", "--subset", "medium", "--dataset", main_});
+  EXPECT_EQ(bad.err,
+            "hb-orchestrator score: --subset: expected main, hard or consensus, got "
+            "'medium'\n");
+}
+
+TEST_F(SubsetCompareTest, CompareOfSeparatelyGradedCheckpointsEqualsTheirSummaries) {
+  for (const std::string name : {"a", "b", "c"}) {
+    RunResult r = Run(name, dir_ + "/job-" + name, {"--ignore-extra-responses"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // The same three graded in one run: its comparison is the reference for compare's.
+  RunResult together =
+      RunCli({"run", "--dataset", main_, "--responses", "a=" + responses_["a"], "--responses",
+              "b=" + responses_["b"], "--responses", "c=" + responses_["c"], "--out",
+              dir_ + "/together", "--grader-template", ReferenceTemplatePath(), "--llm-base-url",
+              sim_.base_url, "--simulated-verdicts", "--progress=off", "--allow-partial-responses",
+              "--ignore-extra-responses"});
+  ASSERT_EQ(together.exit_code, 0) << together.err;
+
+  // A run folder, a checkpoint folder and a relative path, in that order.
+  ASSERT_EQ(::chdir(dir_.c_str()), 0);
+  RunResult cmp =
+      RunCli({"compare", "--out", dir_ + "/cmp", dir_ + "/job-a", dir_ + "/job-b/b", "job-c"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  EXPECT_THAT(cmp.out, HasSubstr("compare: baseline a;"));
+  rapidjson::Document doc = ParseJson(Read(dir_ + "/cmp/comparison.json"));
+  rapidjson::Document reference = ParseJson(Read(dir_ + "/together/comparison.json"));
+  EXPECT_EQ(Str(doc["baseline"]), "a");
+  EXPECT_EQ(doc["common_tasks"].GetInt(), 29);  // b has no response for task 3
+  ASSERT_EQ(doc["checkpoints"].Size(), 3u);
+  const char* names[] = {"a", "b", "c"};
+  for (rapidjson::SizeType i = 0; i < 3; ++i) {
+    SCOPED_TRACE(names[i]);
+    const rapidjson::Value& got = doc["checkpoints"][i];
+    rapidjson::Document summary =
+        ParseJson(Read(dir_ + "/job-" + names[i] + "/" + names[i] + "/summary.json"));
+    EXPECT_EQ(Str(got["checkpoint"]), names[i]);
+    EXPECT_EQ(Str(got["path"]), dir_ + "/job-" + names[i] + "/" + names[i]);
+    EXPECT_EQ(Num(got["score"]), Num(summary["score"]));
+    EXPECT_EQ(Num(got["bootstrap_std"]), Num(summary["metrics"]["score:bootstrap_std"]));
+    EXPECT_EQ(got["graded"].GetInt(), summary["counts"]["graded"].GetInt());
+    EXPECT_EQ(got["tasks"].GetInt(), summary["counts"]["tasks"].GetInt());
+    EXPECT_TRUE(got["simulated"].GetBool());
+    EXPECT_FALSE(got["incomplete"].GetBool());
+    int metrics = 0;
+    for (const auto& m : got["metrics"].GetObject()) {
+      const std::string key = m.name.GetString();
+      EXPECT_EQ(Num(m.value["mean"]), Num(summary["metrics"][key.c_str()])) << key;
+      EXPECT_EQ(Num(m.value["bootstrap_std"]),
+                Num(summary["metrics"][(key + ":bootstrap_std").c_str()]))
+          << key;
+      EXPECT_EQ(m.value["n_samples"].GetInt(),
+                summary["metrics"][(key + ":n_samples").c_str()].GetInt())
+          << key;
+      ++metrics;
+    }
+    EXPECT_GE(metrics, 7 + 5 - 2);  // the themes and axes of 30 tasks
+    EXPECT_EQ(Num(got["score"]), Num(reference["checkpoints"][i]["score"]));
+  }
+  // The paired differences equal the one-run comparison's: one code path, the same tasks.
+  ASSERT_EQ(doc["differences"].Size(), 2u);
+  for (rapidjson::SizeType i = 0; i < 2; ++i) {
+    for (const char* key : {"difference", "ci_low", "ci_high"}) {
+      EXPECT_EQ(Num(doc["differences"][i][key]), Num(reference["differences"][i][key])) << key;
+    }
+    EXPECT_EQ(doc["differences"][i]["n"].GetInt(), reference["differences"][i]["n"].GetInt());
+  }
+  EXPECT_EQ(doc["differences"][0]["n"].GetInt(), 29);
+  const std::string html = Read(dir_ + "/cmp/comparison.html");
+  EXPECT_THAT(html, HasSubstr("href=\"../job-a/a/report.html\""));
+  EXPECT_THAT(html, HasSubstr("SIMULATED: a, b, c"));
+  EXPECT_THAT(html, HasSubstr("<b>29</b> tasks graded by every checkpoint"));
+
+  // An explicit baseline keeps the order given.
+  RunResult based =
+      RunCli({"compare", "--out", dir_ + "/cmp2", "--baseline", "c", "job-a", "job-b", "job-c"});
+  ASSERT_EQ(based.exit_code, 0) << based.err;
+  rapidjson::Document doc2 = ParseJson(Read(dir_ + "/cmp2/comparison.json"));
+  EXPECT_EQ(Str(doc2["baseline"]), "c");
+  EXPECT_EQ(Str(doc2["checkpoints"][0]["checkpoint"]), "a");
+  EXPECT_EQ(Str(doc2["differences"][0]["checkpoint"]), "a");
+  EXPECT_EQ(Str(doc2["differences"][1]["checkpoint"]), "b");
+}
+
+TEST_F(SubsetCompareTest, CompareRejectsRepeatedNamesMissingSummariesAndOtherDatasets) {
+  ASSERT_EQ(Run("a", dir_ + "/job-a", {"--ignore-extra-responses"}).exit_code, 0);
+  ASSERT_EQ(Run("b", dir_ + "/hard-b", {"--subset", "hard"}).exit_code, 0);
+  const std::string a = dir_ + "/job-a";
+  RunResult twice = RunCli({"compare", "--out", dir_ + "/x", a, a + "/a"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(twice.err, "hb-orchestrator compare: checkpoint name 'a' used twice: " + a + "/a and " +
+                           a +
+                           "/a (rename one folder's checkpoint, or compare them in separate "
+                           "calls)\n");
+  RunResult empty = RunCli({"compare", "--out", dir_ + "/x", a, data_});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_EQ(empty.err, "hb-orchestrator compare: '" + data_ +
+                           "' is neither a checkpoint folder (no summary.json) nor a run folder "
+                           "(folder '" +
+                           data_ + "' has no <checkpoint>/summary.json)\n");
+  RunResult other = RunCli({"compare", "--out", dir_ + "/x", a, dir_ + "/hard-b"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_THAT(other.err, StartsWith("hb-orchestrator compare: checkpoint 'b' (" + dir_ +
+                                    "/hard-b/b) was graded differently from the baseline 'a': "
+                                    "dataset sha256 ('"));
+  RunResult baseline =
+      RunCli({"compare", "--out", dir_ + "/x", "--baseline", "z", a, dir_ + "/hard-b"});
+  EXPECT_EQ(baseline.err,
+            "hb-orchestrator compare: --baseline 'z' is none of the checkpoints: "
+            "a, b\n");
+  RunResult one = RunCli({"compare", "--out", dir_ + "/x", a});
+  EXPECT_EQ(one.err,
+            "hb-orchestrator compare: compare needs at least two checkpoints; the "
+            "folders given hold 1\n");
+}
+
 // --- bad inputs ---------------------------------------------------------------------------
 
 TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
@@ -778,7 +1016,9 @@ TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
       {with(
            {"score", "--dataset", d, "--responses", unknown, "--verdicts", v, "--out", dir_ + "/o"},
            true),
-       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope'\n"},
+       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope' (not in " + d +
+           "; to grade a subset with the responses to the whole set, pass "
+           "--ignore-extra-responses)\n"},
       {with({"dry-run", "--dataset", d, "--responses", duplicate, "--out", dir_ + "/o.jsonl"},
             true),
        "hb-orchestrator dry-run: " + duplicate + ":2: duplicate prompt_id '" + id +

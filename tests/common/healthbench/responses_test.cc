@@ -79,6 +79,30 @@ TEST_F(ResponsesTest, UnknownPromptId) {
               StatusIs(kInvalid, HasSubstr("responses.jsonl:2: unknown prompt_id 'nope'")));
 }
 
+TEST_F(ResponsesTest, ExtraResponsesAreCountedAndSkippedWhenAsked) {
+  const std::string path = Write(
+      "{\"prompt_id\": \"x\", \"response\": \"r\"}\n"
+      "{\"prompt_id\": \"a\", \"response\": \"r\"}\n"
+      "{\"prompt_id\": \"y\", \"response\": \"r\"}\n");
+  HB_ASSERT_OK_AND_ASSIGN(ResponseSet set, LoadResponses(path, dataset_, {true}));
+  EXPECT_EQ(set.ignored_extra, 2);
+  ASSERT_THAT(set.responses, SizeIs(1));
+  EXPECT_EQ(set.Find("a")->line, 2);
+  EXPECT_EQ(set.Find("x"), nullptr);
+  // Without the option the first extra line is the error, and says how to skip it.
+  EXPECT_THAT(LoadResponses(path, dataset_, {false}),
+              StatusIs(kInvalid, HasSubstr(":1: unknown prompt_id 'x' (not in ")));
+  EXPECT_THAT(LoadResponses(path, dataset_, {false}),
+              StatusIs(kInvalid, HasSubstr("pass --ignore-extra-responses)")));
+  // Extra lines are still checked: a duplicate among them is an error naming the first.
+  EXPECT_THAT(LoadResponses(Write("{\"prompt_id\": \"x\", \"response\": \"r\"}\n"
+                                  "{\"prompt_id\": \"x\", \"response\": \"s\"}\n"),
+                            dataset_, {true}),
+              StatusIs(kInvalid, HasSubstr(":2: duplicate prompt_id 'x' (first on line 1)")));
+  EXPECT_THAT(LoadResponses(Write("{\"prompt_id\": \"x\", \"response\": 3}\n"), dataset_, {true}),
+              StatusIs(kInvalid, HasSubstr(":1: field 'response'")));
+}
+
 TEST_F(ResponsesTest, DuplicatePromptIdNamesTheFirstLine) {
   EXPECT_THAT(Load("{\"prompt_id\": \"a\", \"response\": \"r\"}\n"
                    "{\"prompt_id\": \"b\", \"response\": \"r\"}\n"

@@ -1,0 +1,248 @@
+#include "orchestrator/commands/summary_file.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/base/file.h"
+#include "common/base/json.h"
+#include "common/base/json_io.h"
+#include "common/base/status_context.h"
+#include "common/base/status_macros.h"
+#include "common/healthbench/jsonl_file.h"
+#include "rapidjson/document.h"
+
+namespace hb::commands_internal {
+namespace {
+
+class SummaryReader {
+ public:
+  explicit SummaryReader(std::string path) : path_(std::move(path)) {}
+
+  absl::Status Parse(const std::string& text) {
+    JsonParseOptions options;
+    options.full_precision = true;
+    if (absl::Status parsed = ParseJson(text, doc_, options); !parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": invalid JSON: ", parsed.message()));
+    }
+    if (!doc_.IsObject()) return absl::InvalidArgumentError(absl::StrCat(path_, ": not an object"));
+    return absl::OkStatus();
+  }
+
+  // The value at a dotted path such as "provenance.dataset.sha256".
+  absl::StatusOr<const rapidjson::Value*> Get(const std::string& dotted) const {
+    const rapidjson::Value* value = &doc_;
+    for (absl::string_view part : absl::StrSplit(dotted, '.')) {
+      if (!value->IsObject()) return Missing(dotted);
+      auto it = value->FindMember(
+          rapidjson::Value(part.data(), static_cast<rapidjson::SizeType>(part.size())));
+      if (it == value->MemberEnd()) return Missing(dotted);
+      value = &it->value;
+    }
+    return value;
+  }
+
+  absl::StatusOr<std::string> String(const std::string& dotted) const {
+    return Read(dotted, JsonString);
+  }
+  absl::StatusOr<int64_t> Int(const std::string& dotted) const { return Read(dotted, JsonInt); }
+  absl::StatusOr<double> Double(const std::string& dotted) const {
+    return Read(dotted, JsonDouble);
+  }
+  absl::StatusOr<bool> Bool(const std::string& dotted) const { return Read(dotted, JsonBool); }
+
+ private:
+  absl::Status Missing(const std::string& dotted) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": field '", dotted, "': missing"));
+  }
+  // The value at `dotted` read by a json_io typed reader, its error prefixed with the path.
+  template <typename T>
+  absl::StatusOr<T> Read(const std::string& dotted,
+                         absl::StatusOr<T> (*read)(const rapidjson::Value&,
+                                                   absl::string_view)) const {
+    HB_ASSIGN_OR_RETURN(const rapidjson::Value* value, Get(dotted));
+    absl::StatusOr<T> typed = read(*value, dotted);
+    if (!typed.ok()) return WithMessagePrefix(typed.status(), absl::StrCat(path_, ": "));
+    return typed;
+  }
+
+  std::string path_;
+  rapidjson::Document doc_;
+};
+
+// Rebuilds the metrics from the reference's map: "k", "k:n_samples", "k:bootstrap_std" per key,
+// with "score" itself absent (it is the top line).
+absl::StatusOr<std::vector<MetricSummary>> ReadMetrics(const SummaryReader& reader, double score) {
+  HB_ASSIGN_OR_RETURN(const rapidjson::Value* map, reader.Get("metrics"));
+  std::vector<MetricSummary> metrics;
+  if (!map->IsObject()) return metrics;
+  auto find = [&](const std::string& name) -> MetricSummary& {
+    for (MetricSummary& m : metrics) {
+      if (m.name == name) return m;
+    }
+    metrics.push_back(MetricSummary{name, name == "score" ? score : 0.0, 0, 0.0});
+    return metrics.back();
+  };
+  for (auto it = map->MemberBegin(); it != map->MemberEnd(); ++it) {
+    const std::string key(it->name.GetString(), it->name.GetStringLength());
+    const double value =
+        it->value.IsNumber() ? it->value.GetDouble() : std::numeric_limits<double>::quiet_NaN();
+    if (absl::EndsWith(key, ":n_samples")) {
+      find(key.substr(0, key.size() - 10)).n_samples = static_cast<int64_t>(value);
+    } else if (absl::EndsWith(key, ":bootstrap_std")) {
+      find(key.substr(0, key.size() - 14)).bootstrap_std = value;
+    } else {
+      find(key).mean = value;
+    }
+  }
+  return metrics;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) {
+  const std::string path = dir + "/summary.json";
+  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SummaryReader reader(path);
+  HB_RETURN_IF_ERROR(reader.Parse(text));
+  CheckpointSummary p;
+  p.dir = dir;
+  HB_ASSIGN_OR_RETURN(p.checkpoint, reader.String("checkpoint"));
+  HB_ASSIGN_OR_RETURN(p.dataset_path, reader.String("provenance.dataset.path"));
+  HB_ASSIGN_OR_RETURN(p.dataset_sha256, reader.String("provenance.dataset.sha256"));
+  // Absent in summaries written before subsets existed.
+  if (absl::StatusOr<std::string> subset = reader.String("provenance.subset"); subset.ok()) {
+    p.subset = *std::move(subset);
+  }
+  HB_ASSIGN_OR_RETURN(const rapidjson::Value* examples, reader.Get("provenance.examples"));
+  if (!examples->IsNull()) {
+    HB_ASSIGN_OR_RETURN(p.examples, reader.Int("provenance.examples"));
+  }
+  HB_ASSIGN_OR_RETURN(p.responses_path, reader.String("provenance.responses.path"));
+  HB_ASSIGN_OR_RETURN(p.responses_sha256, reader.String("provenance.responses.sha256"));
+  HB_ASSIGN_OR_RETURN(p.template_sha256, reader.String("provenance.grader_template_sha256"));
+  HB_ASSIGN_OR_RETURN(p.grader.model, reader.String("provenance.grader.model"));
+  HB_ASSIGN_OR_RETURN(p.grader.temperature, reader.Double("provenance.grader.temperature"));
+  HB_ASSIGN_OR_RETURN(int64_t max_tokens, reader.Int("provenance.grader.max_tokens"));
+  p.grader.max_tokens = static_cast<int>(max_tokens);
+  HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
+  HB_ASSIGN_OR_RETURN(p.grader_endpoint, reader.String("provenance.grader_endpoint"));
+  HB_ASSIGN_OR_RETURN(int64_t seed, reader.Int("provenance.seed"));
+  if (seed < 0 || seed > 0xFFFFFFFFLL) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": field 'provenance.seed': ", seed, " does not fit in 32 bits"));
+  }
+  p.seed = static_cast<uint32_t>(seed);
+  HB_ASSIGN_OR_RETURN(int64_t index, reader.Int("provenance.checkpoint_index"));
+  p.checkpoint_index = static_cast<int>(index);
+  HB_ASSIGN_OR_RETURN(p.simulated, reader.Bool("provenance.simulated"));
+  HB_ASSIGN_OR_RETURN(p.incomplete, reader.Bool("provenance.incomplete"));
+  HB_ASSIGN_OR_RETURN(const rapidjson::Value* score, reader.Get("score"));
+  p.score = score->IsNumber() ? score->GetDouble() : std::numeric_limits<double>::quiet_NaN();
+  HB_ASSIGN_OR_RETURN(p.tasks, reader.Int("counts.tasks"));
+  HB_ASSIGN_OR_RETURN(p.graded, reader.Int("counts.graded"));
+  HB_ASSIGN_OR_RETURN(p.not_graded, reader.Int("counts.not_graded"));
+  HB_ASSIGN_OR_RETURN(p.metrics, ReadMetrics(reader, p.score));
+  return p;
+}
+
+namespace {
+
+std::string Differs(const char* name, const std::string& x, const std::string& y) {
+  return x == y ? std::string() : absl::StrCat(name, " ('", x, "' vs '", y, "')");
+}
+
+std::string FirstOf(std::initializer_list<std::string> differences) {
+  for (const std::string& d : differences) {
+    if (!d.empty()) return d;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSummary& b) {
+  return FirstOf(
+      {Differs("dataset sha256", a.dataset_sha256, b.dataset_sha256),
+       Differs("grader template sha256", a.template_sha256, b.template_sha256),
+       Differs("grader model", a.grader.model, b.grader.model),
+       Differs("grader temperature", PythonFloatRepr(a.grader.temperature),
+               PythonFloatRepr(b.grader.temperature)),
+       Differs("grader max_tokens", absl::StrCat(a.grader.max_tokens),
+               absl::StrCat(b.grader.max_tokens)),
+       Differs("grader system message", a.grader.system_message, b.grader.system_message)});
+}
+
+std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b) {
+  return FirstOf({Differs("checkpoint name", a.checkpoint, b.checkpoint),
+                  Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
+                  Differs("responses sha256", a.responses_sha256, b.responses_sha256),
+                  GradingDisagreement(a, b),
+                  Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
+                  Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
+                          absl::StrCat(b.checkpoint_index))});
+}
+
+absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir) {
+  const std::string path = dir + "/tasks.jsonl";
+  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  TaskScores out;
+  for (const jsonl_internal::Line& line : jsonl_internal::SplitLines(text)) {
+    auto error = [&](absl::string_view message) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line.number, ": ", message));
+    };
+    rapidjson::Document doc;
+    JsonParseOptions options;
+    options.full_precision = true;
+    if (absl::Status parsed = ParseJson(line.text, doc, options); !parsed.ok()) {
+      return error(absl::StrCat("invalid JSON: ", parsed.message()));
+    }
+    if (!doc.IsObject()) return error("expected a JSON object");
+    absl::StatusOr<std::string> prompt_id = JsonStringMember(doc, "prompt_id");
+    if (!prompt_id.ok()) return error(prompt_id.status().message());
+    const rapidjson::Value* score = FindJsonMember(doc, "score");
+    if (score == nullptr || !(score->IsNull() || score->IsNumber())) {
+      return error("field 'score': expected a number or null");
+    }
+    out.prompt_ids.push_back(*std::move(prompt_id));
+    out.scores.push_back(score->IsNull() ? std::nullopt
+                                         : std::optional<double>(score->GetDouble()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ListCheckpointFolders(const std::string& parent,
+                                                               const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(parent, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", parent, "' is not a folder"));
+  }
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
+    if (it->is_directory(error) && fs::exists(it->path() / "summary.json", error)) {
+      names.push_back(it->path().filename().string());
+    }
+  }
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot list '", parent, "': ", error.message()));
+  }
+  if (names.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", parent, "' has no <checkpoint>/summary.json"));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace hb::commands_internal
