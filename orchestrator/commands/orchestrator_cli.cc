@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/policy_flags.h"
 #include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
@@ -49,6 +50,27 @@ constexpr char kRunFooter[] = R"(exit codes:
      INCOMPLETE), unless --allow-partial-responses
   2  bad usage or bad input, including a journal from another run (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
+  1  internal error)";
+
+constexpr char kSampleDescription[] =
+    R"(sample one reply per task from a served policy model.
+
+usage: hb-orchestrator sample --dataset FILE --policy-base-url URL --policy-model NAME --out FILE
+
+POSTs each task to URL/chat/completions (any OpenAI-compatible server: vLLM, OpenAI,
+hb-llm-sim's policy route) and writes FILE in the responses format {prompt_id, response,
+system_prompt?, model, finish_reason, usage} that `run --responses` grades, plus
+FILE.summary.json (counts of failed, length-truncated and empty replies) and
+FILE.failures.jsonl. Replies are journaled in FILE.journal as they arrive: the same command
+again samples only the tasks that have none. The first request goes alone (a probe), so an
+unreachable URL, a rejected key or an unknown model fails within seconds.)";
+
+constexpr char kSampleFooter[] = R"(exit codes:
+  0  every task has a reply
+  3  some tasks failed after their attempts (listed on stderr and in FILE.failures.jsonl); run
+     again to retry exactly those
+  2  bad usage or input: flags, dataset, a journal from other settings, or the probe failed
+     (unreachable URL, 400/401/403, unknown model 404)
   1  internal error)";
 
 constexpr char kTasksDescription[] =
@@ -104,6 +126,7 @@ class OrchestratorCommandLine {
  public:
   OrchestratorCommandLine() : program_("hb-orchestrator", kDescription, kFooter) {
     AddRun();
+    AddSample();
     AddTasks();
     AddDryRun();
     AddScore();
@@ -135,6 +158,13 @@ class OrchestratorCommandLine {
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    return options;
+  }
+
+  absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
+    SampleOptions options = sample_;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*sample_command_, sample_policy_, &options));
+    HB_RETURN_IF_ERROR(ValidateSampleOptions(options));
     return options;
   }
 
@@ -223,6 +253,25 @@ class OrchestratorCommandLine {
     cli::AddPriceFlags(c, &o.prices);
   }
 
+  void AddSample() {
+    cli::Command& c = program_.AddSubcommand("sample", kSampleDescription, kSampleFooter);
+    sample_command_ = &c;
+    SampleOptions& o = sample_;
+    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
+    c.Flag("out", &o.out, "FILE", "responses JSONL to write (journal in FILE.journal)");
+    c.Flag("examples", &o.examples, "N", kExamplesHelp);
+    c.Group("policy");
+    cli::AddPolicyEndpointFlags(c, &sample_policy_);
+    cli::AddPolicySamplingFlags(c, &sample_policy_);
+    c.Group("dispatch");
+    c.Flag("max-in-flight", &o.max_in_flight, "N", "policy requests outstanding at most");
+    c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
+           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]) and hold "
+           "dispatch for a 429's Retry-After; false keeps --max-in-flight outstanding");
+    c.Flag("progress-interval", &o.progress_interval, "DURATION",
+           "between progress lines on stderr");
+  }
+
   void AddTasks() {
     cli::Command& c = program_.AddSubcommand("tasks", kTasksDescription);
     c.Flag("dataset", &tasks_.dataset, "PATH", "HealthBench JSONL (plain or gzip)");
@@ -292,6 +341,9 @@ class OrchestratorCommandLine {
   cli::Command* run_command_ = nullptr;
   RunFlags run_;
   std::vector<std::string> response_specs_;
+  cli::Command* sample_command_ = nullptr;
+  SampleOptions sample_;
+  cli::PolicyFlags sample_policy_;
   TasksOptions tasks_;
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
@@ -327,6 +379,12 @@ int OrchestratorMain(int argc, char** argv) {
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
     return RunWithOptions(*options);
+  }
+  if (command == "sample") {
+    InitLogging("info");
+    absl::StatusOr<SampleOptions> options = command_line.SampleOptionsFromFlags();
+    if (!options.ok()) return program.UsageError(command, options.status());
+    return RunSample(*options);
   }
   absl::StatusOr<std::string> result = command_line.RunOffline(command);
   if (!result.ok()) {
