@@ -19,6 +19,7 @@
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/offline_commands.h"
+#include "orchestrator/sample/policy_checkpoints.h"
 
 namespace hb {
 namespace {
@@ -109,6 +110,10 @@ struct RunFlags {
   RunOptions options;
   cli::GraderFlags grader;
   std::vector<std::string> responses;
+  // --policy NAME=MODEL@URL and the sampling flags they share.
+  std::vector<std::string> policies;
+  cli::PolicyFlags policy;
+  int policy_max_in_flight = 64;
   std::string prompt_cache_key = "none";
   std::string progress = "auto";
 };
@@ -155,9 +160,34 @@ class OrchestratorCommandLine {
     }
     HB_ASSIGN_OR_RETURN(options.send_prompt_cache_key,
                         PromptCacheKeyPerTask(run_.prompt_cache_key));
+    policies_.clear();
+    for (const std::string& value : run_.policies) {
+      HB_ASSIGN_OR_RETURN(PolicyCheckpoint policy, ParsePolicyCheckpoint(value));
+      policies_.push_back(std::move(policy));
+    }
+    for (std::string& spec : PolicyResponseSpecs(options, policies_)) {
+      response_specs_.push_back(std::move(spec));
+    }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    return options;
+  }
+
+  // The policy checkpoints of `run` (after RunOptionsFromFlags) and their sampling settings.
+  const std::vector<PolicyCheckpoint>& policies() const { return policies_; }
+  absl::StatusOr<SampleOptions> RunSamplingFromFlags() {
+    SampleOptions options;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &options));
+    options.max_in_flight = run_.policy_max_in_flight;
+    if (options.max_in_flight < 1) {
+      return absl::InvalidArgumentError("--policy-max-in-flight must be >= 1");
+    }
+    for (const PolicyCheckpoint& policy : policies_) {
+      SampleOptions one = options;
+      one.request.model = policy.model;
+      HB_RETURN_IF_ERROR(ValidatePolicyRequestSettings(one.request));
+    }
     return options;
   }
 
@@ -203,6 +233,11 @@ class OrchestratorCommandLine {
                "responses JSONL {prompt_id, response, system_prompt?}; repeat the flag or give "
                "a comma list for several checkpoints. NAME defaults to the file name without "
                ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
+    c.Repeated("policy", &run_.policies, "NAME=MODEL@URL",
+               "a checkpoint served by an OpenAI-compatible endpoint (repeatable, mixable with "
+               "--responses): its replies are sampled into DIR/NAME/responses.jsonl (journaled "
+               "in DIR/NAME/responses.jsonl.journal, resumable) and graded with the others. "
+               "Sampling settings: the policy flags below");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
@@ -246,6 +281,10 @@ class OrchestratorCommandLine {
     c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
            "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
     c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    c.Group("policy (for --policy)");
+    cli::AddPolicySamplingFlags(c, &run_.policy);
+    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
+           "policy requests outstanding at most, per --policy checkpoint");
     c.Group("progress");
     c.Flag("progress", &run_.progress, "auto|tty|log|off",
            "live line on a terminal, log lines otherwise");
@@ -341,6 +380,7 @@ class OrchestratorCommandLine {
   cli::Command* run_command_ = nullptr;
   RunFlags run_;
   std::vector<std::string> response_specs_;
+  std::vector<PolicyCheckpoint> policies_;
   cli::Command* sample_command_ = nullptr;
   SampleOptions sample_;
   cli::PolicyFlags sample_policy_;
@@ -378,7 +418,10 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
-    return RunWithOptions(*options);
+    if (command_line.policies().empty()) return RunWithOptions(*options);
+    absl::StatusOr<SampleOptions> sampling = command_line.RunSamplingFromFlags();
+    if (!sampling.ok()) return program.UsageError(command, sampling.status());
+    return RunWithPolicies(*options, command_line.policies(), *sampling);
   }
   if (command == "sample") {
     InitLogging("info");

@@ -25,8 +25,8 @@ absl::Status ValidatePolicyRequestSettings(const PolicyRequestSettings& settings
   if (settings.model.empty()) return absl::InvalidArgumentError("--policy-model is required");
   if (settings.temperature.has_value() &&
       !(*settings.temperature >= 0 && *settings.temperature <= 2)) {
-    return absl::InvalidArgumentError(absl::StrCat("--policy-temperature must be in [0, 2], got ",
-                                                   *settings.temperature));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy-temperature must be in [0, 2], got ", *settings.temperature));
   }
   if (settings.max_tokens.has_value() && *settings.max_tokens < 1) {
     return absl::InvalidArgumentError(
@@ -45,8 +45,8 @@ absl::Status ValidatePolicyRequestSettings(const PolicyRequestSettings& settings
   }
   for (const char* key : {"model", "messages", "temperature", "max_tokens"}) {
     if (doc.HasMember(key)) {
-      return absl::InvalidArgumentError(absl::StrCat("--policy-extra-body sets '", key,
-                                                     "', which has its own flag; use that"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policy-extra-body sets '", key, "', which has its own flag; use that"));
     }
   }
   return absl::OkStatus();

@@ -102,10 +102,10 @@ void PolicySampler::Launch(Entry entry, DispatchTicket ticket) {
   ChatRequest request;
   request.body = entry.task.body;
   request.timeout = options_.attempt_timeout;
-  llm_.Complete(std::move(request),
-                [this, entry = std::move(entry), ticket](absl::StatusOr<ChatResult> result) mutable {
-                  OnResult(std::move(entry), ticket, std::move(result));
-                });
+  llm_.Complete(std::move(request), [this, entry = std::move(entry),
+                                     ticket](absl::StatusOr<ChatResult> result) mutable {
+    OnResult(std::move(entry), ticket, std::move(result));
+  });
 }
 
 void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,

@@ -42,13 +42,15 @@ absl::Status ProbeConfigError(const SampleOptions& options, const absl::Status& 
   std::string hint;
   switch (kind) {
     case FailureKind::kConnection:
-      hint = "the policy endpoint is unreachable; check --policy-base-url and that the server is "
-             "up";
+      hint =
+          "the policy endpoint is unreachable; check --policy-base-url and that the server is "
+          "up";
       break;
     case FailureKind::kHttp401:
     case FailureKind::kHttp403:
-      hint = "the policy endpoint refused the API key; set POLICY_API_KEY or "
-             "--policy-api-key-file";
+      hint =
+          "the policy endpoint refused the API key; set POLICY_API_KEY or "
+          "--policy-api-key-file";
       break;
     case FailureKind::kHttp404:
       hint = absl::StrCat("the endpoint does not serve model '", options.request.model,
@@ -56,8 +58,9 @@ absl::Status ProbeConfigError(const SampleOptions& options, const absl::Status& 
       break;
     case FailureKind::kHttp400:
     case FailureKind::kOtherHttp4xx:
-      hint = "the policy endpoint rejected the request; check --policy-extra-body and the "
-             "sampling flags";
+      hint =
+          "the policy endpoint rejected the request; check --policy-extra-body and the "
+          "sampling flags";
       break;
     default:
       return absl::OkStatus();  // transient: the sampler retries it
@@ -117,17 +120,16 @@ std::string FormatSummary(const SampleOptions& options, const SampleSummary& s) 
     WriteJsonString(w, options.dataset);
     w.Key("examples");
     w.Int64(options.examples);
-    for (const auto& [key, value] :
-         std::vector<std::pair<const char*, int64_t>>{{"tasks", s.tasks},
-                                                      {"replies", s.replies},
-                                                      {"from_journal", s.from_journal},
-                                                      {"failed", s.failed},
-                                                      {"length_truncated", s.length_truncated},
-                                                      {"empty", s.empty},
-                                                      {"retries", s.retries},
-                                                      {"prompt_tokens", s.usage.prompt_tokens},
-                                                      {"completion_tokens",
-                                                       s.usage.completion_tokens}}) {
+    for (const auto& [key, value] : std::vector<std::pair<const char*, int64_t>>{
+             {"tasks", s.tasks},
+             {"replies", s.replies},
+             {"from_journal", s.from_journal},
+             {"failed", s.failed},
+             {"length_truncated", s.length_truncated},
+             {"empty", s.empty},
+             {"retries", s.retries},
+             {"prompt_tokens", s.usage.prompt_tokens},
+             {"completion_tokens", s.usage.completion_tokens}}) {
       w.Key(key);
       w.Int64(value);
     }
@@ -166,8 +168,7 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
   PolicySampler sampler(llm, scheduler, sampler_options, [&](PolicySampleResult result) {
     absl::MutexLock lock(&inbox.mu);
     if (result.reply.ok()) {
-      inbox.replies.push_back(
-          ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
+      inbox.replies.push_back(ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
     } else {
       inbox.failures.push_back(std::move(result));
     }
@@ -211,8 +212,7 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
 
 absl::Status WriteOutputs(const SampleOptions& options, const Dataset& dataset,
                           const std::vector<SampledReply>& replies,
-                          const std::vector<PolicySampleResult>& failures,
-                          SampleSummary& summary) {
+                          const std::vector<PolicySampleResult>& failures, SampleSummary& summary) {
   absl::flat_hash_map<std::string, const SampledReply*> by_id;
   for (const SampledReply& reply : replies) by_id.emplace(reply.prompt_id, &reply);
   std::string out;
@@ -240,14 +240,13 @@ absl::Status ValidateSampleOptions(const SampleOptions& options) {
   if (options.dataset.empty()) return absl::InvalidArgumentError("--dataset is required");
   if (options.out.empty()) return absl::InvalidArgumentError("--out is required");
   if (options.policy_base_url.empty()) {
-    return absl::InvalidArgumentError(
-        "--policy-base-url is required (e.g. http://vllm:8000/v1)");
+    return absl::InvalidArgumentError("--policy-base-url is required (e.g. http://vllm:8000/v1)");
   }
   if (!absl::StartsWith(options.policy_base_url, "http://") &&
       !absl::StartsWith(options.policy_base_url, "https://")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--policy-base-url must start with http:// or https://, got '", options.policy_base_url,
-        "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy-base-url must start with http:// or https://, got '",
+                     options.policy_base_url, "'"));
   }
   if (options.examples < -1 || options.examples == 0) {
     return absl::InvalidArgumentError(
@@ -301,10 +300,9 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
       HB_RETURN_IF_ERROR(journal.Append({replies.back()}));
       tasks.erase(tasks.begin());
     }
-    HB_ASSIGN_OR_RETURN(failures,
-                        SampleAll(options, llm, scheduler, journal, std::move(tasks),
-                                  static_cast<int64_t>(replies.size()), summary.tasks, replies,
-                                  summary, log));
+    HB_ASSIGN_OR_RETURN(failures, SampleAll(options, llm, scheduler, journal, std::move(tasks),
+                                            static_cast<int64_t>(replies.size()), summary.tasks,
+                                            replies, summary, log));
   }
   summary.elapsed = absl::Now() - start;
   HB_RETURN_IF_ERROR(WriteOutputs(options, dataset, replies, failures, summary));

@@ -60,10 +60,10 @@ struct SampleOptions {
 absl::Status ValidateSampleOptions(const SampleOptions& options);
 
 struct SampleSummary {
-  int64_t tasks = 0;           // selected tasks
-  int64_t replies = 0;         // tasks with a reply in OUT
-  int64_t from_journal = 0;    // of which found in the journal at start
-  int64_t failed = 0;          // tasks without a reply
+  int64_t tasks = 0;             // selected tasks
+  int64_t replies = 0;           // tasks with a reply in OUT
+  int64_t from_journal = 0;      // of which found in the journal at start
+  int64_t failed = 0;            // tasks without a reply
   int64_t length_truncated = 0;  // finish_reason "length"
   int64_t empty = 0;             // empty content
   int64_t retries = 0;

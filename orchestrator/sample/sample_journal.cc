@@ -138,11 +138,12 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
   const std::string expected = FormatHeader(header);
   const std::string found = text.substr(0, header_end);
   if (found != expected) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path_, " was written by another sampling job (dataset, --examples or policy settings "
-               "differ: it has ",
-        found, ", this run is ", expected,
-        "); use another --out, or delete the journal to sample again from scratch"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_,
+                     " was written by another sampling job (dataset, --examples or policy settings "
+                     "differ: it has ",
+                     found, ", this run is ", expected,
+                     "); use another --out, or delete the journal to sample again from scratch"));
   }
   absl::flat_hash_set<std::string> seen;
   int line_number = 1;
@@ -152,9 +153,9 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
     ++line_number;
     absl::StatusOr<SampledReply> reply = ParseSampledReply(text.substr(start, end - start));
     if (!reply.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(path_, ":", line_number, ": corrupt journal line: ", reply.status().message(),
-                       "; move the journal aside to sample again from scratch"));
+      return absl::DataLossError(absl::StrCat(
+          path_, ":", line_number, ": corrupt journal line: ", reply.status().message(),
+          "; move the journal aside to sample again from scratch"));
     }
     if (seen.insert(reply->prompt_id).second) replies_.push_back(*std::move(reply));
     start = end + 1;
@@ -163,7 +164,8 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
 }
 
 SampleJournal::SampleJournal(SampleJournal&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)),
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
       replies_(std::move(other.replies_)) {}
 
 SampleJournal::~SampleJournal() {

@@ -94,8 +94,7 @@ TEST(SimPolicyTest, UnknownModelIs404ModelNotFound) {
   EXPECT_THAT(missing.content, HasSubstr("\"code\":\"model_not_found\""));
   EXPECT_THAT(missing.content, HasSubstr("The model `gpt-9` does not exist"));
   // The grader route is not restricted by --policy-models.
-  EXPECT_EQ(sim.Handle({"POST", "/v1/chat/completions", "", PolicyBody("gpt-9", "q")}).status,
-            200);
+  EXPECT_EQ(sim.Handle({"POST", "/v1/chat/completions", "", PolicyBody("gpt-9", "q")}).status, 200);
 }
 
 TEST(SimPolicyTest, TransportFaultsAndPolicyLatencyApply) {
