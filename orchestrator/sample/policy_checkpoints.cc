@@ -12,8 +12,8 @@ absl::StatusOr<PolicyCheckpoint> ParsePolicyCheckpoint(const std::string& spec) 
   if (eq == std::string::npos || eq == 0 || at == std::string::npos || at < eq + 2 ||
       at + 1 == spec.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--policy takes NAME=MODEL@URL (e.g. step-100=my-model@http://vllm:8000/v1), got '",
-        spec, "'"));
+        "--policy takes NAME=MODEL@URL (e.g. step-100=my-model@http://vllm:8000/v1), got '", spec,
+        "'"));
   }
   return PolicyCheckpoint{spec.substr(0, eq), spec.substr(eq + 1, at - eq - 1),
                           spec.substr(at + 1)};
