@@ -55,7 +55,7 @@ std::unique_ptr<ChildProcess> Spawn(const std::vector<std::string>& args,
 
 // Runs to the end; returns the exit code (-1 on timeout or a signal).
 int RunOrchestrator(const std::vector<std::string>& args, const std::string& stderr_path,
-        const std::string& env = "") {
+                    const std::string& env = "") {
   std::unique_ptr<ChildProcess> child = Spawn(args, stderr_path, env);
   if (child == nullptr) return -1;
   const int status = child->Stop(0, absl::Seconds(120));
@@ -116,15 +116,15 @@ TEST(SampleIntegrationTest, SigkillThenTheSameCommandSamplesOnlyTheMissingTasks)
   const int requests_before = Lines(dir + "/requests.log");
 
   ASSERT_EQ(RunOrchestrator(args, dir + "/second.stderr"), 0) << Text(dir + "/second.stderr");
-  EXPECT_THAT(Text(dir + "/second.stderr"),
-              HasSubstr(absl::StrCat(journaled, " from the journal, ", 30 - journaled,
-                                     " to sample")));
+  EXPECT_THAT(Text(dir + "/second.stderr"), HasSubstr(absl::StrCat(journaled, " from the journal, ",
+                                                                   30 - journaled, " to sample")));
   // Only the tasks without a durable reply were asked again.
   EXPECT_EQ(Lines(dir + "/requests.log") - requests_before, 30 - journaled);
   EXPECT_EQ(Lines(dir + "/a.jsonl"), 30);
 
   // Same replies, in the same order, as an uninterrupted job.
-  ASSERT_EQ(RunOrchestrator(SampleArgs(sim, "ckpt-a", dir + "/clean.jsonl"), dir + "/clean.stderr"), 0);
+  ASSERT_EQ(RunOrchestrator(SampleArgs(sim, "ckpt-a", dir + "/clean.jsonl"), dir + "/clean.stderr"),
+            0);
   EXPECT_EQ(WithoutCachedTokens(dir + "/a.jsonl"), WithoutCachedTokens(dir + "/clean.jsonl"));
   EXPECT_THAT(Text(dir + "/a.jsonl.summary.json"), HasSubstr("\"failed\":0"));
 }
@@ -141,8 +141,7 @@ TEST(SampleIntegrationTest, RetriesThrough429sAnd5xxsToTheSameReplies) {
   args.push_back("--examples=12");
   args.push_back("--policy-max-attempts=20");
   ASSERT_EQ(RunOrchestrator(args, dir + "/faulty.stderr"), 0) << Text(dir + "/faulty.stderr");
-  EXPECT_EQ(WithoutCachedTokens(dir + "/faulty.jsonl"),
-            WithoutCachedTokens(dir + "/clean.jsonl"));
+  EXPECT_EQ(WithoutCachedTokens(dir + "/faulty.jsonl"), WithoutCachedTokens(dir + "/clean.jsonl"));
   EXPECT_THAT(Text(dir + "/faulty.jsonl.summary.json"), Not(HasSubstr("\"retries\":0,")));
 }
 
@@ -176,13 +175,14 @@ TEST(SampleIntegrationTest, ConfigurationErrorsExitTwoWithinSecondsWithTheReason
   EXPECT_THAT(Text(dir + "/k.stderr"), Not(HasSubstr("sekrit")));
 
   EXPECT_EQ(RunOrchestrator(SampleArgs(sim, "gpt-9", dir + "/m.jsonl"), dir + "/m.stderr",
-                "POLICY_API_KEY=sekrit"),
+                            "POLICY_API_KEY=sekrit"),
             2);
   EXPECT_THAT(Text(dir + "/m.stderr"), HasSubstr("does not serve model 'gpt-9'"));
 
   std::vector<std::string> ok = SampleArgs(sim, "ckpt-a", dir + "/ok.jsonl");
   ok.push_back("--examples=3");
-  EXPECT_EQ(RunOrchestrator(ok, dir + "/ok.stderr", "POLICY_API_KEY=sekrit"), 0) << Text(dir + "/ok.stderr");
+  EXPECT_EQ(RunOrchestrator(ok, dir + "/ok.stderr", "POLICY_API_KEY=sekrit"), 0)
+      << Text(dir + "/ok.stderr");
   EXPECT_EQ(Lines(dir + "/ok.jsonl"), 3);
 }
 
@@ -192,8 +192,8 @@ TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
   const std::string grader = absl::StrCat("--llm-base-url=", sim.base_url);
   const std::string tmpl = "--grader-template=" + ::hb::testing::ReferenceTemplatePath();
   const std::string policy = absl::StrCat("a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1");
-  const std::vector<std::string> common = {"run", "--dataset=" + Dataset(), "--examples=5", tmpl,
-                                           grader, "--simulated-verdicts", "--progress=off"};
+  const std::vector<std::string> common = {"run",  "--dataset=" + Dataset(), "--examples=5",  tmpl,
+                                           grader, "--simulated-verdicts",   "--progress=off"};
   std::vector<std::string> one_job = common;
   one_job.insert(one_job.end(), {"--policy=" + policy, "--out=" + dir + "/one"});
   ASSERT_EQ(RunOrchestrator(one_job, dir + "/one.stderr"), 0) << Text(dir + "/one.stderr");
