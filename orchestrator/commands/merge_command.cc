@@ -134,7 +134,10 @@ absl::StatusOr<ShardProvenance> ReadProvenance(const std::string& shard_dir,
 }
 
 // The first field in which `b` disagrees with `a`, as "<name> ('x' vs 'y')", or "".
-std::string Disagreement(const ShardProvenance& a, const ShardProvenance& b) {
+// `compare_responses` is false for checkpoints sampled per shard (`run --policy`): each shard
+// then graded its own responses file.
+std::string Disagreement(const ShardProvenance& a, const ShardProvenance& b,
+                         bool compare_responses) {
   auto differs = [](const char* name, const std::string& x, const std::string& y) {
     return x == y ? std::string() : absl::StrCat(name, " ('", x, "' vs '", y, "')");
   };
@@ -142,7 +145,8 @@ std::string Disagreement(const ShardProvenance& a, const ShardProvenance& b) {
        {differs("checkpoint name", a.checkpoint, b.checkpoint),
         differs("dataset sha256", a.dataset_sha256, b.dataset_sha256),
         differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
-        differs("responses sha256", a.responses_sha256, b.responses_sha256),
+        compare_responses ? differs("responses sha256", a.responses_sha256, b.responses_sha256)
+                          : std::string(),
         differs("grader template sha256", a.template_sha256, b.template_sha256),
         differs("grader model", a.grader.model, b.grader.model),
         differs("grader temperature", PythonFloatRepr(a.grader.temperature),
@@ -188,11 +192,49 @@ struct MergedCheckpoint {
   std::vector<ShardProvenance> shards;
 };
 
+// True when every shard graded a responses file of its own, RUN_DIR/<checkpoint>/
+// responses.jsonl, as `run --policy` samples per shard.
+bool SampledPerShard(const MergedCheckpoint& merged) {
+  std::error_code error;
+  for (const ShardProvenance& shard : merged.shards) {
+    if (!std::filesystem::equivalent(shard.responses_path,
+                                     shard.checkpoint_dir + "/responses.jsonl", error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The shards' own responses files joined into OUT/<checkpoint>/responses.jsonl (each checked
+// against the sha256 its shard recorded), loaded against `dataset`.
+absl::StatusOr<ResponseSet> JoinShardResponses(const MergedCheckpoint& merged,
+                                               const Dataset& dataset,
+                                               const MergeOptions& options) {
+  std::string joined;
+  for (const ShardProvenance& shard : merged.shards) {
+    HB_ASSIGN_OR_RETURN(ResponseSet part, LoadResponses(shard.responses_path, dataset));
+    if (part.sha256 != shard.responses_sha256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': responses '", shard.responses_path, "' have sha256 ",
+          part.sha256, " but shard '", shard.shard_dir, "' graded ", shard.responses_sha256));
+    }
+    HB_ASSIGN_OR_RETURN(std::string text, ReadFile(shard.responses_path));
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    joined += text;
+  }
+  const std::string path = options.out + "/" + merged.name + "/responses.jsonl";
+  HB_RETURN_IF_ERROR(MakeDirs(options.out + "/" + merged.name));
+  HB_RETURN_IF_ERROR(WriteFileAtomically(path, joined));
+  return LoadResponses(path, dataset);
+}
+
 absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
                                           const MergeOptions& options) {
   const ShardProvenance& first = merged.shards.front();
+  auto override_it = options.responses.find(merged.name);
+  const bool per_shard = override_it == options.responses.end() && SampledPerShard(merged);
   for (const ShardProvenance& shard : merged.shards) {
-    std::string disagreement = Disagreement(first, shard);
+    std::string disagreement = Disagreement(first, shard, !per_shard);
     if (!disagreement.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint '", merged.name, "': shard '",
                                                      shard.shard_dir, "' disagrees with shard '",
@@ -200,20 +242,26 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
     }
   }
   const std::string dataset_path = options.dataset.empty() ? first.dataset_path : options.dataset;
-  auto override_it = options.responses.find(merged.name);
-  const std::string responses_path =
-      override_it == options.responses.end() ? first.responses_path : override_it->second;
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(dataset_path, {}));
   if (dataset.sha256 != first.dataset_sha256) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint '", merged.name, "': dataset '", dataset_path, "' has sha256 ",
                      dataset.sha256, " but the shards graded ", first.dataset_sha256));
   }
-  HB_ASSIGN_OR_RETURN(ResponseSet responses, LoadResponses(responses_path, dataset));
-  if (responses.sha256 != first.responses_sha256) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
-        responses.sha256, " but the shards graded ", first.responses_sha256));
+  const std::string responses_path = override_it != options.responses.end() ? override_it->second
+                                     : per_shard
+                                         ? options.out + "/" + merged.name + "/responses.jsonl"
+                                         : first.responses_path;
+  ResponseSet responses;
+  if (per_shard) {
+    HB_ASSIGN_OR_RETURN(responses, JoinShardResponses(merged, dataset, options));
+  } else {
+    HB_ASSIGN_OR_RETURN(responses, LoadResponses(responses_path, dataset));
+    if (responses.sha256 != first.responses_sha256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
+          responses.sha256, " but the shards graded ", first.responses_sha256));
+    }
   }
   commands_internal::ApplyExamples(dataset, first.examples);
 
@@ -240,7 +288,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.dataset_path = dataset_path;
   context.dataset_sha256 = first.dataset_sha256;
   context.responses_path = responses_path;
-  context.responses_sha256 = first.responses_sha256;
+  context.responses_sha256 = responses.sha256;
   context.template_sha256 = first.template_sha256;
   context.grader = first.grader;
   context.seed = first.seed;

@@ -39,6 +39,8 @@ int RunWithPolicies(const RunOptions& run, const std::vector<PolicyCheckpoint>& 
     SampleOptions options = sampling;
     options.dataset = run.dataset;
     options.examples = run.examples;
+    options.shard_index = run.shard_index;
+    options.shard_count = run.shard_count;
     options.out = PolicyResponsesPath(run, policy.name);
     options.policy_base_url = policy.base_url;
     options.request.model = policy.model;

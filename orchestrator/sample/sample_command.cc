@@ -18,6 +18,7 @@
 #include "http/curl_http_client.h"
 #include "llm/openai_llm_client.h"
 #include "orchestrator/run/progress.h"
+#include "orchestrator/run/row_plan.h"
 #include "orchestrator/sample/policy_sampler.h"
 #include "orchestrator/sample/sample_journal.h"
 
@@ -265,12 +266,21 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
   HB_RETURN_IF_ERROR(ValidateSampleOptions(options));
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(options.dataset, {}));
   if (options.examples >= 0) SelectExamples(dataset, static_cast<size_t>(options.examples));
+  HB_ASSIGN_OR_RETURN(
+      std::vector<size_t> positions,
+      ShardTaskPositions(dataset.examples.size(), options.shard_index, options.shard_count));
+  if (options.shard_count > 1) {
+    std::vector<Example> mine;
+    for (size_t p : positions) mine.push_back(std::move(dataset.examples[p]));
+    dataset.examples = std::move(mine);
+  }
   const size_t slash = options.out.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     HB_RETURN_IF_ERROR(MakeDirs(options.out.substr(0, slash)));
   }
   SampleJournalHeader header{dataset.sha256, options.examples,
-                             PolicySettingsFingerprint(options.request)};
+                             PolicySettingsFingerprint(options.request),
+                             absl::StrCat(options.shard_index, "/", options.shard_count)};
   HB_ASSIGN_OR_RETURN(SampleJournal journal,
                       SampleJournal::Open(absl::StrCat(options.out, ".journal"), header));
 

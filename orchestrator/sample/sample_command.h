@@ -39,6 +39,10 @@ struct SampleOptions {
   std::string dataset;
   // -1: every task; else the reference's --examples N selection (as `run`).
   int64_t examples = -1;
+  // Of the selected tasks, sample those at positions p % shard_count == shard_index (as `run
+  // --shard-index/--shard-count`, so each shard of a `run --policy` samples its own tasks).
+  int shard_index = 0;
+  int shard_count = 1;
   std::string out;
   // E.g. http://127.0.0.1:8000/v1; requests go to {base_url}/chat/completions.
   std::string policy_base_url;

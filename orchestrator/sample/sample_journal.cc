@@ -28,6 +28,8 @@ std::string FormatHeader(const SampleJournalHeader& header) {
     WriteJsonString(w, header.dataset_sha256);
     w.Key("examples");
     w.Int64(header.examples);
+    w.Key("shard");
+    WriteJsonString(w, header.shard);
     w.Key("settings");
     WriteRawJson(w, header.settings, rapidjson::kObjectType);
     w.EndObject();
@@ -140,8 +142,8 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
   if (found != expected) {
     return absl::FailedPreconditionError(
         absl::StrCat(path_,
-                     " was written by another sampling job (dataset, --examples or policy settings "
-                     "differ: it has ",
+                     " was written by another sampling job (dataset, --examples, shard or policy "
+                     "settings differ: it has ",
                      found, ", this run is ", expected,
                      "); use another --out, or delete the journal to sample again from scratch"));
   }

@@ -3,7 +3,7 @@
 // command asks the policy only for the tasks it had not durably received.
 //
 // Format: an append-only JSONL file. The first line is a header
-//   {"journal":"hb-sample/1","dataset_sha256":...,"examples":N,"settings":{...}}
+//   {"journal":"hb-sample/1","dataset_sha256":...,"examples":N,"shard":"i/n","settings":{...}}
 // and every further line is one SampledReply in the responses format (FormatSampledReply). An
 // append-only file rather than SQLite (orchestrator/run/sqlite_verdict_store.h) because a
 // sampled task is written once and never updated, the records are exactly the output lines (a
@@ -50,7 +50,8 @@ absl::StatusOr<SampledReply> ParseSampledReply(const std::string& line);
 struct SampleJournalHeader {
   std::string dataset_sha256;
   int64_t examples = -1;
-  std::string settings;  // PolicySettingsFingerprint, a JSON object
+  std::string settings;       // PolicySettingsFingerprint, a JSON object
+  std::string shard = "0/1";  // "<index>/<count>"
 };
 
 class SampleJournal {

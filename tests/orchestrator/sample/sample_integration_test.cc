@@ -224,5 +224,40 @@ TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
   EXPECT_THAT(Text(dir + "/twice.stderr"), HasSubstr("'a'"));
 }
 
+TEST(SampleIntegrationTest, ShardedRunPolicyMergesToTheUnshardedResult) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({});
+  const std::string policy = absl::StrCat("a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1");
+  const std::vector<std::string> common = {
+      "run",
+      "--dataset=" + Dataset(),
+      "--examples=6",
+      "--grader-template=" + ::hb::testing::ReferenceTemplatePath(),
+      absl::StrCat("--llm-base-url=", sim.base_url),
+      "--simulated-verdicts",
+      "--progress=off",
+      "--policy=" + policy};
+  std::vector<std::string> whole = common;
+  whole.push_back("--out=" + dir + "/whole");
+  ASSERT_EQ(RunOrchestrator(whole, dir + "/whole.stderr"), 0) << Text(dir + "/whole.stderr");
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> shard = common;
+    shard.insert(shard.end(), {"--out=" + dir + "/sharded", "--shard-count=2",
+                               absl::StrCat("--shard-index=", i)});
+    ASSERT_EQ(RunOrchestrator(shard, absl::StrCat(dir, "/shard", i, ".stderr")), 0)
+        << Text(absl::StrCat(dir, "/shard", i, ".stderr"));
+    // Each shard sampled only its own tasks.
+    EXPECT_EQ(Lines(absl::StrCat(dir, "/sharded/shard-", i, "/a/responses.jsonl")), 3);
+  }
+  ASSERT_EQ(RunOrchestrator({"merge", "--out=" + dir + "/merged", dir + "/sharded/shard-0",
+                             dir + "/sharded/shard-1"},
+                            dir + "/merge.stderr"),
+            0)
+      << Text(dir + "/merge.stderr");
+  EXPECT_EQ(Lines(dir + "/merged/a/responses.jsonl"), 6);
+  EXPECT_EQ(WithoutCachedTokens(dir + "/merged/a/tasks.jsonl"),
+            WithoutCachedTokens(dir + "/whole/a/tasks.jsonl"));
+}
+
 }  // namespace
 }  // namespace hb
