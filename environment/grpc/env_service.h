@@ -5,6 +5,7 @@
 #pragma once
 
 #include "environment/environment.h"
+#include "grpcpp/support/message_allocator.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
 #include "security/bearer_tokens.h"
 
@@ -19,11 +20,22 @@ void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out
 // stores results in this form.
 SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 
+// Allocates the request and response of one Submit on a protobuf arena whose first block is
+// part of the holder: one allocation per call for both messages and their sub-messages (a
+// response holds a message per rubric item), and no per-message destruction. Thread-safe.
+class SubmitArenaAllocator final
+    : public grpc::MessageAllocator<env_v1::SubmitRequest, env_v1::SubmitResponse> {
+ public:
+  grpc::MessageHolder<env_v1::SubmitRequest, env_v1::SubmitResponse>* AllocateMessages() override;
+};
+
 class EnvServiceImpl final : public env_v1::Environment::CallbackService {
  public:
   // `env` and `tokens` are not owned and must outlive the service. Every RPC first checks the
   // caller's bearer token against `tokens` (none: open) and fails with UNAUTHENTICATED.
-  EnvServiceImpl(Environment& env, const BearerTokens& tokens) : env_(env), tokens_(tokens) {}
+  EnvServiceImpl(Environment& env, const BearerTokens& tokens) : env_(env), tokens_(tokens) {
+    SetMessageAllocatorFor_Submit(&submit_allocator_);
+  }
 
   grpc::ServerUnaryReactor* ListSplits(grpc::CallbackServerContext* context,
                                        const env_v1::ListSplitsRequest* request,
@@ -47,6 +59,7 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
  private:
   Environment& env_;
   const BearerTokens& tokens_;
+  SubmitArenaAllocator submit_allocator_;
 };
 
 }  // namespace hb::env
