@@ -55,18 +55,26 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
                "most rubric items per GradeReply");
 }
 
-absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags) {
-  GraderServerOptions options = flags.server;
-  if (!flags.api_key_file.empty()) {
-    absl::StatusOr<std::string> key = ReadFile(flags.api_key_file);
+absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,
+                                       const char* env_name) {
+  if (!file.empty()) {
+    absl::StatusOr<std::string> key = ReadFile(file);
     if (!key.ok()) {
       return absl::Status(key.status().code(),
-                          absl::StrCat("--llm-api-key-file: cannot read ", flags.api_key_file));
+                          absl::StrCat("--", file_flag, ": cannot read ", file));
     }
-    options.llm.api_key = std::string(absl::StripAsciiWhitespace(*key));
-  } else if (const char* env = std::getenv("OPENAI_API_KEY"); env != nullptr) {
-    options.llm.api_key = std::string(absl::StripAsciiWhitespace(env));
+    return std::string(absl::StripAsciiWhitespace(*key));
   }
+  const char* env = std::getenv(env_name);
+  return env == nullptr ? std::string() : std::string(absl::StripAsciiWhitespace(env));
+}
+
+absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags) {
+  GraderServerOptions options = flags.server;
+  absl::StatusOr<std::string> key =
+      ReadApiKey("llm-api-key-file", flags.api_key_file, "OPENAI_API_KEY");
+  if (!key.ok()) return key.status();
+  options.llm.api_key = *std::move(key);
   return CompleteGraderServerOptions(std::move(options));
 }
 

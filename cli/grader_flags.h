@@ -34,6 +34,12 @@ struct GraderFlags {
 // --max-rubric-items. Listed in help under `group`.
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group = "grader");
 
+// An API key: the contents of `file` (trailing whitespace trimmed) when given, else $`env_name`
+// (trimmed), else "". An unreadable file keeps its read error's code and names --`file_flag`
+// and the path (never the key).
+absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,
+                                       const char* env_name);
+
 // The parsed group as complete, validated GraderServerOptions: the API key is read from
 // --llm-api-key-file (trailing whitespace trimmed) or else $OPENAI_API_KEY (none is fine for
 // local endpoints). Errors: kInvalidArgument naming the flag (never the key); an unreadable key

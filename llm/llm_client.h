@@ -59,6 +59,8 @@ struct ChatResult {
   std::string content;
   // `model` as the endpoint reported it.
   std::string model;
+  // `choices[0].finish_reason` ("stop", "length", ...); empty when absent or not a string.
+  std::string finish_reason;
   ChatUsage usage;
   int http_status = 0;
   absl::Duration latency = absl::ZeroDuration();

@@ -204,6 +204,10 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
     return Malformed("upstream reply has null content");
   }
   result.content.assign(content->value.GetString(), content->value.GetStringLength());
+  auto finish = choice.FindMember("finish_reason");
+  if (finish != choice.MemberEnd() && finish->value.IsString()) {
+    result.finish_reason = finish->value.GetString();
+  }
   return result;
 }
 

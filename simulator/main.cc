@@ -21,6 +21,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cli/command_line.h"
@@ -236,8 +238,8 @@ constexpr char kDescription[] =
     "capacity planning.\n\n"
     "Usage: hb-llm-sim [--listen=127.0.0.1:0] [--latency-ms=200 --latency-jitter=0.2] "
     "[--fault-429=0.05 ...] [--rpm=500 --tpm=200000]\n\n"
-    "Endpoints: POST /v1/chat/completions (and /chat/completions), GET /healthz, "
-    "GET /metrics.\n"
+    "Endpoints: POST /v1/chat/completions (and /chat/completions), the policy route POST "
+    "/policy/v1/chat/completions, GET /healthz, GET /metrics.\n"
     "Verdict: criteria_met = lowest bit of sha256(last user message)[0], unless the message "
     "contains [[sim:met=true]] / [[sim:met=false]] (the last marker wins).\n"
     "Flags may be written with hyphens or underscores (--latency-ms == --latency_ms).\n"
@@ -252,6 +254,7 @@ struct Flags {
   int64_t max_body_bytes = 32 << 20;
   int http_timeout_s = 600;
   std::string log_level = "info";
+  std::vector<std::string> policy_models;
 };
 
 void AddFlags(cli::Command& command, Flags* flags) {
@@ -303,6 +306,12 @@ void AddFlags(cli::Command& command, Flags* flags) {
                "tokens (prompt estimate + max_tokens) per 60 s window; 0 = unlimited");
   command.Flag("prompt-cache-ttl", &sim.prompt_cache.ttl, "DURATION",
                "how long a cached prompt prefix stays usable after its last use (e.g. 5m)");
+  command.Group("policy mode (POST /policy/v1/chat/completions)");
+  command.Repeated("policy-models", &flags->policy_models, "NAME[,NAME...]",
+                   "models the policy route serves (repeat or comma list); others get 404 "
+                   "model_not_found. Empty: any model");
+  command.Flag("policy-latency-ms", &sim.policy_latency_ms, "MS",
+               "mean latency of policy replies; negative: --latency-ms");
 }
 
 absl::Status Validate(const SimulatorOptions& options) {
@@ -330,6 +339,11 @@ int Run(int argc, char** argv) {
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   InitLogging(flags.log_level.c_str());
+  for (const std::string& value : flags.policy_models) {
+    for (absl::string_view name : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      flags.sim.policy_models.emplace_back(absl::StripAsciiWhitespace(name));
+    }
+  }
   const SimulatorOptions& options = flags.sim;
   if (absl::Status valid = Validate(options); !valid.ok()) {
     return program.UsageError("", valid);

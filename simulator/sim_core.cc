@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
+#include "simulator/sim_policy.h"
 #include "simulator/sim_verdict.h"
 
 namespace hb::sim {
@@ -64,7 +65,7 @@ std::string BuildErrorBody(absl::string_view message, absl::string_view type,
 
 std::string BuildCompletionBody(absl::string_view id, int64_t created_unix_seconds,
                                 absl::string_view model, absl::string_view content,
-                                const Usage& usage) {
+                                const Usage& usage, absl::string_view finish_reason) {
   return WriteJson([&](JsonWriter& w) {
     auto str = [&w](absl::string_view s) { WriteJsonString(w, s); };
     w.StartObject();
@@ -93,7 +94,7 @@ std::string BuildCompletionBody(absl::string_view id, int64_t created_unix_secon
     w.Key("logprobs");
     w.Null();
     w.Key("finish_reason");
-    w.String("stop");
+    str(finish_reason);
     w.EndObject();
     w.EndArray();
     w.Key("usage");
@@ -129,7 +130,10 @@ SimAction Simulator::Handle(const SimHttpRequest& request) {
   const bool chat_path =
       request.path == "/v1/chat/completions" || request.path == "/chat/completions";
   SimAction action;
-  if (chat_path && request.method == "POST") return HandleChat(request);
+  if (chat_path && request.method == "POST") return HandleChat(request, /*policy=*/false);
+  if (request.path == kPolicyChatPath && request.method == "POST") {
+    return HandleChat(request, /*policy=*/true);
+  }
   if (request.method == "GET" && request.path == "/healthz") {
     action.headers.emplace_back("Content-Type", "text/plain");
     action.body = "ok\n";
@@ -194,7 +198,7 @@ void Simulator::Finish(SimAction& action, absl::string_view fault, int64_t promp
   });
 }
 
-SimAction Simulator::HandleChat(const SimHttpRequest& request) {
+SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy) {
   metrics_.Request();
   SimAction action;
   action.is_chat = true;
@@ -215,6 +219,14 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request) {
   if (!parsed.ok()) {
     action.status = 400;
     action.body = BuildErrorBody(parsed.status().message(), "invalid_request_error");
+    AddRateLimitHeaders(rate_limiter_.Peek(), action);
+    Finish(action, "none", 0, std::nullopt, 0);
+    return action;
+  }
+  if (policy && !PolicyServesModel(options_.policy_models, parsed->model)) {
+    action.status = 404;
+    action.body = BuildErrorBody(ModelNotFoundMessage(parsed->model), "invalid_request_error",
+                                 "model_not_found");
     AddRateLimitHeaders(rate_limiter_.Peek(), action);
     Finish(action, "none", 0, std::nullopt, 0);
     return action;
@@ -250,9 +262,11 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request) {
   if (fault != FaultKind::kNone) metrics_.Fault(FaultKindName(fault));
   metrics_.PromptTokens(prompt_tokens);
 
-  if (options_.latency_ms > 0) {
+  const double latency_ms =
+      policy && options_.policy_latency_ms >= 0 ? options_.policy_latency_ms : options_.latency_ms;
+  if (latency_ms > 0) {
     const double u = 2 * Uniform01(options_.seed, seq, kJitterStream) - 1;
-    const double ms = std::max(0.0, options_.latency_ms * (1 + options_.latency_jitter * u));
+    const double ms = std::max(0.0, latency_ms * (1 + options_.latency_jitter * u));
     action.delay = absl::Microseconds(static_cast<int64_t>(std::llround(ms * 1000)));
   }
 
@@ -296,6 +310,7 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request) {
       break;
   }
 
+  if (policy) return PolicyAction(std::move(action), *parsed, prompt, seq, fault_name);
   const bool met = SimulatedVerdict(LastUserMessage(*parsed));
   const std::string content = FaultReplyContent(fault, met, seq);
   Usage usage;
@@ -311,6 +326,25 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request) {
          fault == FaultKind::kNone || fault == FaultKind::kFenced ? std::optional<bool>(met)
                                                                   : std::nullopt,
          usage.cached_tokens);
+  return action;
+}
+
+SimAction Simulator::PolicyAction(SimAction action, const ParsedChatRequest& parsed,
+                                  const std::string& prompt, uint64_t seq,
+                                  absl::string_view fault_name) {
+  // Content faults (malformed, nonobject, fenced) are grader-reply shapes: a policy's reply is
+  // prose, so they leave it unchanged.
+  const PolicyReply reply = SimulatedPolicyReply(parsed);
+  Usage usage;
+  usage.prompt_tokens = EstimateTokens(prompt);
+  usage.completion_tokens = reply.completion_tokens;
+  usage.cached_tokens = prompt_cache_.LookupAndStore(parsed.prompt_cache_key, prompt);
+  metrics_.CompletionTokens(usage.completion_tokens);
+  metrics_.CachedTokens(usage.cached_tokens);
+  action.body = BuildCompletionBody(absl::StrFormat("chatcmpl-sim-%016x", seq),
+                                    absl::ToUnixSeconds(clock_->Now()), parsed.model, reply.content,
+                                    usage, reply.finish_reason);
+  Finish(action, fault_name, usage.prompt_tokens, std::nullopt, usage.cached_tokens);
   return action;
 }
 

@@ -44,11 +44,11 @@ struct Usage {
   int64_t cached_tokens = 0;
 };
 
-// An OpenAI chat.completion object with one choice (role assistant, finish_reason "stop"),
+// An OpenAI chat.completion object with one choice (role assistant, `finish_reason`),
 // usage {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details{cached_tokens}}.
 std::string BuildCompletionBody(absl::string_view id, int64_t created_unix_seconds,
                                 absl::string_view model, absl::string_view content,
-                                const Usage& usage);
+                                const Usage& usage, absl::string_view finish_reason = "stop");
 
 // ---------------------------------------------------------------------------------------------
 // Simulator
@@ -82,13 +82,18 @@ struct SimulatorOptions {
   int64_t retry_after_ms = 500;  // for injected 429s
   RateLimiter::Options rate_limits;
   PromptCache::Options prompt_cache;
+  // Policy mode (sim_policy.h): the models POST /policy/v1/chat/completions serves (empty: any;
+  // others get 404 model_not_found), and its latency (< 0: latency_ms).
+  std::vector<std::string> policy_models;
+  double policy_latency_ms = -1;
 };
 
 // Handles requests (see simulator/README.md for the full contract). Chat requests go through, in
-// order: authentication (401), parsing (400), the rate limiter (429), the fault draw, then the
-// reply. Latency applies to replies with status 200/500/503 and to resets; 400, 401 and 429
-// answer at once. Every chat response carries x-ratelimit-* headers when a limit is set.
-// Thread-safe; `clock` is not owned and must outlive the simulator.
+// order: authentication (401), parsing (400), for policy requests the model check (404), the
+// rate limiter (429), the fault draw, then the reply. Latency applies to replies with status
+// 200/500/503 and to resets; 400, 401 and 429 answer at once. Every chat response carries
+// x-ratelimit-* headers when a limit is set. Thread-safe; `clock` is not owned and must outlive the
+// simulator.
 class Simulator {
  public:
   Simulator(SimulatorOptions options, const Clock* clock);
@@ -102,7 +107,11 @@ class Simulator {
   void AddInFlight(int64_t delta) { metrics_.AddInFlight(delta); }
 
  private:
-  SimAction HandleChat(const SimHttpRequest& request);
+  // `policy`: a policy request (sim_policy.h) rather than a grader request.
+  SimAction HandleChat(const SimHttpRequest& request, bool policy);
+  // The 200 reply to an admitted policy request.
+  SimAction PolicyAction(SimAction action, const ParsedChatRequest& parsed,
+                         const std::string& prompt, uint64_t seq, absl::string_view fault_name);
   void AddRateLimitHeaders(const RateLimitDecision& d, SimAction& action) const;
   void Finish(SimAction& action, absl::string_view fault, int64_t prompt_tokens,
               std::optional<bool> verdict, int64_t cached_tokens);

@@ -36,11 +36,51 @@ struct MergedCheckpoint {
   std::vector<ShardProvenance> shards;
 };
 
+// True when every shard graded a responses file of its own, RUN_DIR/<checkpoint>/
+// responses.jsonl, as `run --policy` samples per shard.
+bool SampledPerShard(const MergedCheckpoint& merged) {
+  std::error_code error;
+  for (const ShardProvenance& shard : merged.shards) {
+    if (!std::filesystem::equivalent(shard.summary.responses_path,
+                                     shard.summary.dir + "/responses.jsonl", error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The shards' own responses files joined into OUT/<checkpoint>/responses.jsonl (each checked
+// against the sha256 its shard recorded), loaded against `dataset`.
+absl::StatusOr<ResponseSet> JoinShardResponses(const MergedCheckpoint& merged,
+                                               const Dataset& dataset,
+                                               const MergeOptions& options) {
+  std::string joined;
+  for (const ShardProvenance& shard : merged.shards) {
+    const std::string& path = shard.summary.responses_path;
+    HB_ASSIGN_OR_RETURN(ResponseSet part, LoadResponses(path, dataset, {/*ignore_extra=*/true}));
+    if (part.sha256 != shard.summary.responses_sha256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': responses '", path, "' have sha256 ", part.sha256,
+          " but shard '", shard.shard_dir, "' graded ", shard.summary.responses_sha256));
+    }
+    HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    joined += text;
+  }
+  const std::string path = options.out + "/" + merged.name + "/responses.jsonl";
+  HB_RETURN_IF_ERROR(MakeDirs(options.out + "/" + merged.name));
+  HB_RETURN_IF_ERROR(WriteFileAtomically(path, joined));
+  return LoadResponses(path, dataset, {/*ignore_extra=*/true});
+}
+
 absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
                                           const MergeOptions& options) {
   const CheckpointSummary& first = merged.shards.front().summary;
+  auto override_it = options.responses.find(merged.name);
+  const bool per_shard = override_it == options.responses.end() && SampledPerShard(merged);
   for (const ShardProvenance& shard : merged.shards) {
-    std::string disagreement = commands_internal::ShardDisagreement(first, shard.summary);
+    std::string disagreement =
+        commands_internal::ShardDisagreement(first, shard.summary, !per_shard);
     if (!disagreement.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "checkpoint '", merged.name, "': shard '", shard.shard_dir, "' disagrees with shard '",
@@ -48,23 +88,28 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
     }
   }
   const std::string dataset_path = options.dataset.empty() ? first.dataset_path : options.dataset;
-  auto override_it = options.responses.find(merged.name);
-  const std::string responses_path =
-      override_it == options.responses.end() ? first.responses_path : override_it->second;
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(dataset_path, {}));
   if (dataset.sha256 != first.dataset_sha256) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint '", merged.name, "': dataset '", dataset_path, "' has sha256 ",
                      dataset.sha256, " but the shards graded ", first.dataset_sha256));
   }
+  const std::string responses_path = override_it != options.responses.end() ? override_it->second
+                                     : per_shard
+                                         ? options.out + "/" + merged.name + "/responses.jsonl"
+                                         : first.responses_path;
   // The file is pinned by its sha256 below, so responses outside the dataset (a subset run)
   // were accepted when it was graded.
-  HB_ASSIGN_OR_RETURN(ResponseSet responses,
-                      LoadResponses(responses_path, dataset, {/*ignore_extra=*/true}));
-  if (responses.sha256 != first.responses_sha256) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
-        responses.sha256, " but the shards graded ", first.responses_sha256));
+  ResponseSet responses;
+  if (per_shard) {
+    HB_ASSIGN_OR_RETURN(responses, JoinShardResponses(merged, dataset, options));
+  } else {
+    HB_ASSIGN_OR_RETURN(responses, LoadResponses(responses_path, dataset, {/*ignore_extra=*/true}));
+    if (responses.sha256 != first.responses_sha256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
+          responses.sha256, " but the shards graded ", first.responses_sha256));
+    }
   }
   commands_internal::ApplyExamples(dataset, first.examples);
 
@@ -91,7 +136,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.dataset_path = dataset_path;
   context.dataset_sha256 = first.dataset_sha256;
   context.responses_path = responses_path;
-  context.responses_sha256 = first.responses_sha256;
+  context.responses_sha256 = responses.sha256;
   context.subset = first.subset;
   context.responses_ignored_extra = responses.ignored_extra;
   context.template_sha256 = first.template_sha256;

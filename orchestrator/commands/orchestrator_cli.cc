@@ -13,12 +13,14 @@
 #include "absl/strings/strip.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/policy_flags.h"
 #include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
+#include "orchestrator/sample/policy_checkpoints.h"
 
 namespace hb {
 namespace {
@@ -50,6 +52,27 @@ constexpr char kRunFooter[] = R"(exit codes:
      INCOMPLETE), unless --allow-partial-responses
   2  bad usage or bad input, including a journal from another run (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
+  1  internal error)";
+
+constexpr char kSampleDescription[] =
+    R"(sample one reply per task from a served policy model.
+
+usage: hb-orchestrator sample --dataset FILE --policy-base-url URL --policy-model NAME --out FILE
+
+POSTs each task to URL/chat/completions (any OpenAI-compatible server: vLLM, OpenAI,
+hb-llm-sim's policy route) and writes FILE in the responses format {prompt_id, response,
+system_prompt?, model, finish_reason, usage} that `run --responses` grades, plus
+FILE.summary.json (counts of failed, length-truncated and empty replies) and
+FILE.failures.jsonl. Replies are journaled in FILE.journal as they arrive: the same command
+again samples only the tasks that have none. The first request goes alone (a probe), so an
+unreachable URL, a rejected key or an unknown model fails within seconds.)";
+
+constexpr char kSampleFooter[] = R"(exit codes:
+  0  every task has a reply
+  3  some tasks failed after their attempts (listed on stderr and in FILE.failures.jsonl); run
+     again to retry exactly those
+  2  bad usage or input: flags, dataset, a journal from other settings, or the probe failed
+     (unreachable URL, 400/401/403, unknown model 404)
   1  internal error)";
 
 constexpr char kTasksDescription[] =
@@ -100,6 +123,10 @@ struct RunFlags {
   commands_internal::SubsetFlags subset;
   cli::GraderFlags grader;
   std::vector<std::string> responses;
+  // --policy NAME=MODEL@URL and the sampling flags they share.
+  std::vector<std::string> policies;
+  cli::PolicyFlags policy;
+  int policy_max_in_flight = 64;
   std::string prompt_cache_key = "none";
   std::string progress = "auto";
 };
@@ -117,6 +144,7 @@ class OrchestratorCommandLine {
  public:
   OrchestratorCommandLine() : program_("hb-orchestrator", kDescription, kFooter) {
     AddRun();
+    AddSample();
     AddTasks();
     AddDryRun();
     AddScore();
@@ -149,9 +177,41 @@ class OrchestratorCommandLine {
     HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(run_.subset, run_command_->Given("subset"),
                                                         options.dataset, options.subset,
                                                         options.ignore_extra_responses));
+    policies_.clear();
+    for (const std::string& value : run_.policies) {
+      HB_ASSIGN_OR_RETURN(PolicyCheckpoint policy, ParsePolicyCheckpoint(value));
+      policies_.push_back(std::move(policy));
+    }
+    for (std::string& spec : PolicyResponseSpecs(options, policies_)) {
+      response_specs_.push_back(std::move(spec));
+    }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    return options;
+  }
+
+  // The policy checkpoints of `run` (after RunOptionsFromFlags) and their sampling settings.
+  const std::vector<PolicyCheckpoint>& policies() const { return policies_; }
+  absl::StatusOr<SampleOptions> RunSamplingFromFlags() {
+    SampleOptions options;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &options));
+    options.max_in_flight = run_.policy_max_in_flight;
+    if (options.max_in_flight < 1) {
+      return absl::InvalidArgumentError("--policy-max-in-flight must be >= 1");
+    }
+    for (const PolicyCheckpoint& policy : policies_) {
+      SampleOptions one = options;
+      one.request.model = policy.model;
+      HB_RETURN_IF_ERROR(ValidatePolicyRequestSettings(one.request));
+    }
+    return options;
+  }
+
+  absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
+    SampleOptions options = sample_;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*sample_command_, sample_policy_, &options));
+    HB_RETURN_IF_ERROR(ValidateSampleOptions(options));
     return options;
   }
 
@@ -196,6 +256,11 @@ class OrchestratorCommandLine {
                "responses JSONL {prompt_id, response, system_prompt?}; repeat the flag or give "
                "a comma list for several checkpoints. NAME defaults to the file name without "
                ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
+    c.Repeated("policy", &run_.policies, "NAME=MODEL@URL",
+               "a checkpoint served by an OpenAI-compatible endpoint (repeatable, mixable with "
+               "--responses): its replies are sampled into DIR/NAME/responses.jsonl (journaled "
+               "in DIR/NAME/responses.jsonl.journal, resumable) and graded with the others. "
+               "Sampling settings: the policy flags below");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
     AddSubsetFlags(c, &run_.subset);
@@ -240,11 +305,34 @@ class OrchestratorCommandLine {
     c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
            "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
     c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    c.Group("policy (for --policy)");
+    cli::AddPolicySamplingFlags(c, &run_.policy);
+    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
+           "policy requests outstanding at most, per --policy checkpoint");
     c.Group("progress");
     c.Flag("progress", &run_.progress, "auto|tty|log|off",
            "live line on a terminal, log lines otherwise");
     c.Flag("progress-interval", &o.progress_interval, "DURATION", "between log lines");
     cli::AddPriceFlags(c, &o.prices);
+  }
+
+  void AddSample() {
+    cli::Command& c = program_.AddSubcommand("sample", kSampleDescription, kSampleFooter);
+    sample_command_ = &c;
+    SampleOptions& o = sample_;
+    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
+    c.Flag("out", &o.out, "FILE", "responses JSONL to write (journal in FILE.journal)");
+    c.Flag("examples", &o.examples, "N", kExamplesHelp);
+    c.Group("policy");
+    cli::AddPolicyEndpointFlags(c, &sample_policy_);
+    cli::AddPolicySamplingFlags(c, &sample_policy_);
+    c.Group("dispatch");
+    c.Flag("max-in-flight", &o.max_in_flight, "N", "policy requests outstanding at most");
+    c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
+           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]) and hold "
+           "dispatch for a 429's Retry-After; false keeps --max-in-flight outstanding");
+    c.Flag("progress-interval", &o.progress_interval, "DURATION",
+           "between progress lines on stderr");
   }
 
   void AddTasks() {
@@ -342,6 +430,10 @@ class OrchestratorCommandLine {
   cli::Command* run_command_ = nullptr;
   RunFlags run_;
   std::vector<std::string> response_specs_;
+  std::vector<PolicyCheckpoint> policies_;
+  cli::Command* sample_command_ = nullptr;
+  SampleOptions sample_;
+  cli::PolicyFlags sample_policy_;
   TasksOptions tasks_;
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
@@ -379,7 +471,16 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
-    return RunWithOptions(*options);
+    if (command_line.policies().empty()) return RunWithOptions(*options);
+    absl::StatusOr<SampleOptions> sampling = command_line.RunSamplingFromFlags();
+    if (!sampling.ok()) return program.UsageError(command, sampling.status());
+    return RunWithPolicies(*options, command_line.policies(), *sampling);
+  }
+  if (command == "sample") {
+    InitLogging("info");
+    absl::StatusOr<SampleOptions> options = command_line.SampleOptionsFromFlags();
+    if (!options.ok()) return program.UsageError(command, options.status());
+    return RunSample(*options);
   }
   absl::StatusOr<std::string> result = command_line.RunOffline(command);
   if (!result.ok()) {

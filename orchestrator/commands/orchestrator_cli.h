@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "orchestrator/run/run_command.h"
+#include "orchestrator/sample/sample_command.h"
 
 namespace hb {
 

@@ -182,14 +182,16 @@ std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSumm
        Differs("grader system message", a.grader.system_message, b.grader.system_message)});
 }
 
-std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b) {
-  return FirstOf({Differs("checkpoint name", a.checkpoint, b.checkpoint),
-                  Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
-                  Differs("responses sha256", a.responses_sha256, b.responses_sha256),
-                  GradingDisagreement(a, b),
-                  Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
-                  Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
-                          absl::StrCat(b.checkpoint_index))});
+std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,
+                              bool compare_responses) {
+  return FirstOf(
+      {Differs("checkpoint name", a.checkpoint, b.checkpoint),
+       Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
+       compare_responses ? Differs("responses sha256", a.responses_sha256, b.responses_sha256)
+                         : std::string(),
+       GradingDisagreement(a, b), Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
+       Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
+               absl::StrCat(b.checkpoint_index))});
 }
 
 absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir) {

@@ -60,7 +60,10 @@ absl::StatusOr<std::vector<std::string>> ListCheckpointFolders(const std::string
 // The first field in which `b` disagrees with `a` among those that make two gradings of one
 // checkpoint the same grading (checkpoint name, dataset and responses sha256, examples,
 // template, grader settings, seed, checkpoint index), as "<name> ('x' vs 'y')", or "".
-std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b);
+// `compare_responses` is false for checkpoints sampled per shard (`run --policy`): each shard
+// then graded its own responses file.
+std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,
+                              bool compare_responses = true);
 
 // The first field in which `b` disagrees with `a` among those that make two checkpoints'
 // scores comparable (dataset sha256, grader template sha256, grader model, temperature,

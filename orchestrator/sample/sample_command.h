@@ -1,0 +1,89 @@
+// `hb-orchestrator sample`: one reply per task from a served policy model (any OpenAI-compatible
+// chat-completions endpoint: vLLM, OpenAI, hb-llm-sim's policy route), written as a responses
+// file that `run --responses` grades.
+//
+// Outputs, beside OUT:
+//   OUT                  the responses (FormatSampledReply lines), in task-selection order; only
+//                        the tasks that got a reply
+//   OUT.journal          the durable record of the replies so far (sample_journal.h); running
+//                        the same command again asks only for the tasks it lacks
+//   OUT.failures.jsonl   {prompt_id, attempts, reason} per task that exhausted its attempts
+//   OUT.summary.json     counts (tasks, replies, from journal, failed, length-truncated, empty),
+//                        tokens and wall time; also printed on stderr
+//
+// Exit codes: 0 every task has a reply; 3 some tasks failed (listed; run again to retry them);
+// 2 configuration or input error, including the probe: the first request is sent alone, and a
+// connection failure (unreachable URL), 400, 401, 403 or 404 (unknown model or wrong URL) stops
+// the job within seconds with the reason on stderr; 1 internal error.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/base/scheduler.h"
+#include "common/retry/retry_policy.h"
+#include "llm/llm_client.h"
+#include "orchestrator/sample/policy_request.h"
+
+namespace hb {
+
+inline constexpr int kSampleExitOk = 0;
+inline constexpr int kSampleExitInternal = 1;
+inline constexpr int kSampleExitUsage = 2;
+inline constexpr int kSampleExitTasksFailed = 3;
+
+struct SampleOptions {
+  std::string dataset;
+  // -1: every task; else the reference's --examples N selection (as `run`).
+  int64_t examples = -1;
+  // Of the selected tasks, sample those at positions p % shard_count == shard_index (as `run
+  // --shard-index/--shard-count`, so each shard of a `run --policy` samples its own tasks).
+  int shard_index = 0;
+  int shard_count = 1;
+  std::string out;
+  // E.g. http://127.0.0.1:8000/v1; requests go to {base_url}/chat/completions.
+  std::string policy_base_url;
+  PolicyRequestSettings request;
+  // Bearer token; never logged.
+  std::string api_key;
+  int max_in_flight = 64;
+  bool adaptive_concurrency = true;
+  RetryPolicy retry;
+  absl::Duration attempt_timeout = absl::Seconds(300);
+  // Timeout of the probe request (the first task, sent alone).
+  absl::Duration probe_timeout = absl::Seconds(60);
+  absl::Duration progress_interval = absl::Seconds(5);
+  // Prefix of progress and summary lines on stderr ("sample" or "sample <checkpoint>").
+  std::string log_name = "sample";
+};
+
+// kInvalidArgument naming the flag behind the first bad field.
+absl::Status ValidateSampleOptions(const SampleOptions& options);
+
+struct SampleSummary {
+  int64_t tasks = 0;             // selected tasks
+  int64_t replies = 0;           // tasks with a reply in OUT
+  int64_t from_journal = 0;      // of which found in the journal at start
+  int64_t failed = 0;            // tasks without a reply
+  int64_t length_truncated = 0;  // finish_reason "length"
+  int64_t empty = 0;             // empty content
+  int64_t retries = 0;
+  ChatUsage usage;  // replies received by this process
+  absl::Duration elapsed;
+};
+
+// Samples through `llm` (its base URL is the policy's), retry timers on `scheduler`; both not
+// owned. Progress and the summary go to `log`. Errors: kInvalidArgument (options, dataset),
+// kFailedPrecondition (probe: unreachable, 400/401/403/404; a journal of another job),
+// kDataLoss / kInternal (journal, outputs). Failed tasks are not an error: see
+// SampleSummary::failed.
+absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClient& llm,
+                                           Scheduler& scheduler, std::FILE* log);
+
+// The whole command: a libcurl client for the policy, SampleToFile, and the exit code.
+int RunSample(const SampleOptions& options);
+
+}  // namespace hb

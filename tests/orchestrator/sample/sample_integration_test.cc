@@ -1,0 +1,263 @@
+// End-to-end tests of `hb-orchestrator sample` and `run --policy` with real processes on
+// loopback: hb-llm-sim answers both as the policy (/policy/v1) and as the grader (/v1).
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/base/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/loopback.h"
+#include "tests/testing/shared_data.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::BinaryDir;
+using ::hb::testing::ChildProcess;
+using ::hb::testing::LlmSim;
+using ::hb::testing::MakeTempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Dataset() {
+  return ::hb::testing::SharedDataFile("2025-05-07-06-14-12_oss_eval.head30.jsonl");
+}
+
+std::string ShellQuote(const std::string& s) {
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+// hb-orchestrator ARGS as a child, stderr into `stderr_path`, with `env` prepended.
+std::unique_ptr<ChildProcess> Spawn(const std::vector<std::string>& args,
+                                    const std::string& stderr_path, const std::string& env = "") {
+  std::vector<std::string> quoted = {BinaryDir() + "/orchestrator/hb-orchestrator"};
+  quoted.insert(quoted.end(), args.begin(), args.end());
+  for (std::string& a : quoted) a = ShellQuote(a);
+  const std::string command =
+      absl::StrCat(env, " exec ", absl::StrJoin(quoted, " "), " 2>", ShellQuote(stderr_path));
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Spawn({"/bin/sh", "-c", command});
+  EXPECT_TRUE(child.ok()) << child.status();
+  return child.ok() ? *std::move(child) : nullptr;
+}
+
+// Runs to the end; returns the exit code (-1 on timeout or a signal).
+int RunOrchestrator(const std::vector<std::string>& args, const std::string& stderr_path,
+                    const std::string& env = "") {
+  std::unique_ptr<ChildProcess> child = Spawn(args, stderr_path, env);
+  if (child == nullptr) return -1;
+  const int status = child->Stop(0, absl::Seconds(120));
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Text(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  return text.ok() ? *text : absl::StrCat("<missing ", path, ">");
+}
+
+// `path`'s text without the "cached_tokens" counts, which depend on what the simulator's prompt
+// cache saw before (another job's identical prompts), not on the job.
+std::string WithoutCachedTokens(const std::string& path) {
+  static const std::regex kCached("\"cached_tokens\":[0-9]+");
+  return std::regex_replace(Text(path), kCached, "\"cached_tokens\":_");
+}
+
+int Lines(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return 0;
+  return static_cast<int>(std::count(text->begin(), text->end(), '\n'));
+}
+
+std::vector<std::string> SampleArgs(const LlmSim& sim, const std::string& model,
+                                    const std::string& out) {
+  return {"sample",
+          "--dataset=" + Dataset(),
+          "--policy-base-url=http://127.0.0.1:" + std::to_string(sim.port) + "/policy/v1",
+          "--policy-model=" + model,
+          "--out=" + out,
+          "--progress-interval=100ms"};
+}
+
+LlmSim StartSim(std::vector<std::string> flags) {
+  flags.push_back("--policy-models=ckpt-a,ckpt-b");
+  absl::StatusOr<LlmSim> sim = ::hb::testing::StartLlmSim(flags);
+  EXPECT_TRUE(sim.ok()) << sim.status();
+  return sim.ok() ? *std::move(sim) : LlmSim{};
+}
+
+TEST(SampleIntegrationTest, SigkillThenTheSameCommandSamplesOnlyTheMissingTasks) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({"--policy-latency-ms=150", "--request-log=" + dir + "/requests.log"});
+  std::vector<std::string> args = SampleArgs(sim, "ckpt-a", dir + "/a.jsonl");
+  args.push_back("--max-in-flight=2");
+  std::unique_ptr<ChildProcess> first = Spawn(args, dir + "/first.stderr");
+  ASSERT_NE(first, nullptr);
+  // Poll the journal (a file's state, not synchronisation) until some replies are durable.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (Lines(dir + "/a.jsonl.journal") < 1 + 6 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  first->Stop(SIGKILL, absl::Seconds(10));
+  const int journaled = Lines(dir + "/a.jsonl.journal") - 1;
+  ASSERT_GE(journaled, 6);
+  ASSERT_LT(journaled, 30) << "the job finished before it was killed";
+  const int requests_before = Lines(dir + "/requests.log");
+
+  ASSERT_EQ(RunOrchestrator(args, dir + "/second.stderr"), 0) << Text(dir + "/second.stderr");
+  EXPECT_THAT(Text(dir + "/second.stderr"), HasSubstr(absl::StrCat(journaled, " from the journal, ",
+                                                                   30 - journaled, " to sample")));
+  // Only the tasks without a durable reply were asked again.
+  EXPECT_EQ(Lines(dir + "/requests.log") - requests_before, 30 - journaled);
+  EXPECT_EQ(Lines(dir + "/a.jsonl"), 30);
+
+  // Same replies, in the same order, as an uninterrupted job.
+  ASSERT_EQ(RunOrchestrator(SampleArgs(sim, "ckpt-a", dir + "/clean.jsonl"), dir + "/clean.stderr"),
+            0);
+  EXPECT_EQ(WithoutCachedTokens(dir + "/a.jsonl"), WithoutCachedTokens(dir + "/clean.jsonl"));
+  EXPECT_THAT(Text(dir + "/a.jsonl.summary.json"), HasSubstr("\"failed\":0"));
+}
+
+TEST(SampleIntegrationTest, RetriesThrough429sAnd5xxsToTheSameReplies) {
+  const std::string dir = MakeTempDir();
+  LlmSim clean = StartSim({});
+  std::vector<std::string> clean_args = SampleArgs(clean, "ckpt-b", dir + "/clean.jsonl");
+  clean_args.push_back("--examples=12");
+  ASSERT_EQ(RunOrchestrator(clean_args, dir + "/clean.stderr"), 0);
+  LlmSim faulty = StartSim({"--fault-429=0.25", "--fault-500=0.1", "--fault-reset=0.05",
+                            "--retry-after-ms=20", "--seed=7"});
+  std::vector<std::string> args = SampleArgs(faulty, "ckpt-b", dir + "/faulty.jsonl");
+  args.push_back("--examples=12");
+  args.push_back("--policy-max-attempts=20");
+  ASSERT_EQ(RunOrchestrator(args, dir + "/faulty.stderr"), 0) << Text(dir + "/faulty.stderr");
+  EXPECT_EQ(WithoutCachedTokens(dir + "/faulty.jsonl"), WithoutCachedTokens(dir + "/clean.jsonl"));
+  EXPECT_THAT(Text(dir + "/faulty.jsonl.summary.json"), Not(HasSubstr("\"retries\":0,")));
+}
+
+TEST(SampleIntegrationTest, TasksThatExhaustTheirAttemptsAreListedAndExitThree) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({"--fault-500=0.5", "--seed=3"});
+  std::vector<std::string> args = SampleArgs(sim, "ckpt-a", dir + "/a.jsonl");
+  args.push_back("--policy-max-attempts=1");
+  args.push_back("--examples=10");
+  // The probe may hit a 500 too: that is retryable, so it is no configuration error.
+  EXPECT_EQ(RunOrchestrator(args, dir + "/stderr"), 3) << Text(dir + "/stderr");
+  const int failed = Lines(dir + "/a.jsonl.failures.jsonl");
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(Lines(dir + "/a.jsonl") + failed, 10);
+  EXPECT_THAT(Text(dir + "/stderr"), HasSubstr("failed: "));
+  EXPECT_THAT(Text(dir + "/a.jsonl.failures.jsonl"), HasSubstr("http_5xx"));
+}
+
+TEST(SampleIntegrationTest, ConfigurationErrorsExitTwoWithinSecondsWithTheReason) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({"--api-key=sekrit"});
+  const absl::Time start = absl::Now();
+  std::vector<std::string> unreachable = SampleArgs(sim, "ckpt-a", dir + "/u.jsonl");
+  unreachable[2] = "--policy-base-url=http://127.0.0.1:1/v1";
+  EXPECT_EQ(RunOrchestrator(unreachable, dir + "/u.stderr"), 2);
+  EXPECT_THAT(Text(dir + "/u.stderr"), HasSubstr("unreachable"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+
+  EXPECT_EQ(RunOrchestrator(SampleArgs(sim, "ckpt-a", dir + "/k.jsonl"), dir + "/k.stderr"), 2);
+  EXPECT_THAT(Text(dir + "/k.stderr"), HasSubstr("refused the API key"));
+  EXPECT_THAT(Text(dir + "/k.stderr"), Not(HasSubstr("sekrit")));
+
+  EXPECT_EQ(RunOrchestrator(SampleArgs(sim, "gpt-9", dir + "/m.jsonl"), dir + "/m.stderr",
+                            "POLICY_API_KEY=sekrit"),
+            2);
+  EXPECT_THAT(Text(dir + "/m.stderr"), HasSubstr("does not serve model 'gpt-9'"));
+
+  std::vector<std::string> ok = SampleArgs(sim, "ckpt-a", dir + "/ok.jsonl");
+  ok.push_back("--examples=3");
+  EXPECT_EQ(RunOrchestrator(ok, dir + "/ok.stderr", "POLICY_API_KEY=sekrit"), 0)
+      << Text(dir + "/ok.stderr");
+  EXPECT_EQ(Lines(dir + "/ok.jsonl"), 3);
+}
+
+TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({});
+  const std::string grader = absl::StrCat("--llm-base-url=", sim.base_url);
+  const std::string tmpl = "--grader-template=" + ::hb::testing::ReferenceTemplatePath();
+  const std::string policy = absl::StrCat("a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1");
+  const std::vector<std::string> common = {"run",  "--dataset=" + Dataset(), "--examples=5",  tmpl,
+                                           grader, "--simulated-verdicts",   "--progress=off"};
+  std::vector<std::string> one_job = common;
+  one_job.insert(one_job.end(), {"--policy=" + policy, "--out=" + dir + "/one"});
+  ASSERT_EQ(RunOrchestrator(one_job, dir + "/one.stderr"), 0) << Text(dir + "/one.stderr");
+
+  std::vector<std::string> sample = SampleArgs(sim, "ckpt-a", dir + "/a.jsonl");
+  sample.push_back("--examples=5");
+  ASSERT_EQ(RunOrchestrator(sample, dir + "/sample.stderr"), 0);
+  std::vector<std::string> two_steps = common;
+  two_steps.insert(two_steps.end(), {"--responses=a=" + dir + "/a.jsonl", "--out=" + dir + "/two"});
+  ASSERT_EQ(RunOrchestrator(two_steps, dir + "/two.stderr"), 0) << Text(dir + "/two.stderr");
+
+  EXPECT_EQ(WithoutCachedTokens(dir + "/one/a/responses.jsonl"),
+            WithoutCachedTokens(dir + "/a.jsonl"));
+  EXPECT_EQ(WithoutCachedTokens(dir + "/one/a/verdicts.jsonl"),
+            WithoutCachedTokens(dir + "/two/a/verdicts.jsonl"));
+  EXPECT_EQ(WithoutCachedTokens(dir + "/one/a/tasks.jsonl"),
+            WithoutCachedTokens(dir + "/two/a/tasks.jsonl"));
+
+  // Resumable: the same command again asks the policy nothing and grades nothing new.
+  ASSERT_EQ(RunOrchestrator(one_job, dir + "/again.stderr"), 0) << Text(dir + "/again.stderr");
+  EXPECT_THAT(Text(dir + "/again.stderr"), HasSubstr("5 from the journal, 0 to sample"));
+
+  // A checkpoint name used twice, across --policy and --responses.
+  std::vector<std::string> twice = common;
+  twice.insert(twice.end(), {"--policy=" + policy, "--responses=a=" + dir + "/a.jsonl",
+                             "--out=" + dir + "/twice"});
+  EXPECT_EQ(RunOrchestrator(twice, dir + "/twice.stderr"), 2);
+  EXPECT_THAT(Text(dir + "/twice.stderr"), HasSubstr("'a'"));
+}
+
+TEST(SampleIntegrationTest, ShardedRunPolicyMergesToTheUnshardedResult) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({});
+  const std::string policy = absl::StrCat("a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1");
+  const std::vector<std::string> common = {
+      "run",
+      "--dataset=" + Dataset(),
+      "--examples=6",
+      "--grader-template=" + ::hb::testing::ReferenceTemplatePath(),
+      absl::StrCat("--llm-base-url=", sim.base_url),
+      "--simulated-verdicts",
+      "--progress=off",
+      "--policy=" + policy};
+  std::vector<std::string> whole = common;
+  whole.push_back("--out=" + dir + "/whole");
+  ASSERT_EQ(RunOrchestrator(whole, dir + "/whole.stderr"), 0) << Text(dir + "/whole.stderr");
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> shard = common;
+    shard.insert(shard.end(), {"--out=" + dir + "/sharded", "--shard-count=2",
+                               absl::StrCat("--shard-index=", i)});
+    ASSERT_EQ(RunOrchestrator(shard, absl::StrCat(dir, "/shard", i, ".stderr")), 0)
+        << Text(absl::StrCat(dir, "/shard", i, ".stderr"));
+    // Each shard sampled only its own tasks.
+    EXPECT_EQ(Lines(absl::StrCat(dir, "/sharded/shard-", i, "/a/responses.jsonl")), 3);
+  }
+  ASSERT_EQ(RunOrchestrator({"merge", "--out=" + dir + "/merged", dir + "/sharded/shard-0",
+                             dir + "/sharded/shard-1"},
+                            dir + "/merge.stderr"),
+            0)
+      << Text(dir + "/merge.stderr");
+  EXPECT_EQ(Lines(dir + "/merged/a/responses.jsonl"), 6);
+  EXPECT_EQ(WithoutCachedTokens(dir + "/merged/a/tasks.jsonl"),
+            WithoutCachedTokens(dir + "/whole/a/tasks.jsonl"));
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,73 @@
+// The sampling journal: round trip, a torn last line, refusal of another job's journal.
+#include "orchestrator/sample/sample_journal.h"
+
+#include <string>
+
+#include "common/base/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+
+SampledReply Reply(const std::string& id) {
+  SampledReply reply;
+  reply.prompt_id = id;
+  reply.response = "text for " + id;
+  reply.model = "m";
+  reply.finish_reason = "length";
+  reply.usage.prompt_tokens = 3;
+  reply.usage.completion_tokens = 4;
+  return reply;
+}
+
+TEST(SampleJournalTest, ReplaysWhatWasAppendedAndDropsATornLastLine) {
+  const std::string path = ::hb::testing::MakeTempDir() + "/out.jsonl.journal";
+  const SampleJournalHeader header{"abc", -1, R"({"model":"m"})"};
+  {
+    absl::StatusOr<SampleJournal> journal = SampleJournal::Open(path, header);
+    ASSERT_TRUE(journal.ok()) << journal.status();
+    EXPECT_TRUE(journal->replies().empty());
+    ASSERT_TRUE(journal->Append({Reply("a"), Reply("b")}).ok());
+  }
+  absl::StatusOr<std::string> text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(WriteFileAtomically(path, *text + R"({"prompt_id":"c","respo)").ok());
+  absl::StatusOr<SampleJournal> journal = SampleJournal::Open(path, header);
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  ASSERT_EQ(journal->replies().size(), 2u);
+  EXPECT_EQ(journal->replies()[1].prompt_id, "b");
+  EXPECT_EQ(journal->replies()[1].finish_reason, "length");
+  EXPECT_EQ(journal->replies()[1].usage.completion_tokens, 4);
+  ASSERT_TRUE(journal->Append({Reply("c")}).ok());
+  absl::StatusOr<SampleJournal> again = SampleJournal::Open(path, header);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->replies().size(), 3u);
+}
+
+TEST(SampleJournalTest, RefusesAJournalOfOtherSettings) {
+  const std::string path = ::hb::testing::MakeTempDir() + "/j";
+  ASSERT_TRUE(SampleJournal::Open(path, {"abc", -1, R"({"model":"m"})"}).ok());
+  EXPECT_THAT(SampleJournal::Open(path, {"abc", 5, R"({"model":"m"})"}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("written by another sampling job")));
+}
+
+TEST(SampleJournalTest, ReplyLinesRoundTripWithTheSystemPrompt) {
+  SampledReply reply = Reply("x");
+  reply.system_prompt = "Be brief.";
+  absl::StatusOr<SampledReply> parsed = ParseSampledReply(FormatSampledReply(reply));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->system_prompt, "Be brief.");
+  EXPECT_EQ(FormatSampledReply(*parsed), FormatSampledReply(reply));
+  EXPECT_THAT(ParseSampledReply(R"({"prompt_id":"x"})").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'response'")));
+}
+
+}  // namespace
+}  // namespace hb
