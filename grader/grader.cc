@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/logging.h"
+#include "common/base/status_context.h"
 #include "common/base/status_macros.h"
 #include "common/grading/grader_reply.h"
 #include "common/healthbench/grader_request_body.h"
@@ -15,15 +16,6 @@
 
 namespace hb {
 namespace {
-
-// kInvalidArgument "<field> is N bytes; the limit is M (<limit_name>)" when `size` > `limit`.
-// Never quotes the value: an oversize field is not echoed back.
-absl::Status CheckSize(absl::string_view field, size_t size, size_t limit,
-                       absl::string_view limit_name) {
-  if (size <= limit) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is ", size, " bytes; the limit is ", limit, " (", limit_name, ")"));
-}
 
 bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
   return info.limit_requests || info.remaining_requests || info.reset_requests ||
@@ -298,10 +290,11 @@ absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
   }
   for (size_t i = 0; i < conversation.size(); ++i) {
     const Message& m = conversation[i];
-    HB_RETURN_IF_ERROR(CheckSize(absl::StrCat("conversation[", i, "].content"), m.content.size(),
-                                 limits.max_message_bytes, "max_message_bytes"));
+    HB_RETURN_IF_ERROR(CheckFieldSize(absl::StrCat("conversation[", i, "].content"),
+                                      m.content.size(), limits.max_message_bytes,
+                                      "max_message_bytes"));
     HB_RETURN_IF_ERROR(
-        CheckSize(absl::StrCat("conversation[", i, "].role"), m.role.size(), 64, "fixed"));
+        CheckFieldSize(absl::StrCat("conversation[", i, "].role"), m.role.size(), 64, "fixed"));
   }
   if (conversation.back().role != "user") {
     return absl::InvalidArgumentError(
@@ -309,9 +302,9 @@ absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
                      conversation.back().role, "'"));
   }
   HB_RETURN_IF_ERROR(
-      CheckSize("reply", reply.size(), limits.max_message_bytes, "max_message_bytes"));
-  HB_RETURN_IF_ERROR(CheckSize("prompt_cache_key", prompt_cache_key.size(), limits.max_field_bytes,
-                               "max_field_bytes"));
+      CheckFieldSize("reply", reply.size(), limits.max_message_bytes, "max_message_bytes"));
+  HB_RETURN_IF_ERROR(CheckFieldSize("prompt_cache_key", prompt_cache_key.size(),
+                                    limits.max_field_bytes, "max_field_bytes"));
   auto prepared = std::make_shared<PreparedReply>();
   prepared->prompt = template_.FillConversation(
       RenderConversation(GradedConversation(conversation, std::nullopt, reply)));
@@ -323,23 +316,24 @@ absl::Status Grader::ValidateItem(const PreparedReply& reply, const RubricItem& 
                                   absl::string_view request_id) const {
   const GraderLimits& limits = config_.limits;
   HB_RETURN_IF_ERROR(
-      CheckSize("request_id", request_id.size(), limits.max_field_bytes, "max_field_bytes"));
+      CheckFieldSize("request_id", request_id.size(), limits.max_field_bytes, "max_field_bytes"));
   if (item.criterion.empty()) return absl::InvalidArgumentError("rubric item has no criterion");
-  HB_RETURN_IF_ERROR(CheckSize("rubric item criterion", item.criterion.size(),
-                               limits.max_message_bytes, "max_message_bytes"));
+  HB_RETURN_IF_ERROR(CheckFieldSize("rubric item criterion", item.criterion.size(),
+                                    limits.max_message_bytes, "max_message_bytes"));
   if (!std::isfinite(item.points)) {
     return absl::InvalidArgumentError("rubric item points must be a finite number");
   }
-  HB_RETURN_IF_ERROR(CheckSize("rubric item points_text", item.points_text.size(),
-                               limits.max_field_bytes, "max_field_bytes"));
+  HB_RETURN_IF_ERROR(CheckFieldSize("rubric item points_text", item.points_text.size(),
+                                    limits.max_field_bytes, "max_field_bytes"));
   if (item.tags.size() > limits.max_tags_per_item) {
     return absl::InvalidArgumentError(
         absl::StrFormat("rubric item has %d tags; the limit is %d (max_tags_per_item)",
                         item.tags.size(), limits.max_tags_per_item));
   }
   for (size_t i = 0; i < item.tags.size(); ++i) {
-    HB_RETURN_IF_ERROR(CheckSize(absl::StrCat("rubric item tags[", i, "]"), item.tags[i].size(),
-                                 limits.max_field_bytes, "max_field_bytes"));
+    HB_RETURN_IF_ERROR(CheckFieldSize(absl::StrCat("rubric item tags[", i, "]"),
+                                      item.tags[i].size(), limits.max_field_bytes,
+                                      "max_field_bytes"));
   }
   // The criterion and points_text are bounded above, so this cannot overflow.
   const size_t rubric_item_bytes = item.criterion.size() + item.points_text.size() + 32;
