@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
   server_options.reflection = flags.server.reflection;
   server_options.service.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
   server_options.service.default_deadline = flags.server.default_deadline;
+  server_options.service.max_field_bytes = grader_options->limits.max_field_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return Fail(server.status());
