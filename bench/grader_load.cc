@@ -6,14 +6,11 @@
 //
 //   hb-grader-load --target=127.0.0.1:50051 --dataset=oss_eval.jsonl --in-flight=2048
 //       --duration=20s --server-pid=<pid of hb-grader>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/load_report.h"
 #include "common/healthbench/dataset.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -43,38 +41,9 @@ namespace v1 = ::healthbench::grader::v1;
 
 namespace {
 
-struct ProcStats {
-  int threads = 0;
-  double cpu_seconds = 0;
-  long peak_rss_kb = 0;
-  long rss_kb = 0;
-};
-
-ProcStats ReadProc(int pid) {
-  ProcStats s;
-  if (pid <= 0) return s;
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) s.threads = std::stoi(line.substr(8));
-    if (line.rfind("VmHWM:", 0) == 0) s.peak_rss_kb = std::stol(line.substr(6));
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_kb = std::stol(line.substr(6));
-  }
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  size_t close = all.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest(all.substr(close + 2));
-    std::vector<std::string> fields;
-    std::string f;
-    while (rest >> f) fields.push_back(f);
-    // Fields after "(comm)": state is index 0; utime 11, stime 12 (man 5 proc, 14 and 15).
-    if (fields.size() > 12) {
-      s.cpu_seconds = (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
-    }
-  }
-  return s;
-}
+using ::hb::bench::Percentile;
+using ::hb::bench::ProcStats;
+using ::hb::bench::ReadProc;
 
 class Driver {
  public:
@@ -171,13 +140,6 @@ class Driver {
   std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
   std::string first_error_ ABSL_GUARDED_BY(mu_);
 };
-
-double Percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
-  return v[i];
-}
 
 }  // namespace
 

@@ -12,6 +12,13 @@ std::string CodeLabel(absl::StatusCode code) {
   return absl::AsciiStrToLower(absl::StatusCodeToString(code));
 }
 
+prometheus::Histogram& LatencySeries(prometheus::Family<prometheus::Histogram>& family,
+                                     const std::string& source) {
+  return family.Add({{"source", source}},
+                    prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+                                                            0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
+}
+
 }  // namespace
 
 EnvMetrics::EnvMetrics(prometheus::Registry& registry)
@@ -42,18 +49,30 @@ EnvMetrics::EnvMetrics(prometheus::Registry& registry)
       latency_(prometheus::BuildHistogram()
                    .Name("hb_env_submit_latency_seconds")
                    .Help("Submission latency, from acceptance to result")
-                   .Register(registry)) {}
+                   .Register(registry)),
+      added_latency_(prometheus::BuildHistogram()
+                         .Name("hb_env_added_latency_seconds")
+                         .Help("Latency of a graded submission over its slowest judge call "
+                               "(queueing of its items, scoring, answering)")
+                         .Register(registry)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01,
+                                                                          0.02, 0.05, 0.1, 0.25,
+                                                                          0.5, 1, 2.5, 5, 10, 30})),
+      submits_ok_(submits_.Add({{"code", CodeLabel(absl::StatusCode::kOk)}})),
+      latency_cache_(LatencySeries(latency_, "cache")),
+      latency_graded_(LatencySeries(latency_, "graded")) {}
 
 void EnvMetrics::SubmitFinished(absl::StatusCode code, bool from_cache, absl::Duration latency) {
-  submits_.Add({{"code", CodeLabel(code)}}).Increment();
-  latency_
-      .Add({{"source", from_cache ? "cache" : "graded"}},
-           prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                                   5, 10, 30, 60, 120, 300})
-      .Observe(absl::ToDoubleSeconds(latency));
+  (code == absl::StatusCode::kOk ? submits_ok_ : submits_.Add({{"code", CodeLabel(code)}}))
+      .Increment();
+  (from_cache ? latency_cache_ : latency_graded_).Observe(absl::ToDoubleSeconds(latency));
 }
 
 void EnvMetrics::Reward(double reward) { reward_.Observe(reward); }
+
+void EnvMetrics::AddedLatency(absl::Duration added) {
+  added_latency_.Observe(absl::ToDoubleSeconds(added));
+}
 
 void EnvMetrics::JudgeFailure(absl::StatusCode code) {
   judge_failures_.Add({{"code", CodeLabel(code)}}).Increment();

@@ -1,5 +1,6 @@
 // EnvMetrics: hb-env's Prometheus series: submissions by outcome, rewards, judge failures,
-// cache hits, in-flight de-duplications and submission latency.
+// cache hits, in-flight de-duplications, submission latency and the latency hb-env adds over
+// the slowest judge call of a graded submission.
 #pragma once
 
 #include "absl/status/status.h"
@@ -21,6 +22,10 @@ class EnvMetrics {
   void SubmitFinished(absl::StatusCode code, bool from_cache, absl::Duration latency);
   // A graded reward (hb_env_reward histogram, unclipped).
   void Reward(double reward);
+  // The latency a graded submission had over its slowest judge call
+  // (hb_env_added_latency_seconds): time its items waited to be sent, plus scoring and
+  // answering.
+  void AddedLatency(absl::Duration added);
   // A judge call that failed with `code` (hb_env_judge_failures_total{code}).
   void JudgeFailure(absl::StatusCode code);
   // hb_env_cache_hits_total / hb_env_inflight_shared_total.
@@ -34,6 +39,12 @@ class EnvMetrics {
   prometheus::Counter& shared_;
   prometheus::Histogram& reward_;
   prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Histogram& added_latency_;
+  // The series every submission touches, resolved once: Family::Add takes the family's lock
+  // and builds a label map, which is most of a cache hit's metrics cost.
+  prometheus::Counter& submits_ok_;
+  prometheus::Histogram& latency_cache_;
+  prometheus::Histogram& latency_graded_;
 };
 
 }  // namespace hb::env

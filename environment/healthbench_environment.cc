@@ -70,6 +70,8 @@ struct HealthBenchEnvironment::Grading {
   size_t outstanding = 0;
   // The first judge failure; the grading then fails whole.
   absl::Status failure;
+  // The longest judge call so far (from GradeItem to its callback).
+  absl::Duration slowest_item;
   std::vector<Waiter> waiters;
 };
 
@@ -293,9 +295,9 @@ void HealthBenchEnvironment::Pump() {
     const absl::Duration timeout = grading->deadline == absl::InfiniteFuture()
                                        ? options_.item_timeout
                                        : grading->deadline - clock_.Now();
-    auto done = [this, grading, item = start.queued.item,
-                 ticket = start.ticket](absl::StatusOr<GradeItemResponse> result) {
-      OnItemDone(grading, item, ticket, std::move(result));
+    auto done = [this, grading, item = start.queued.item, ticket = start.ticket,
+                 sent = clock_.Now()](absl::StatusOr<GradeItemResponse> result) {
+      OnItemDone(grading, item, ticket, sent, std::move(result));
     };
     if (timeout <= absl::ZeroDuration()) {
       done(absl::DeadlineExceededError("the submission's deadline passed before grading"));
@@ -306,12 +308,13 @@ void HealthBenchEnvironment::Pump() {
 }
 
 void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading, size_t item,
-                                        DispatchTicket ticket,
+                                        DispatchTicket ticket, absl::Time sent,
                                         absl::StatusOr<GradeItemResponse> result) {
   bool finished = false;
   {
     absl::MutexLock lock(&mu_);
     --in_flight_;
+    grading->slowest_item = std::max(grading->slowest_item, clock_.Now() - sent);
     if (options_.adaptive) limiter_.OnReply(ticket, ReplySignalOf(result));
     if (!result.ok() && metrics_ != nullptr) metrics_->JudgeFailure(result.status().code());
     if (grading->failure.ok()) {
@@ -336,7 +339,12 @@ void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading,
         grading->failure.ok() ? Finish(*grading) : absl::StatusOr<SubmitResult>(grading->failure);
     if (outcome.ok()) {
       cache_.Put(grading->key, *outcome);
-      if (metrics_ != nullptr) metrics_->Reward(outcome->reward);
+      if (metrics_ != nullptr) {
+        metrics_->Reward(outcome->reward);
+        // Over the submission that started the grading (the others joined it later).
+        metrics_->AddedLatency(clock_.Now() - grading->waiters.front().start -
+                               grading->slowest_item);
+      }
     }
     for (Grading::Waiter& waiter : grading->waiters) {
       if (metrics_ != nullptr) {

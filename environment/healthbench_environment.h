@@ -119,7 +119,9 @@ class HealthBenchEnvironment final : public Environment {
   // Starts every queued judge call the window and pacing allow; schedules itself when pacing
   // holds the queue.
   void Pump();
+  // `sent`: when the judge call started (for the slowest-call latency).
   void OnItemDone(const std::shared_ptr<Grading>& grading, size_t item, DispatchTicket ticket,
+                  absl::Time sent,
                   absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
   // Builds the result (or the failure) of a grading whose items have all come back.
   absl::StatusOr<SubmitResult> Finish(const Grading& grading) const;

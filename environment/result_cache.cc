@@ -23,11 +23,15 @@ std::string GraderFingerprint(const std::string& model, double temperature, int 
 }
 
 std::optional<SubmitResult> ResultCache::Find(const std::string& key) {
-  absl::MutexLock lock(&mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->second;
+  std::shared_ptr<const SubmitResult> found;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return std::nullopt;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    found = it->second->second;
+  }
+  return *found;
 }
 
 absl::Status ResultCache::Preload() {
@@ -45,14 +49,15 @@ void ResultCache::Put(const std::string& key, SubmitResult result) {
 void ResultCache::Insert(const std::string& key, SubmitResult result, bool write_through) {
   if (max_entries_ == 0) return;
   std::optional<std::string> evicted;
+  auto shared = std::make_shared<const SubmitResult>(std::move(result));
   {
     absl::MutexLock lock(&mu_);
     auto it = index_.find(key);
     if (it != index_.end()) {
-      it->second->second = result;
+      it->second->second = shared;
       lru_.splice(lru_.begin(), lru_, it->second);
     } else {
-      lru_.emplace_front(key, result);
+      lru_.emplace_front(key, shared);
       index_[key] = lru_.begin();
       if (lru_.size() > max_entries_) {
         evicted = lru_.back().first;
@@ -63,7 +68,7 @@ void ResultCache::Insert(const std::string& key, SubmitResult result, bool write
   }
   if (store_ == nullptr) return;
   if (evicted.has_value()) store_->Erase(*evicted);
-  if (write_through) store_->Put(key, result);
+  if (write_through) store_->Put(key, *shared);
 }
 
 size_t ResultCache::size() const {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -52,14 +53,16 @@ class ResultCache {
   // writing back. Errors: the store's.
   absl::Status Preload();
 
-  // The result stored under `key` (marked most recently used), or nullopt. Thread-safe.
+  // The result stored under `key` (marked most recently used), or nullopt. Thread-safe; the
+  // lock is held only to find the entry, the copy is made after.
   std::optional<SubmitResult> Find(const std::string& key);
   // Stores `result` under `key`, evicting the least recently used entry when full. Thread-safe.
   void Put(const std::string& key, SubmitResult result);
   size_t size() const;
 
  private:
-  using Entry = std::pair<std::string, SubmitResult>;
+  // Results are immutable once stored; shared so that Find copies outside the lock.
+  using Entry = std::pair<std::string, std::shared_ptr<const SubmitResult>>;
   void Insert(const std::string& key, SubmitResult result, bool write_through);
 
   const size_t max_entries_;

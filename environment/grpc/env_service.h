@@ -11,6 +11,7 @@
 #include "common/base/rate_limited_log.h"
 #include "common/rpc/concurrency_limit.h"
 #include "environment/environment.h"
+#include "grpcpp/support/message_allocator.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
 #include "security/bearer_tokens.h"
 
@@ -37,6 +38,15 @@ struct EnvServiceOptions {
   size_t max_field_bytes = 1024;
   // Log lines of refused requests, per method and code.
   RateLimitedLogOptions refused_log;
+};
+
+// Allocates the request and response of one Submit on a protobuf arena whose first block is
+// part of the holder: one allocation per call for both messages and their sub-messages (a
+// response holds a message per rubric item), and no per-message destruction. Thread-safe.
+class SubmitArenaAllocator final
+    : public grpc::MessageAllocator<env_v1::SubmitRequest, env_v1::SubmitResponse> {
+ public:
+  grpc::MessageHolder<env_v1::SubmitRequest, env_v1::SubmitResponse>* AllocateMessages() override;
 };
 
 class EnvServiceImpl final : public env_v1::Environment::CallbackService {
@@ -84,6 +94,7 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
   Clock& clock_;
   ConcurrencyLimit rpcs_;
   RateLimitedLog refused_log_;
+  SubmitArenaAllocator submit_allocator_;
 };
 
 }  // namespace hb::env

@@ -96,14 +96,15 @@ std::string SplitType(const std::string& name) {
 }
 
 std::string ItemsJson(const std::vector<ItemResult>& items) {
-  std::vector<std::string> out;
-  out.reserve(items.size());
+  std::string out = "[";
   for (const ItemResult& item : items) {
-    out.push_back(absl::StrCat("{\"criterion\":", JsonQuote(item.criterion), ",\"points\":",
-                               JsonNumber(item.points), ",\"met\":", item.met ? "true" : "false",
-                               ",\"explanation\":", JsonQuote(item.explanation), "}"));
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "{\"criterion\":", JsonQuote(item.criterion),
+                    ",\"points\":", JsonNumber(item.points),
+                    ",\"met\":", item.met ? "true" : "false",
+                    ",\"explanation\":", JsonQuote(item.explanation), "}");
   }
-  return absl::StrCat("[", absl::StrJoin(out, ","), "]");
+  out += "]";
+  return out;
 }
 
 // Python's float spelling ("1.0", not "1"), so that the client sees floats as from the

@@ -145,7 +145,8 @@ class OrsHttpServer::Impl {
       : env_(env),
         options_(std::move(options)),
         api_(env, options_.env_name),
-        sessions_(clock, {options_.session_idle_timeout, options_.call_linger}) {}
+        sessions_(clock, {options_.session_idle_timeout, options_.call_linger,
+                          options_.max_sessions, options_.max_finished_calls}) {}
 
   ~Impl() { Shutdown(); }
 

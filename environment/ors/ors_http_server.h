@@ -72,6 +72,11 @@ struct OrsServerOptions {
   absl::Duration ping_interval = absl::Seconds(10);
   // How long a finished call's result stays readable by call id (the reference's 60 s).
   absl::Duration call_linger = absl::Seconds(60);
+  // Bounds on what clients can make the server hold (see OrsSessionManager::Options): open
+  // sessions (past it /create answers 429) and finished results kept for reconnects (the oldest
+  // is forgotten first).
+  size_t max_sessions = 100000;
+  size_t max_finished_calls = 20000;
   // Largest "chunk"/"end" event payload (the reference's 4096).
   size_t sse_chunk_bytes = 4096;
   // libevent's read/write timeout of a connection: an idle keep-alive connection is closed

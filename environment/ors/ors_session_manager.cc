@@ -26,6 +26,11 @@ OrsSessionManager::OrsSessionManager(Clock& clock, Options options,
 }
 
 absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_id) {
+  if (sessions_.size() >= options_.max_sessions && !sessions_.contains(sid)) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("too many open sessions (%d); delete finished sessions or retry later",
+                        options_.max_sessions));
+  }
   auto [it, inserted] =
       sessions_.try_emplace(std::string(sid), Session{std::move(task_id), clock_.Now()});
   if (!inserted) return absl::AlreadyExistsError("Session already exists");
@@ -51,9 +56,29 @@ void OrsSessionManager::FinishCall(absl::string_view call_id, std::string payloa
   auto it = calls_.find(call_id);
   if (it == calls_.end() || it->second.done) return;
   it->second = Call{true, std::move(payload), clock_.Now()};
+  finished_order_.push_back(it->first);
+  ++finished_count_;
+  while (finished_count_ > options_.max_finished_calls) ForgetOldestFinished();
 }
 
-void OrsSessionManager::DropCall(absl::string_view call_id) { calls_.erase(call_id); }
+void OrsSessionManager::DropCall(absl::string_view call_id) {
+  auto it = calls_.find(call_id);
+  if (it == calls_.end()) return;
+  if (it->second.done) --finished_count_;
+  calls_.erase(it);
+}
+
+void OrsSessionManager::ForgetOldestFinished() {
+  while (!finished_order_.empty()) {
+    auto it = calls_.find(finished_order_.front());
+    finished_order_.pop_front();
+    if (it != calls_.end() && it->second.done) {
+      calls_.erase(it);
+      --finished_count_;
+      return;
+    }
+  }
+}
 
 const OrsSessionManager::Call* OrsSessionManager::FindCall(absl::string_view call_id) const {
   auto it = calls_.find(call_id);
@@ -71,9 +96,16 @@ std::vector<std::string> OrsSessionManager::Reap() {
       ++it;
     }
   }
-  absl::erase_if(calls_, [&](const auto& entry) {
-    return entry.second.done && now - entry.second.finished_at >= options_.call_linger;
-  });
+  // finished_order_ is in finishing order: stop at the first call still lingering.
+  while (!finished_order_.empty()) {
+    auto it = calls_.find(finished_order_.front());
+    const bool stale = it == calls_.end() || !it->second.done;
+    if (!stale && now - it->second.finished_at < options_.call_linger) break;
+    finished_order_.pop_front();
+    if (stale) continue;
+    calls_.erase(it);
+    --finished_count_;
+  }
   std::sort(reaped.begin(), reaped.end());
   return reaped;
 }

@@ -10,9 +10,14 @@
 //  - a call id names one submission; a finished call's result stays readable for
 //    `call_linger` after it finished so that a client that lost the stream can reconnect by id
 //    and read it, instead of submitting again. Running calls are never evicted.
+// Both are bounded so that a flood of cheap requests cannot grow the process: at most
+// `max_sessions` sessions (Create answers kResourceExhausted past it), and at most
+// `max_finished_calls` finished results kept (the oldest finished is forgotten first, as if
+// its linger had run out).
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +39,9 @@ class OrsSessionManager {
   struct Options {
     absl::Duration idle_timeout = absl::Minutes(15);
     absl::Duration call_linger = absl::Seconds(60);
+    size_t max_sessions = 100000;
+    // About 4.5 KB each for a real task's result: 20,000 is ~90 MB at most.
+    size_t max_finished_calls = 20000;
   };
 
   // A tool call: `done` once its result is known; `payload` is then the JSON RunToolOutput.
@@ -47,7 +55,8 @@ class OrsSessionManager {
   // when empty; tests pass a counter).
   OrsSessionManager(Clock& clock, Options options, std::function<std::string()> new_id = {});
 
-  // Registers session `sid` for task `task_id`. kAlreadyExists "Session already exists".
+  // Registers session `sid` for task `task_id`. kAlreadyExists "Session already exists";
+  // kResourceExhausted when max_sessions are open.
   absl::Status Create(absl::string_view sid, std::string task_id);
   // The task of session `sid`, and marks it active now. kNotFound "Active environment not
   // found" when the session does not exist (never created, deleted or reaped).
@@ -58,7 +67,8 @@ class OrsSessionManager {
 
   // A new running call; returns its id.
   std::string StartCall();
-  // Records the result of a running call (unknown or finished ids are ignored).
+  // Records the result of a running call (unknown or finished ids are ignored); forgets the
+  // oldest finished call when more than max_finished_calls are kept.
   void FinishCall(absl::string_view call_id, std::string payload);
   // Forgets a call at once (a submission the environment rejected up front).
   void DropCall(absl::string_view call_id);
@@ -72,6 +82,9 @@ class OrsSessionManager {
   std::vector<std::string> Reap();
 
  private:
+  // Erases the oldest finished call still kept (skipping stale ids).
+  void ForgetOldestFinished();
+
   struct Session {
     std::string task_id;
     absl::Time last_active;
@@ -82,6 +95,10 @@ class OrsSessionManager {
   std::function<std::string()> new_id_;
   absl::flat_hash_map<std::string, Session> sessions_;
   absl::flat_hash_map<std::string, Call> calls_;
+  // Ids of finished calls in the order they finished (so also by finished_at); may name calls
+  // already dropped or reaped, which are skipped.
+  std::deque<std::string> finished_order_;
+  size_t finished_count_ = 0;
 };
 
 }  // namespace hb::env

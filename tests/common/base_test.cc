@@ -43,6 +43,37 @@ TEST(JsonQuoteTest, EscapesWhatJsonRequires) {
   EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
 }
 
+TEST(JsonQuoteTest, EscapesAtEitherEndAndInARowAroundPlainRuns) {
+  EXPECT_EQ(JsonQuote(""), "\"\"");
+  EXPECT_EQ(JsonQuote("plain text"), "\"plain text\"");
+  EXPECT_EQ(JsonQuote("\"x\""), "\"\\\"x\\\"\"");
+  EXPECT_EQ(JsonQuote("\n\n\r\b\f"), "\"\\n\\n\\r\\b\\f\"");
+  EXPECT_EQ(JsonQuote(std::string("a\0b\x1f", 4)), "\"a\\u0000b\\u001f\"");
+  EXPECT_EQ(JsonQuote("\x7f~ "), "\"\x7f~ \"");
+}
+
+// Long texts are scanned in 16-byte blocks: an escape at every position of a 40-byte text, in
+// the first, second and the partial third block.
+TEST(JsonQuoteTest, EscapesAtEveryPositionOfALongText) {
+  const std::pair<char, std::string> escapes[] = {
+      {'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\x01', "\\u0001"}, {'\x1f', "\\u001f"}};
+  for (const auto& [special, escaped] : escapes) {
+    for (size_t at = 0; at < 40; ++at) {
+      std::string text(40, 'a');
+      text[at] = special;
+      const std::string expected =
+          "\"" + std::string(at, 'a') + escaped + std::string(39 - at, 'a') + "\"";
+      EXPECT_EQ(JsonQuote(text), expected) << "escape at " << at;
+    }
+  }
+  // Bytes 0x20 and up, UTF-8 included, are never escaped.
+  std::string high;
+  for (int c = 0x20; c < 0x100; ++c) {
+    if (c != '"' && c != '\\') high.push_back(static_cast<char>(c));
+  }
+  EXPECT_EQ(JsonQuote(high), "\"" + high + "\"");
+}
+
 TEST(JsonNumberTest, IntegralValuesHaveNoFraction) {
   EXPECT_EQ(JsonNumber(10), "10");
   EXPECT_EQ(JsonNumber(-6), "-6");

@@ -13,6 +13,7 @@
 #include "common/grading/scoring.h"
 #include "common/healthbench/prompts.h"
 #include "common/retry/retry_status.h"
+#include "environment/env_metrics.h"
 #include "environment/grpc/env_server.h"
 #include "gmock/gmock.h"
 #include "grader_client/in_process_grader_client.h"
@@ -21,6 +22,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
+#include "prometheus/registry.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_llm_client.h"
 #include "tests/testing/shared_data.h"
@@ -56,8 +58,9 @@ class EnvTest : public ::testing::Test {
     auto splits = LoadSplits({{"test", testing::SharedDataFile(testing::kMainHead30)},
                               {"consensus", testing::SharedDataFile(testing::kConsensus104)}});
     ASSERT_TRUE(splits.ok()) << splits.status();
-    env_ = std::make_unique<HealthBenchEnvironment>(*std::move(splits), *client_, Clock::Real(),
-                                                    scheduler_, options);
+    env_ = std::make_unique<HealthBenchEnvironment>(*std::move(splits), *client_,
+                                                    fake_env_clock_ ? env_clock_ : Clock::Real(),
+                                                    scheduler_, options, &env_metrics_);
     auto server = EnvGrpcServer::Start(*env_, EnvServerOptions{"127.0.0.1:0"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -105,6 +108,11 @@ class EnvTest : public ::testing::Test {
 
   FakeClock scheduler_clock_;
   FakeScheduler scheduler_{scheduler_clock_};
+  // The environment's clock is env_clock_ when fake_env_clock_ is set before Start.
+  bool fake_env_clock_ = false;
+  FakeClock env_clock_;
+  prometheus::Registry registry_;
+  EnvMetrics env_metrics_{registry_};
   FakeLlmClient llm_;
   std::unique_ptr<Grader> grader_;
   std::unique_ptr<InProcessGraderClient> client_;
@@ -310,6 +318,38 @@ TEST_F(EnvTest, AResubmittedReplyIsAnsweredFromTheCache) {
   // A different reply is graded anew.
   ASSERT_TRUE(Submit(example.prompt_id, "other reply", &second).ok());
   EXPECT_EQ(llm_.requests().size(), 2 * example.rubrics.size());
+}
+
+// With one judge call in flight at a time the items of a submission wait for each other: that
+// wait is what hb-env adds over the slowest judge call (hb_env_added_latency_seconds).
+TEST_F(EnvTest, AddedLatencyIsTheTimeOverTheSlowestJudgeCall) {
+  fake_env_clock_ = true;
+  HealthBenchEnvironmentOptions options;
+  options.max_upstream_in_flight = 1;
+  options.adaptive = false;
+  Start(options);
+  const Example& example = TestExample(2);
+  const size_t items = example.rubrics.size();
+  ASSERT_GE(items, 2u);
+  absl::Notification done;
+  auto result = SubmitAsync(example.prompt_id, "a reply", &done);
+  for (size_t i = 0; i < items; ++i) {
+    ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
+    // The first call is the slowest (3 s), every other takes 1 s.
+    env_clock_.Advance(absl::Seconds(i == 0 ? 3 : 1));
+    ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"explanation": "x", "criteria_met": true})")));
+  }
+  done.WaitForNotification();
+  ASSERT_TRUE(result->ok()) << result->status();
+  const prometheus::ClientMetric::Histogram* added = nullptr;
+  const std::vector<prometheus::MetricFamily> families = registry_.Collect();
+  for (const prometheus::MetricFamily& family : families) {
+    if (family.name == "hb_env_added_latency_seconds") added = &family.metric[0].histogram;
+  }
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->sample_count, 1u);
+  // 3 s + (items - 1) x 1 s in all, over the slowest call's 3 s.
+  EXPECT_DOUBLE_EQ(added->sample_sum, static_cast<double>(items - 1));
 }
 
 TEST_F(EnvTest, CacheEntriesZeroTurnsTheCacheOff) {

@@ -79,6 +79,49 @@ TEST_F(OrsSessionManagerTest, FinishedCallsLingerThenGoRunningCallsStay) {
   EXPECT_EQ(manager_.call_count(), 0u);
 }
 
+TEST(OrsSessionManagerBoundsTest, SessionsPastTheCapAreRefused) {
+  FakeClock clock;
+  OrsSessionManager manager(clock, {absl::Minutes(15), absl::Seconds(60), 2, 10});
+  ASSERT_TRUE(manager.Create("s1", "t").ok());
+  ASSERT_TRUE(manager.Create("s2", "t").ok());
+  EXPECT_THAT(manager.Create("s3", "t"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("too many open sessions")));
+  EXPECT_THAT(manager.Create("s2", "t"),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("already exists")));
+  ASSERT_TRUE(manager.Delete("s1"));
+  EXPECT_TRUE(manager.Create("s3", "t").ok());
+}
+
+TEST(OrsSessionManagerBoundsTest, OldestFinishedCallIsForgottenPastTheCap) {
+  FakeClock clock;
+  int next_id = 0;
+  OrsSessionManager manager(clock, {absl::Minutes(15), absl::Seconds(60), 10, 2},
+                            [&] { return absl::StrCat("call-", ++next_id); });
+  const std::string running = manager.StartCall();  // call-1, never finishes
+  const std::string dropped = manager.StartCall();  // call-2
+  const std::string a = manager.StartCall();
+  const std::string b = manager.StartCall();
+  const std::string c = manager.StartCall();
+  manager.FinishCall(dropped, "x");
+  manager.DropCall(dropped);  // a stale id in the finishing order must not count
+  manager.FinishCall(a, "a");
+  clock.Advance(absl::Seconds(30));
+  manager.FinishCall(b, "b");
+  EXPECT_NE(manager.FindCall(a), nullptr);
+  clock.Advance(absl::Seconds(15));
+  manager.FinishCall(c, "c");  // a third finished result: the oldest (a) goes
+  EXPECT_EQ(manager.FindCall(a), nullptr);
+  EXPECT_EQ(manager.FindCall(b)->payload, "b");
+  EXPECT_EQ(manager.FindCall(c)->payload, "c");
+  EXPECT_EQ(manager.call_count(), 3u);  // running, b, c
+  // b and c finished 15 s apart: a reap at b's linger end takes b only.
+  clock.Advance(absl::Seconds(45));
+  manager.Reap();
+  EXPECT_EQ(manager.FindCall(b), nullptr);
+  EXPECT_NE(manager.FindCall(c), nullptr);
+  EXPECT_NE(manager.FindCall(running), nullptr);
+}
+
 TEST(RandomUuidTest, IsVersion4) {
   const std::string a = RandomUuid();
   EXPECT_THAT(a,

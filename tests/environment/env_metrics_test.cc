@@ -1,0 +1,56 @@
+// EnvMetrics: the series hb-env exports, and that the pre-resolved ones (ok submissions, the
+// two latency sources) and the lazily added ones (other codes) count the right calls.
+#include "environment/env_metrics.h"
+
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+namespace hb::env {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class EnvMetricsTest : public ::testing::Test {
+ protected:
+  std::string Text() {
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, registry_.Collect());
+    return out.str();
+  }
+
+  prometheus::Registry registry_;
+  EnvMetrics metrics_{registry_};
+};
+
+TEST_F(EnvMetricsTest, TheSeriesEverySubmissionTouchesExistFromTheStart) {
+  const std::string text = Text();
+  EXPECT_THAT(text, HasSubstr("hb_env_submits_total{code=\"ok\"} 0"));
+  EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"cache\"} 0"));
+  EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"graded\"} 0"));
+  EXPECT_THAT(text, Not(HasSubstr("code=\"unavailable\"")));
+}
+
+TEST_F(EnvMetricsTest, SubmissionsCountByCodeAndLatencyBySource) {
+  metrics_.SubmitFinished(absl::StatusCode::kOk, /*from_cache=*/true, absl::Milliseconds(2));
+  metrics_.SubmitFinished(absl::StatusCode::kOk, /*from_cache=*/true, absl::Milliseconds(3));
+  metrics_.SubmitFinished(absl::StatusCode::kOk, /*from_cache=*/false, absl::Seconds(1));
+  metrics_.SubmitFinished(absl::StatusCode::kUnavailable, /*from_cache=*/false, absl::Seconds(2));
+  const std::string text = Text();
+  EXPECT_THAT(text, HasSubstr("hb_env_submits_total{code=\"ok\"} 3"));
+  EXPECT_THAT(text, HasSubstr("hb_env_submits_total{code=\"unavailable\"} 1"));
+  EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"cache\"} 2"));
+  EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"graded\"} 2"));
+  EXPECT_THAT(text,
+              HasSubstr("hb_env_submit_latency_seconds_bucket{source=\"cache\",le=\"0.005\"} 2"));
+  EXPECT_THAT(text,
+              HasSubstr("hb_env_submit_latency_seconds_bucket{source=\"graded\",le=\"1\"} 1"));
+}
+
+}  // namespace
+}  // namespace hb::env
