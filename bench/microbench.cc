@@ -197,6 +197,26 @@ void BM_ScoreTask(benchmark::State& state) {
 }
 BENCHMARK(BM_ScoreTask);
 
+// ScoreTask on a hostile rubric: 40 items x 500 distinct tags (20,000 tags). Linear since the
+// tag groups hold item indices and metrics are found by hash (issue #12).
+void BM_ScoreTaskManyTags(benchmark::State& state) {
+  const int items_n = 40;
+  const int tags_per_item = static_cast<int>(state.range(0)) / items_n;
+  std::vector<RubricItem> items(items_n);
+  std::vector<bool> met(items_n);
+  for (int i = 0; i < items_n; ++i) {
+    items[i].criterion = "c";
+    items[i].points = i + 1;
+    met[i] = i % 2 == 0;
+    for (int k = 0; k < tags_per_item; ++k) items[i].tags.push_back(absl::StrCat("t", i, "-", k));
+  }
+  for (auto _ : state) {
+    absl::StatusOr<OrderedMetrics> m = ScoreTask("many", {}, items, met);
+    benchmark::DoNotOptimize(m);
+  }
+}
+BENCHMARK(BM_ScoreTaskManyTags)->Arg(20000)->Unit(benchmark::kMillisecond);
+
 // The final aggregate of a 5,000-task run: every metric key's clipped mean and its 1,000-sample
 // bootstrap. Tasks cycle the real records (real example and rubric tags) with random verdicts.
 void BM_Aggregate(benchmark::State& state) {

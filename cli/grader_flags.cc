@@ -53,6 +53,14 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
                "most conversation turns accepted");
   command.Flag("max-rubric-items", &server.limits.max_rubric_items, "N",
                "most rubric items per GradeReply");
+  command.Flag("max-tags-per-item", &server.limits.max_tags_per_item, "N",
+               "most tags per rubric item");
+  command.Flag("max-field-bytes", &server.limits.max_field_bytes, "N",
+               "largest short field accepted (each tag, points_text, request_id, "
+               "prompt_cache_key), in bytes");
+  command.Flag("max-prompt-bytes", &server.limits.max_prompt_bytes, "N",
+               "largest rendered grader prompt of one item (conversation, reply and rubric "
+               "item, each <<rubric_item>> substitution counted), in bytes");
 }
 
 absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,

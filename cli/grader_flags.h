@@ -31,7 +31,8 @@ struct GraderFlags {
 // The whole grader/LLM group: the settings and template flags above, plus --llm-base-url,
 // --llm-api-key-file, --max-attempts, --backoff-base, --backoff-cap, --attempt-timeout,
 // --max-upstream-in-flight, --max-message-bytes, --max-conversation-messages,
-// --max-rubric-items. Listed in help under `group`.
+// --max-rubric-items, --max-tags-per-item, --max-field-bytes, --max-prompt-bytes. Listed in help
+// under `group`.
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group = "grader");
 
 // An API key: the contents of `file` (trailing whitespace trimmed) when given, else $`env_name`

@@ -16,6 +16,11 @@ void AddServerFlags(Command& command, ServerFlags* flags) {
   command.Bool("reflection", &flags->reflection,
                "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
                "to any client");
+  command.Flag("max-concurrent-rpcs", &flags->max_concurrent_rpcs, "N",
+               "RPCs in progress at once; more are refused with RESOURCE_EXHAUSTED and a retry "
+               "delay (0: no limit)");
+  command.Flag("default-deadline", &flags->default_deadline, "DURATION",
+               "deadline of an RPC whose client set none; past it DEADLINE_EXCEEDED");
   AddServerSecurityFlags(command, &flags->security);
 }
 

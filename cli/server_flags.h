@@ -21,10 +21,15 @@ struct ServerFlags {
   absl::Duration drain_timeout = absl::Seconds(30);
   std::string log_level = "info";
   bool reflection = false;
+  // RPCs in progress at once; past it RESOURCE_EXHAUSTED with a retry delay (0: no limit).
+  int max_concurrent_rpcs = 1024;
+  // The deadline of an RPC whose client set none.
+  absl::Duration default_deadline = absl::Minutes(10);
   ServerSecurityFlags security;
 };
 
-// --metrics-listen, --drain-timeout, --log-level, --reflection, then the security group.
+// --metrics-listen, --drain-timeout, --log-level, --reflection, --max-concurrent-rpcs,
+// --default-deadline, then the security group.
 // `flags->metrics_listen` holds the binary's default on entry.
 void AddServerFlags(Command& command, ServerFlags* flags);
 

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(flags.splits);
   if (!specs.ok()) return program.UsageError("", specs.status());
+  // Validated with the grader group (CompleteGraderServerOptions).
+  flags.grader_flags.server.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
+  flags.grader_flags.server.default_deadline = flags.server.default_deadline;
   absl::StatusOr<hb::GraderServerOptions> grader_options =
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
@@ -202,6 +205,9 @@ int main(int argc, char** argv) {
   server_options.listen_address = listen;
   server_options.security = *security;
   server_options.reflection = flags.server.reflection;
+  server_options.service.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
+  server_options.service.default_deadline = flags.server.default_deadline;
+  server_options.service.max_field_bytes = grader_options->limits.max_field_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return Fail(server.status());

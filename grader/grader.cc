@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/logging.h"
+#include "common/base/status_context.h"
+#include "common/base/status_macros.h"
 #include "common/grading/grader_reply.h"
 #include "common/healthbench/grader_request_body.h"
 #include "common/retry/retry_status.h"
@@ -27,10 +29,12 @@ bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
 // completion exactly-once whichever of them gets there first.
 class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
  public:
-  Call(Grader& grader, std::string body, std::string request_id, absl::Time deadline,
-       std::shared_ptr<CancellationToken> cancel, ItemCallback callback)
+  Call(Grader& grader, std::shared_ptr<const PreparedReply> reply, std::string rubric_item,
+       std::string request_id, absl::Time deadline, std::shared_ptr<CancellationToken> cancel,
+       ItemCallback callback)
       : grader_(grader),
-        body_(std::move(body)),
+        reply_(std::move(reply)),
+        rubric_item_(std::move(rubric_item)),
         request_id_(std::move(request_id)),
         deadline_(deadline),
         cancel_(std::move(cancel)),
@@ -64,11 +68,12 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
       attempt = ++attempts_;
       in_flight_ = true;
       attempt_start_ = now;
-      request.body = body_;
       request.timeout = std::min(grader_.config_.attempt_timeout, deadline_ - now);
       request.deadline = deadline_;
     }
-    std::weak_ptr<Call> weak = weak_from_this();
+    // Rendered per attempt and moved upstream: between attempts the call holds only the shared
+    // reply and its rubric item, never a copy of the conversation.
+    request.body = grader_.RequestBody(*reply_, rubric_item_);
     auto self = shared_from_this();
     LlmClient::CallId id = grader_.llm_.Complete(
         std::move(request), [self, attempt](absl::StatusOr<ChatResult> result) {
@@ -224,7 +229,8 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
   }
 
   Grader& grader_;
-  const std::string body_;
+  const std::shared_ptr<const PreparedReply> reply_;
+  const std::string rubric_item_;
   const std::string request_id_;
   const absl::Time deadline_;
   const std::shared_ptr<CancellationToken> cancel_;
@@ -266,57 +272,114 @@ double Grader::Jitter() {
 }
 
 absl::Status Grader::Validate(const GradeItemInput& input) const {
+  absl::StatusOr<std::shared_ptr<const PreparedReply>> reply =
+      Prepare(input.conversation, input.reply, input.prompt_cache_key);
+  if (!reply.ok()) return reply.status();
+  return ValidateItem(**reply, input.item, input.request_id);
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
+    const std::vector<Message>& conversation, absl::string_view reply,
+    absl::string_view prompt_cache_key) const {
   const GraderLimits& limits = config_.limits;
-  if (input.conversation.empty()) return absl::InvalidArgumentError("conversation is empty");
-  if (input.conversation.size() > limits.max_conversation_messages) {
+  if (conversation.empty()) return absl::InvalidArgumentError("conversation is empty");
+  if (conversation.size() > limits.max_conversation_messages) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("conversation has %d messages; the limit is %d", input.conversation.size(),
-                        limits.max_conversation_messages));
+        absl::StrFormat("conversation has %d messages; the limit is %d (max_conversation_messages)",
+                        conversation.size(), limits.max_conversation_messages));
   }
-  for (size_t i = 0; i < input.conversation.size(); ++i) {
-    const Message& m = input.conversation[i];
-    if (m.content.size() > limits.max_message_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("conversation[%d].content is %d bytes; the limit is %d", i,
-                          m.content.size(), limits.max_message_bytes));
-    }
-    if (m.role.size() > 64) {
-      return absl::InvalidArgumentError(absl::StrFormat("conversation[%d].role is too long", i));
-    }
+  for (size_t i = 0; i < conversation.size(); ++i) {
+    const Message& m = conversation[i];
+    HB_RETURN_IF_ERROR(CheckFieldSize(absl::StrCat("conversation[", i, "].content"),
+                                      m.content.size(), limits.max_message_bytes,
+                                      "max_message_bytes"));
+    HB_RETURN_IF_ERROR(
+        CheckFieldSize(absl::StrCat("conversation[", i, "].role"), m.role.size(), 64, "fixed"));
   }
-  if (input.conversation.back().role != "user") {
+  if (conversation.back().role != "user") {
     return absl::InvalidArgumentError(
         absl::StrCat("the last conversation turn must be from the user, got role '",
-                     input.conversation.back().role, "'"));
+                     conversation.back().role, "'"));
   }
-  if (input.reply.size() > limits.max_message_bytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "reply is %d bytes; the limit is %d", input.reply.size(), limits.max_message_bytes));
-  }
-  if (input.item.criterion.empty()) {
-    return absl::InvalidArgumentError("rubric item has no criterion");
-  }
-  if (input.item.criterion.size() > limits.max_message_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rubric item criterion is %d bytes; the limit is %d",
-                        input.item.criterion.size(), limits.max_message_bytes));
-  }
-  if (!std::isfinite(input.item.points)) {
+  HB_RETURN_IF_ERROR(
+      CheckFieldSize("reply", reply.size(), limits.max_message_bytes, "max_message_bytes"));
+  HB_RETURN_IF_ERROR(CheckFieldSize("prompt_cache_key", prompt_cache_key.size(),
+                                    limits.max_field_bytes, "max_field_bytes"));
+  auto prepared = std::make_shared<PreparedReply>();
+  prepared->prompt = template_.FillConversation(
+      RenderConversation(GradedConversation(conversation, std::nullopt, reply)));
+  prepared->prompt_cache_key = std::string(prompt_cache_key);
+  return prepared;
+}
+
+absl::Status Grader::ValidateItem(const PreparedReply& reply, const RubricItem& item,
+                                  absl::string_view request_id) const {
+  const GraderLimits& limits = config_.limits;
+  HB_RETURN_IF_ERROR(
+      CheckFieldSize("request_id", request_id.size(), limits.max_field_bytes, "max_field_bytes"));
+  if (item.criterion.empty()) return absl::InvalidArgumentError("rubric item has no criterion");
+  HB_RETURN_IF_ERROR(CheckFieldSize("rubric item criterion", item.criterion.size(),
+                                    limits.max_message_bytes, "max_message_bytes"));
+  if (!std::isfinite(item.points)) {
     return absl::InvalidArgumentError("rubric item points must be a finite number");
+  }
+  HB_RETURN_IF_ERROR(CheckFieldSize("rubric item points_text", item.points_text.size(),
+                                    limits.max_field_bytes, "max_field_bytes"));
+  if (item.tags.size() > limits.max_tags_per_item) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rubric item has %d tags; the limit is %d (max_tags_per_item)",
+                        item.tags.size(), limits.max_tags_per_item));
+  }
+  for (size_t i = 0; i < item.tags.size(); ++i) {
+    HB_RETURN_IF_ERROR(CheckFieldSize(absl::StrCat("rubric item tags[", i, "]"),
+                                      item.tags[i].size(), limits.max_field_bytes,
+                                      "max_field_bytes"));
+  }
+  // The criterion and points_text are bounded above, so this cannot overflow.
+  const size_t rubric_item_bytes = item.criterion.size() + item.points_text.size() + 32;
+  const size_t prompt_bytes = reply.prompt.FilledBytes(rubric_item_bytes);
+  if (prompt_bytes > limits.max_prompt_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the rendered grader prompt would be about %d bytes (conversation, reply and rubric "
+        "item, which is substituted %d times); the limit is %d (max_prompt_bytes)",
+        prompt_bytes, reply.prompt.rubric_item_slots, limits.max_prompt_bytes));
   }
   return absl::OkStatus();
 }
 
 std::string Grader::RequestBody(const GradeItemInput& input) const {
-  std::string conversation =
-      RenderConversation(GradedConversation(input.conversation, std::nullopt, input.reply));
-  std::string prompt = template_.Fill(conversation, RenderRubricItem(input.item));
-  return BuildChatCompletionBody(config_.settings, prompt, input.prompt_cache_key);
+  absl::StatusOr<std::shared_ptr<const PreparedReply>> reply =
+      Prepare(input.conversation, input.reply, input.prompt_cache_key);
+  if (reply.ok()) return RequestBody(**reply, RenderRubricItem(input.item));
+  // Unchecked input (tests, dry runs): render it all the same.
+  PreparedReply unchecked{template_.FillConversation(RenderConversation(
+                              GradedConversation(input.conversation, std::nullopt, input.reply))),
+                          input.prompt_cache_key};
+  return RequestBody(unchecked, RenderRubricItem(input.item));
+}
+
+std::string Grader::RequestBody(const PreparedReply& reply, absl::string_view rubric_item) const {
+  return BuildChatCompletionBody(config_.settings,
+                                 GraderTemplate::FillRubricItem(reply.prompt, rubric_item),
+                                 reply.prompt_cache_key);
 }
 
 void Grader::GradeItem(const GradeItemInput& input, absl::Time deadline,
                        std::shared_ptr<CancellationToken> cancel, ItemCallback done) {
-  if (absl::Status valid = Validate(input); !valid.ok()) {
+  absl::StatusOr<std::shared_ptr<const PreparedReply>> reply =
+      Prepare(input.conversation, input.reply, input.prompt_cache_key);
+  if (!reply.ok()) {
+    done(reply.status());
+    return;
+  }
+  GradePrepared(*std::move(reply), input.item, input.request_id, deadline, std::move(cancel),
+                std::move(done));
+}
+
+void Grader::GradePrepared(std::shared_ptr<const PreparedReply> reply, const RubricItem& item,
+                           std::string request_id, absl::Time deadline,
+                           std::shared_ptr<CancellationToken> cancel, ItemCallback done) {
+  if (absl::Status valid = ValidateItem(*reply, item, request_id); !valid.ok()) {
     done(valid);
     return;
   }
@@ -324,8 +387,9 @@ void Grader::GradeItem(const GradeItemInput& input, absl::Time deadline,
     done(absl::CancelledError("grading cancelled by the caller before it started"));
     return;
   }
-  auto call = std::make_shared<Call>(*this, RequestBody(input), input.request_id, deadline,
-                                     std::move(cancel), std::move(done));
+  auto call =
+      std::make_shared<Call>(*this, std::move(reply), RenderRubricItem(item), std::move(request_id),
+                             deadline, std::move(cancel), std::move(done));
   call->Start();
 }
 

@@ -32,13 +32,23 @@
 
 namespace hb {
 
-// Request size limits (a request over a limit is kInvalidArgument, never sent upstream).
+// Request size limits, checked before anything is rendered or sent upstream: a request over a
+// limit is kInvalidArgument naming the field and the limit (never echoing the field's value).
+// The defaults are far above every official HealthBench record (at most 26 rubric items, 3
+// tags per item, tags of 85 bytes, criteria of 3.2 KB, conversations of 5 KB).
 struct GraderLimits {
   // Per message content, reply and criterion.
   size_t max_message_bytes = 1 << 20;
   size_t max_conversation_messages = 512;
   // Rubric items per GradeReply.
   size_t max_rubric_items = 512;
+  // Tags per rubric item.
+  size_t max_tags_per_item = 64;
+  // Every short string field: each tag, points_text, request_id, prompt_cache_key.
+  size_t max_field_bytes = 1024;
+  // The rendered grader prompt of one item (template, conversation, reply and rubric item,
+  // counting every `<<rubric_item>>` the conversation itself contains: SPEC §4.4 quirk 11).
+  size_t max_prompt_bytes = 4 << 20;
 };
 
 // Everything about how grading runs, except the collaborators.
@@ -59,6 +69,14 @@ struct GradeItemInput {
   // For logs only.
   std::string request_id;
   // Passed upstream as "prompt_cache_key" when non-empty.
+  std::string prompt_cache_key;
+};
+
+// What every rubric item of one reply shares, rendered once (Grader::Prepare): the grader
+// template filled with the graded conversation, and the prompt cache key. Immutable; the calls
+// of one GradeReply hold it by shared_ptr instead of each copying the conversation.
+struct PreparedReply {
+  GraderTemplate::WithConversation prompt;
   std::string prompt_cache_key;
 };
 
@@ -112,13 +130,33 @@ class Grader {
   void GradeItem(const GradeItemInput& input, absl::Time deadline,
                  std::shared_ptr<CancellationToken> cancel, ItemCallback done);
 
-  // kInvalidArgument when `input` cannot be graded: empty conversation, a conversation longer
-  // than the limit, the last turn not from the user, an empty criterion, non-finite points, a
-  // message, reply or criterion over max_message_bytes.
+  // kInvalidArgument when `input` cannot be graded: ValidateReply's and ValidateItem's errors.
   absl::Status Validate(const GradeItemInput& input) const;
+
+  // Checks the part of a request every rubric item shares and renders it once. Errors
+  // (kInvalidArgument): empty conversation, more turns than max_conversation_messages, the
+  // last turn not from the user, a message or the reply over max_message_bytes, a
+  // prompt_cache_key over max_field_bytes. Thread-safe.
+  absl::StatusOr<std::shared_ptr<const PreparedReply>> Prepare(
+      const std::vector<Message>& conversation, absl::string_view reply,
+      absl::string_view prompt_cache_key) const;
+
+  // kInvalidArgument when `item` cannot be graded with `reply`: an empty criterion or one over
+  // max_message_bytes, non-finite points, points_text, a tag or `request_id` over
+  // max_field_bytes, more than max_tags_per_item tags, a rendered prompt over
+  // max_prompt_bytes (computed, not rendered). Thread-safe.
+  absl::Status ValidateItem(const PreparedReply& reply, const RubricItem& item,
+                            absl::string_view request_id) const;
+
+  // GradeItem for one rubric item of a prepared reply; the call holds `reply` (no copy) and
+  // renders its request body for each upstream attempt. `done` and errors as GradeItem.
+  void GradePrepared(std::shared_ptr<const PreparedReply> reply, const RubricItem& item,
+                     std::string request_id, absl::Time deadline,
+                     std::shared_ptr<CancellationToken> cancel, ItemCallback done);
 
   // The exact upstream request body for `input` (the same bytes GradeItem sends).
   std::string RequestBody(const GradeItemInput& input) const;
+  std::string RequestBody(const PreparedReply& reply, absl::string_view rubric_item) const;
 
   const GraderConfig& config() const { return config_; }
   const GraderTemplate& grader_template() const { return template_; }

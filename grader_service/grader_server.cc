@@ -100,8 +100,18 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   stack_options.registry = server->registry_;
   // The grading stack is the embedded grader's; this server only adds gRPC on top.
   HB_ASSIGN_OR_RETURN(server->stack_, EmbeddedGrader::Start(stack_options));
-  server->service_ = std::make_unique<GraderServiceImpl>(
-      server->stack_->grader(), Clock::Real(), &server->stack_->metrics(), &server->tokens_);
+  server->completions_ = std::make_unique<ThreadScheduler>();
+  GraderServiceOptions service_options;
+  service_options.max_concurrent_rpcs = options.max_concurrent_rpcs;
+  service_options.max_items_in_progress =
+      options.max_upstream_queue <= 0
+          ? 0
+          : int64_t{options.llm.max_upstream_in_flight} + options.max_upstream_queue;
+  service_options.default_deadline = options.default_deadline;
+  service_options.completions = server->completions_.get();
+  server->service_ = std::make_unique<GraderServiceImpl>(server->stack_->grader(), Clock::Real(),
+                                                         &server->stack_->metrics(),
+                                                         &server->tokens_, service_options);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -156,6 +166,7 @@ GraderServer::~GraderServer() {
   }
   // Order matters: the server before the service, the service before the grading stack.
   server_.reset();
+  completions_.reset();  // after the server: RPCs done, nothing left to score
   service_.reset();
   stack_.reset();
 }

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/thread_scheduler.h"
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
 #include "grader/grader.h"
@@ -64,6 +65,8 @@ class GraderServer {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<EmbeddedGrader> stack_;
+  // GradeReply's scoring, off the upstream event loop (GraderServiceOptions::completions).
+  std::unique_ptr<ThreadScheduler> completions_;
   BearerTokens tokens_;  // checked by service_
   std::unique_ptr<GraderServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

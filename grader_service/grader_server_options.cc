@@ -30,6 +30,17 @@ absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOpti
         "--max-message-bytes, --max-conversation-messages and --max-rubric-items must be "
         "positive");
   }
+  if (limits.max_tags_per_item < 1 || limits.max_field_bytes < 1 || limits.max_prompt_bytes < 1) {
+    return absl::InvalidArgumentError(
+        "--max-tags-per-item, --max-field-bytes and --max-prompt-bytes must be positive");
+  }
+  if (options.max_concurrent_rpcs < 0 || options.max_upstream_queue < 0) {
+    return absl::InvalidArgumentError(
+        "--max-concurrent-rpcs and --max-upstream-queue must be >= 0 (0: no limit)");
+  }
+  if (options.default_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--default-deadline must be positive");
+  }
   // An attempt needs at most its own timeout; don't give up earlier than that would allow.
   options.retry.min_attempt_time =
       std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);

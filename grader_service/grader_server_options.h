@@ -42,6 +42,15 @@ struct GraderServerOptions {
   bool require_reference_template = true;
   // Where metrics are registered; a private registry when null.
   std::shared_ptr<prometheus::Registry> registry;
+  // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with a
+  // retry delay. 0: no limit.
+  int max_concurrent_rpcs = 1024;
+  // Rubric items admitted beyond llm.max_upstream_in_flight, waiting for an upstream slot
+  // (`--max-upstream-queue`); a request that would queue more is RESOURCE_EXHAUSTED with a
+  // retry delay. 0: no limit.
+  int max_upstream_queue = 8192;
+  // Deadline of an RPC whose client set none (`--default-deadline`).
+  absl::Duration default_deadline = absl::Minutes(10);
   // Largest request accepted, in bytes.
   int max_receive_message_bytes = 64 << 20;
   // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to

@@ -50,6 +50,10 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   flags->server.metrics_listen = "127.0.0.1:9464";
   hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderFlags(command, &flags->grader);
+  command.Flag("max-upstream-queue", &flags->grader.server.max_upstream_queue, "N",
+               "rubric items admitted beyond --max-upstream-in-flight, waiting for an upstream "
+               "slot; a request that would queue more is refused with RESOURCE_EXHAUSTED and a "
+               "retry delay (0: no limit)");
 }
 
 }  // namespace
@@ -62,6 +66,8 @@ int main(int argc, char** argv) {
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   hb::InitLogging(flags.server.log_level.c_str());
+  flags.grader.server.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
+  flags.grader.server.default_deadline = flags.server.default_deadline;
   absl::StatusOr<hb::GraderServerOptions> options = hb::cli::ResolveGraderFlags(flags.grader);
   if (!options.ok()) return program.UsageError("", options.status());
   options->listen_address = flags.listen;

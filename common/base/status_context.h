@@ -1,4 +1,5 @@
-// Adding context to an error without losing what it carries.
+// Adding context to an error without losing what it carries, and the size-limit error every
+// request boundary reports.
 #pragma once
 
 #include "absl/status/status.h"
@@ -16,6 +17,15 @@ inline absl::Status WithMessagePrefix(const absl::Status& status, absl::string_v
     out.SetPayload(type_url, value);
   });
   return out;
+}
+
+// kInvalidArgument "<field> is N bytes; the limit is M (<limit_name>)" when `size` > `limit`,
+// else OK. Never quotes the value: an oversize field is not echoed back to its sender.
+inline absl::Status CheckFieldSize(absl::string_view field, size_t size, size_t limit,
+                                   absl::string_view limit_name) {
+  if (size <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is ", size, " bytes; the limit is ", limit, " (", limit_name, ")"));
 }
 
 }  // namespace hb

@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace hb {
 namespace {
@@ -73,16 +74,40 @@ double ClippedMeanOf(const double* a, size_t n) {
   return NumpyClip01(NumpySum(a, n) / static_cast<double>(n));
 }
 
-// Python dict assignment on an insertion-ordered map.
-void SetMetric(OrderedMetrics& metrics, const std::string& key, double value) {
-  for (auto& [name, existing] : metrics) {
-    if (name == key) {
-      existing = value;
-      return;
+// CalculateScore over the items at `group` (ascending indices), summing in the same order as
+// CalculateScore over copies of those items would, so the result is bit-identical.
+std::optional<double> ScoreOfGroup(const std::vector<RubricItem>& items,
+                                   const std::vector<bool>& met, const std::vector<size_t>& group) {
+  double possible = 0;
+  for (size_t i : group) {
+    if (items[i].points > 0) possible += items[i].points;
+  }
+  if (possible == 0) return std::nullopt;
+  double achieved = 0;
+  for (size_t i : group) {
+    if (met[i]) achieved += items[i].points;
+  }
+  return achieved / possible;
+}
+
+// A Python dict over an insertion-ordered vector: assignment overwrites in place, a new key is
+// appended. The index makes each assignment O(1) (a linear search made many tags quadratic).
+class MetricsBuilder {
+ public:
+  void Set(const std::string& key, double value) {
+    auto [it, inserted] = index_.try_emplace(key, metrics_.size());
+    if (inserted) {
+      metrics_.emplace_back(key, value);
+    } else {
+      metrics_[it->second].second = value;
     }
   }
-  metrics.emplace_back(key, value);
-}
+  OrderedMetrics Take() && { return std::move(metrics_); }
+
+ private:
+  OrderedMetrics metrics_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
 
 // numpy's linear-interpolation percentile of `sorted` (ascending), q in [0, 100].
 double NumpyLinearPercentile(const std::vector<double>& sorted, double q) {
@@ -183,22 +208,24 @@ absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
     return absl::InvalidArgumentError(
         absl::StrCat("task ", prompt_id, ": no rubric item has positive points"));
   }
-  OrderedMetrics metrics;
-  metrics.emplace_back("overall_score", *overall);
-  absl::flat_hash_set<std::string> seen_example_tags;
+  MetricsBuilder metrics;
+  metrics.Set("overall_score", *overall);
+  absl::flat_hash_set<absl::string_view> seen_example_tags;
   for (const std::string& tag : example_tags) {
     if (!seen_example_tags.insert(tag).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("task ", prompt_id, ": duplicate example tag '", tag, "'"));
     }
-    SetMetric(metrics, tag, *overall);
+    metrics.Set(tag, *overall);
   }
 
-  // Rubric tags in order of first appearance, each with its items and grades.
-  std::vector<std::string> tag_order;
-  absl::flat_hash_map<std::string, std::pair<std::vector<RubricItem>, std::vector<bool>>> groups;
+  // Rubric tags in order of first appearance, each with the indices of its items (never copies
+  // of them: an item with many tags would be copied once per tag).
+  std::vector<absl::string_view> tag_order;
+  absl::flat_hash_map<absl::string_view, std::vector<size_t>> groups;
+  absl::flat_hash_set<absl::string_view> item_tags;
   for (size_t i = 0; i < items.size(); ++i) {
-    absl::flat_hash_set<std::string> item_tags;
+    item_tags.clear();
     for (const std::string& tag : items[i].tags) {
       if (!item_tags.insert(tag).second) {
         return absl::InvalidArgumentError(
@@ -206,17 +233,15 @@ absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
       }
       auto [it, inserted] = groups.try_emplace(tag);
       if (inserted) tag_order.push_back(tag);
-      it->second.first.push_back(items[i]);
-      it->second.second.push_back(met[i]);
+      it->second.push_back(i);
     }
   }
-  for (const std::string& tag : tag_order) {
-    const auto& [group_items, group_met] = groups.at(tag);
-    if (const std::optional<double> score = CalculateScore(group_items, group_met)) {
-      SetMetric(metrics, tag, *score);
+  for (absl::string_view tag : tag_order) {
+    if (const std::optional<double> score = ScoreOfGroup(items, met, groups.at(tag))) {
+      metrics.Set(std::string(tag), *score);
     }
   }
-  return metrics;
+  return std::move(metrics).Take();
 }
 
 AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,

@@ -53,12 +53,32 @@ absl::StatusOr<GraderTemplate> GraderTemplate::Load(const std::string& path,
 
 std::string GraderTemplate::Fill(absl::string_view conversation,
                                  absl::string_view rubric_item) const {
+  return FillRubricItem(FillConversation(conversation), rubric_item);
+}
+
+GraderTemplate::WithConversation GraderTemplate::FillConversation(
+    absl::string_view conversation) const {
   // Two passes, like the reference's chained str.replace: the second pass also sees the
   // conversation text (quirk 11). StrReplaceAll, like str.replace, never rescans what it
-  // inserted.
-  std::string with_conversation =
-      absl::StrReplaceAll(text_, {{kConversationPlaceholder, conversation}});
-  return absl::StrReplaceAll(with_conversation, {{kRubricItemPlaceholder, rubric_item}});
+  // inserted, and replaces non-overlapping matches left to right, as counted here.
+  WithConversation out;
+  out.text = absl::StrReplaceAll(text_, {{kConversationPlaceholder, conversation}});
+  const absl::string_view text = out.text;
+  for (size_t at = text.find(kRubricItemPlaceholder); at != absl::string_view::npos;
+       at = text.find(kRubricItemPlaceholder, at + kRubricItemPlaceholder.size())) {
+    ++out.rubric_item_slots;
+  }
+  return out;
+}
+
+size_t GraderTemplate::WithConversation::FilledBytes(size_t rubric_item_bytes) const {
+  const size_t placeholders = rubric_item_slots * kRubricItemPlaceholder.size();
+  return text.size() - placeholders + rubric_item_slots * rubric_item_bytes;
+}
+
+std::string GraderTemplate::FillRubricItem(const WithConversation& partial,
+                                           absl::string_view rubric_item) {
+  return absl::StrReplaceAll(partial.text, {{kRubricItemPlaceholder, rubric_item}});
 }
 
 std::vector<Message> GradedConversation(const std::vector<Message>& prompt,

@@ -37,6 +37,20 @@ class GraderTemplate {
   // replaced too: SPEC §4.4 quirk 11).
   std::string Fill(absl::string_view conversation, absl::string_view rubric_item) const;
 
+  // The first pass of Fill, shared by every rubric item of one reply (rendered once, not once
+  // per item): the template with `conversation` in place, and how many `<<rubric_item>>` the
+  // second pass will replace (the template's and any inside the conversation).
+  struct WithConversation {
+    std::string text;
+    size_t rubric_item_slots = 0;
+    // The size of FillRubricItem's result for a rubric item of `rubric_item_bytes`, computed
+    // without rendering (a conversation full of `<<rubric_item>>` multiplies the item).
+    size_t FilledBytes(size_t rubric_item_bytes) const;
+  };
+  WithConversation FillConversation(absl::string_view conversation) const;
+  // The second pass: Fill(c, r) == FillRubricItem(FillConversation(c), r), byte for byte.
+  static std::string FillRubricItem(const WithConversation& partial, absl::string_view rubric_item);
+
   const std::string& text() const { return text_; }
   const std::string& sha256() const { return sha256_; }
 

@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
                       MakeServerCredentials(options.security));
   std::unique_ptr<EnvGrpcServer> server(new EnvGrpcServer());
   server->options_ = options;
-  server->service_ = std::make_unique<EnvServiceImpl>(env, server->options_.security.tokens);
+  server->service_ = std::make_unique<EnvServiceImpl>(env, server->options_.security.tokens,
+                                                      server->options_.service);
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "environment/environment.h"
+#include "environment/grpc/env_service.h"
 #include "security/transport_security.h"
 
 namespace grpc {
@@ -17,8 +18,6 @@ class Server;
 }
 
 namespace hb::env {
-
-class EnvServiceImpl;
 
 struct EnvServerOptions {
   // "host:port"; port 0 picks a free port (see port()).
@@ -29,6 +28,8 @@ struct EnvServerOptions {
   ServerSecurityOptions security;
   // Serve grpc.reflection (it lists the services to any caller).
   bool reflection = false;
+  // Concurrency cap, default deadline and field limits of the service.
+  EnvServiceOptions service;
 };
 
 class EnvGrpcServer {

@@ -5,18 +5,16 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/base/logging.h"
+#include "common/base/status_context.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/grpc_status.h"
 #include "google/protobuf/arena.h"
 #include "security/transport_security.h"
 
 namespace hb::env {
 namespace {
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  std::chrono::system_clock::time_point deadline = context->deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return absl::FromChrono(deadline);
-}
 
 grpc::ServerUnaryReactor* Finished(grpc::CallbackServerContext* context,
                                    const absl::Status& status) {
@@ -110,9 +108,8 @@ SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto) {
 grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext* context,
                                                      const env_v1::ListSplitsRequest*,
                                                      env_v1::ListSplitsResponse* response) {
-  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
-    return Finished(context, auth);
-  }
+  auto permit = Admit(*context);
+  if (!permit.ok()) return Refuse(context, "ListSplits", permit.status());
   for (const SplitInfo& split : env_.ListSplits()) {
     env_v1::SplitInfo* out = response->add_splits();
     out->set_name(split.name);
@@ -124,9 +121,8 @@ grpc::ServerUnaryReactor* EnvServiceImpl::ListSplits(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* EnvServiceImpl::ListTasks(grpc::CallbackServerContext* context,
                                                     const env_v1::ListTasksRequest* request,
                                                     env_v1::ListTasksResponse* response) {
-  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
-    return Finished(context, auth);
-  }
+  auto permit = Admit(*context);
+  if (!permit.ok()) return Refuse(context, "ListTasks", permit.status());
   const int64_t stop = request->stop() == 0 ? std::numeric_limits<int64_t>::max() : request->stop();
   absl::StatusOr<std::vector<TaskSummary>> tasks =
       env_.ListTasks(request->split(), request->start(), stop);
@@ -139,9 +135,8 @@ grpc::ServerUnaryReactor* EnvServiceImpl::ListTasks(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* EnvServiceImpl::GetTask(grpc::CallbackServerContext* context,
                                                   const env_v1::GetTaskRequest* request,
                                                   env_v1::GetTaskResponse* response) {
-  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
-    return Finished(context, auth);
-  }
+  auto permit = Admit(*context);
+  if (!permit.ok()) return Refuse(context, "GetTask", permit.status());
   absl::StatusOr<TaskPrompt> task = env_.GetTask(TaskRefFromProto(request->task()));
   if (task.ok()) {
     SummaryToProto(task->task, response->mutable_task());
@@ -158,16 +153,20 @@ grpc::ServerUnaryReactor* EnvServiceImpl::GetTask(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* EnvServiceImpl::Submit(grpc::CallbackServerContext* context,
                                                  const env_v1::SubmitRequest* request,
                                                  env_v1::SubmitResponse* response) {
-  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
-    return Finished(context, auth);
+  auto permit = Admit(*context);
+  if (!permit.ok()) return Refuse(context, "Submit", permit.status());
+  if (absl::Status valid = CheckSubmission(*request); !valid.ok()) {
+    return Refuse(context, "Submit", valid);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  env_.Submit(TaskRefFromProto(request->task()), request->reply(), DeadlineOf(context),
-              [reactor, request, response](absl::StatusOr<SubmitResult> result) {
+  env_.Submit(TaskRefFromProto(request->task()), request->reply(), DeadlineOf(*context),
+              [reactor, request, response,
+               permit = *std::move(permit)](absl::StatusOr<SubmitResult> result) {
                 if (result.ok()) {
                   SubmitResultToProto(*result, response);
                   response->set_request_id(request->request_id());
                 }
+                permit->Release();
                 reactor->Finish(ToGrpcStatus(result.status()));
               });
   return reactor;
@@ -176,8 +175,13 @@ grpc::ServerUnaryReactor* EnvServiceImpl::Submit(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* EnvServiceImpl::SubmitBatch(grpc::CallbackServerContext* context,
                                                       const env_v1::SubmitBatchRequest* request,
                                                       env_v1::SubmitBatchResponse* response) {
-  if (absl::Status auth = CheckGrpcCaller(*context, tokens_); !auth.ok()) {
-    return Finished(context, auth);
+  auto permit = Admit(*context);
+  if (!permit.ok()) return Refuse(context, "SubmitBatch", permit.status());
+  for (int i = 0; i < request->submissions_size(); ++i) {
+    if (absl::Status valid = CheckSubmission(request->submissions(i)); !valid.ok()) {
+      return Refuse(context, "SubmitBatch",
+                    WithMessagePrefix(valid, absl::StrCat("submissions[", i, "]: ")));
+    }
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const int n = request->submissions_size();
@@ -188,12 +192,13 @@ grpc::ServerUnaryReactor* EnvServiceImpl::SubmitBatch(grpc::CallbackServerContex
   // Each callback fills its own slot; the last one to arrive finishes the RPC.
   for (int i = 0; i < n; ++i) response->add_results();
   auto remaining = std::make_shared<std::atomic<int>>(n);
-  const absl::Time deadline = DeadlineOf(context);
+  const absl::Time deadline = DeadlineOf(*context);
+  std::shared_ptr<ConcurrencyLimit::Permit> held = *std::move(permit);
   for (int i = 0; i < n; ++i) {
     const env_v1::SubmitRequest& submission = request->submissions(i);
     env_v1::SubmitResult* slot = response->mutable_results(i);
     env_.Submit(TaskRefFromProto(submission.task()), submission.reply(), deadline,
-                [reactor, remaining, slot, &submission](absl::StatusOr<SubmitResult> result) {
+                [reactor, remaining, slot, &submission, held](absl::StatusOr<SubmitResult> result) {
                   if (result.ok()) {
                     SubmitResultToProto(*result, slot->mutable_response());
                     slot->mutable_response()->set_request_id(submission.request_id());
@@ -201,10 +206,59 @@ grpc::ServerUnaryReactor* EnvServiceImpl::SubmitBatch(grpc::CallbackServerContex
                     slot->mutable_error()->set_code(static_cast<int>(result.status().code()));
                     slot->mutable_error()->set_message(std::string(result.status().message()));
                   }
-                  if (remaining->fetch_sub(1) == 1) reactor->Finish(grpc::Status::OK);
+                  if (remaining->fetch_sub(1) == 1) {
+                    held->Release();
+                    reactor->Finish(grpc::Status::OK);
+                  }
                 });
   }
   return reactor;
+}
+
+EnvServiceImpl::EnvServiceImpl(Environment& env, const BearerTokens& tokens,
+                               EnvServiceOptions options, Clock& clock)
+    : env_(env),
+      tokens_(tokens),
+      options_(options),
+      clock_(clock),
+      rpcs_(options.max_concurrent_rpcs, options.busy_retry_delay,
+            "RPCs in progress (--max-concurrent-rpcs)"),
+      refused_log_(clock, options.refused_log) {
+  SetMessageAllocatorFor_Submit(&submit_allocator_);
+}
+
+absl::StatusOr<std::shared_ptr<ConcurrencyLimit::Permit>> EnvServiceImpl::Admit(
+    const grpc::CallbackServerContext& context) {
+  HB_RETURN_IF_ERROR(CheckGrpcCaller(context, tokens_));
+  HB_ASSIGN_OR_RETURN(ConcurrencyLimit::Permit permit, rpcs_.TryAcquire(1));
+  return std::make_shared<ConcurrencyLimit::Permit>(std::move(permit));
+}
+
+absl::Status EnvServiceImpl::CheckSubmission(const env_v1::SubmitRequest& request) const {
+  const size_t limit = options_.max_field_bytes;
+  HB_RETURN_IF_ERROR(
+      CheckFieldSize("request_id", request.request_id().size(), limit, "max_field_bytes"));
+  HB_RETURN_IF_ERROR(
+      CheckFieldSize("task.task_id", request.task().task_id().size(), limit, "max_field_bytes"));
+  return CheckFieldSize("task.split", request.task().split().size(), limit, "max_field_bytes");
+}
+
+grpc::ServerUnaryReactor* EnvServiceImpl::Refuse(grpc::CallbackServerContext* context,
+                                                 const char* method, const absl::Status& status) {
+  const std::string kind = absl::StrCat(method, " ", absl::StatusCodeToString(status.code()));
+  if (std::optional<std::string> suffix = refused_log_.Admit(kind)) {
+    HB_LOG_WARN("env: {} refused{}: {}", kind, *suffix,
+                std::string(status.message().substr(0, 300)));
+  }
+  return Finished(context, status);
+}
+
+absl::Time EnvServiceImpl::DeadlineOf(const grpc::CallbackServerContext& context) const {
+  std::chrono::system_clock::time_point deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return clock_.Now() + options_.default_deadline;
+  }
+  return absl::FromChrono(deadline);
 }
 
 }  // namespace hb::env

@@ -4,6 +4,12 @@
 // Submit's reactor is finished from the environment's completion callback.
 #pragma once
 
+#include <memory>
+
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "common/base/rate_limited_log.h"
+#include "common/rpc/concurrency_limit.h"
 #include "environment/environment.h"
 #include "grpcpp/support/message_allocator.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
@@ -20,6 +26,20 @@ void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out
 // stores results in this form.
 SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 
+// Bounds on what one server takes on (issue #12: bounded work per request).
+struct EnvServiceOptions {
+  // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with
+  // `busy_retry_delay` as its google.rpc.RetryInfo. 0: no limit.
+  int64_t max_concurrent_rpcs = 0;
+  absl::Duration busy_retry_delay = absl::Seconds(1);
+  // The deadline of a Submit/SubmitBatch whose client set none (`--default-deadline`).
+  absl::Duration default_deadline = absl::Minutes(10);
+  // request_id, task_id and split longer than this are INVALID_ARGUMENT (never echoed).
+  size_t max_field_bytes = 1024;
+  // Log lines of refused requests, per method and code.
+  RateLimitedLogOptions refused_log;
+};
+
 // Allocates the request and response of one Submit on a protobuf arena whose first block is
 // part of the holder: one allocation per call for both messages and their sub-messages (a
 // response holds a message per rubric item), and no per-message destruction. Thread-safe.
@@ -33,9 +53,10 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
  public:
   // `env` and `tokens` are not owned and must outlive the service. Every RPC first checks the
   // caller's bearer token against `tokens` (none: open) and fails with UNAUTHENTICATED.
-  EnvServiceImpl(Environment& env, const BearerTokens& tokens) : env_(env), tokens_(tokens) {
-    SetMessageAllocatorFor_Submit(&submit_allocator_);
-  }
+  // Past options.max_concurrent_rpcs every RPC is RESOURCE_EXHAUSTED; a request_id, task_id or
+  // split over options.max_field_bytes is INVALID_ARGUMENT. `clock` must outlive the service.
+  EnvServiceImpl(Environment& env, const BearerTokens& tokens, EnvServiceOptions options = {},
+                 Clock& clock = Clock::Real());
 
   grpc::ServerUnaryReactor* ListSplits(grpc::CallbackServerContext* context,
                                        const env_v1::ListSplitsRequest* request,
@@ -57,8 +78,22 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
                                         env_v1::SubmitBatchResponse* response) override;
 
  private:
+  // Authenticates the caller and admits the RPC (the permit is held until it finishes).
+  absl::StatusOr<std::shared_ptr<ConcurrencyLimit::Permit>> Admit(
+      const grpc::CallbackServerContext& context);
+  // Checks a submission's short fields against max_field_bytes.
+  absl::Status CheckSubmission(const env_v1::SubmitRequest& request) const;
+  // Finishes a refused RPC with `status`, with a rate-limited log line.
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const char* method,
+                                   const absl::Status& status);
+  absl::Time DeadlineOf(const grpc::CallbackServerContext& context) const;
+
   Environment& env_;
   const BearerTokens& tokens_;
+  const EnvServiceOptions options_;
+  Clock& clock_;
+  ConcurrencyLimit rpcs_;
+  RateLimitedLog refused_log_;
   SubmitArenaAllocator submit_allocator_;
 };
 

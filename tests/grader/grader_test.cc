@@ -134,6 +134,49 @@ TEST_F(GraderTest, RequestBodyMatchesTheReferenceTemplateRendering) {
   EXPECT_EQ(grader.RequestBody(input), llm_.requests()[0].body);
 }
 
+TEST_F(GraderTest, OnePreparedReplyIsSharedByEveryItemNeverCopied) {
+  // 64 items of a 1 MB conversation: each call holds the one prepared reply (a reference, not
+  // a copy of the conversation) and renders its body per attempt into the upstream request.
+  GradeItemInput input = SampleInput();
+  input.conversation.back().content = std::string(1 << 20, 'q');
+  auto prepared = grader().Prepare(input.conversation, input.reply, input.prompt_cache_key);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  std::shared_ptr<const PreparedReply> shared = *std::move(prepared);
+  std::vector<Result> results(64);
+  for (int i = 0; i < 64; ++i) {
+    RubricItem item = input.item;
+    item.criterion = absl::StrCat("criterion ", i);
+    grader().GradePrepared(shared, item, absl::StrCat("r/", i), absl::InfiniteFuture(), nullptr,
+                           results[i].Callback());
+  }
+  EXPECT_EQ(shared.use_count(), 1 + 64);
+  ASSERT_EQ(llm_.requests().size(), 64u);
+  GradeItemInput first = input;
+  first.item.criterion = "criterion 0";
+  EXPECT_EQ(llm_.requests()[0].body, grader().RequestBody(first));  // byte-identical
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));
+  for (const Result& r : results) ASSERT_TRUE(r.done() && r.get().ok());
+  EXPECT_EQ(shared.use_count(), 1);  // released with the calls
+}
+
+TEST_F(GraderTest, PromptSizeCountsEveryRubricItemSubstitution) {
+  config_.limits.max_prompt_bytes = 10000;
+  GradeItemInput input = SampleInput();
+  input.item.criterion = std::string(1000, 'c');
+  EXPECT_TRUE(grader().Validate(input).ok());
+  // Ten <<rubric_item>> in the conversation put the 1000-byte item in the prompt 11 times.
+  for (int i = 0; i < 10; ++i) input.conversation.back().content += "<<rubric_item>>";
+  EXPECT_THAT(grader().Validate(input),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("substituted 11 times); the limit is 10000 (max_prompt_bytes)")));
+  auto prepared = grader().Prepare(input.conversation, input.reply, "");
+  ASSERT_TRUE(prepared.ok());
+  // The computed size is the rendered size.
+  const std::string rubric_item = RenderRubricItem(input.item);
+  EXPECT_EQ((*prepared)->prompt.FilledBytes(rubric_item.size()),
+            GraderTemplate::FillRubricItem((*prepared)->prompt, rubric_item).size());
+}
+
 TEST_F(GraderTest, EmptyReplyIsGraded) {
   Result result;
   GradeItemInput input = SampleInput();

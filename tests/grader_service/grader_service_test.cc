@@ -1,8 +1,10 @@
 // GraderServiceImpl through a real channel on 127.0.0.1:0, with a FakeLlmClient underneath:
 // proto <-> domain, status mapping on the wire, GradeReply fan-out and scoring, deadline
 // propagation and cancellation reaching the upstream call.
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
@@ -44,12 +46,17 @@ constexpr char kTemplate[] = "<<conversation>>\n---\n<<rubric_item>>";
 
 class GraderServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(GraderServiceOptions{}); }
+
+  // (Re)starts the grader and the service with `options`.
+  void Start(GraderServiceOptions options) {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
     auto tmpl = GraderTemplate::FromText(kTemplate, false);
     ASSERT_TRUE(tmpl.ok()) << tmpl.status();
     grader_ = std::make_unique<Grader>(
         llm_, scheduler_, Clock::Real(), [] { return 0.0; }, *tmpl, GraderConfig{}, &metrics_);
-    service_ = std::make_unique<GraderServiceImpl>(*grader_, Clock::Real(), &metrics_);
+    service_ =
+        std::make_unique<GraderServiceImpl>(*grader_, Clock::Real(), &metrics_, nullptr, options);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -301,6 +308,166 @@ TEST_F(GraderServiceTest, ClientCancellationCancelsTheUpstreamCall) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(llm_.WaitForCancelled(1, absl::Seconds(10)));
   EXPECT_EQ(llm_.pending(), 0u);
+}
+
+grader_v1::GradeReplyRequest ReplyRequest(int items) {
+  grader_v1::GradeReplyRequest request;
+  grader_v1::Message* m = request.add_conversation();
+  m->set_role("user");
+  m->set_content("Is it serious?");
+  request.set_reply("Probably not.");
+  request.set_request_id("task-9");
+  for (int i = 0; i < items; ++i) {
+    grader_v1::RubricItem* r = request.add_rubric_items();
+    r->set_criterion(absl::StrCat("criterion ", i));
+    r->set_points(i + 1);
+    r->add_tags("axis:accuracy");
+  }
+  return request;
+}
+
+absl::Status CallGradeReply(grader_v1::Grader::Stub& stub,
+                            const grader_v1::GradeReplyRequest& request) {
+  grpc::ClientContext context;
+  grader_v1::GradeReplyResponse response;
+  return FromGrpcStatus(stub.GradeReply(&context, request, &response));
+}
+
+TEST_F(GraderServiceTest, GradeReplyScoresOnTheCompletionsSchedulerNotTheUpstreamThread) {
+  FakeClock completions_clock;
+  FakeScheduler completions(completions_clock);
+  GraderServiceOptions options;
+  options.completions = &completions;
+  Start(options);
+  const grader_v1::GradeReplyRequest request = ReplyRequest(2);
+  grpc::ClientContext context;
+  grader_v1::GradeReplyResponse response;
+  absl::Notification done;
+  grpc::Status status;
+  stub_->async()->GradeReply(&context, &request, &response, [&](grpc::Status s) {
+    status = s;
+    done.Notify();
+  });
+  ASSERT_TRUE(llm_.WaitForPending(2, absl::Seconds(10)));
+  // The upstream's callbacks (here: this thread) deliver both verdicts ...
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"explanation": "", "criteria_met": true})")));
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"explanation": "", "criteria_met": false})")));
+  // ... but scoring and the reply wait for the completions scheduler.
+  EXPECT_EQ(completions.PendingDelays(), std::vector<absl::Duration>{absl::ZeroDuration()});
+  EXPECT_FALSE(done.HasBeenNotified());
+  EXPECT_EQ(completions.RunDue(), 1);
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_DOUBLE_EQ(response.score(), 1.0 / 3.0);
+  EXPECT_THAT(response.tag_scores(), UnorderedElementsAre(Pair("axis:accuracy", 1.0 / 3.0)));
+}
+
+TEST_F(GraderServiceTest, ACallWithoutADeadlineGetsTheDefaultDeadline) {
+  GraderServiceOptions options;
+  options.default_deadline = absl::Seconds(42);
+  Start(options);
+  grpc::ClientContext context;  // no deadline
+  const grader_v1::GradeItemRequest request = ItemRequest("x");
+  grader_v1::GradeItemResponse response;
+  absl::Notification done;
+  stub_->async()->GradeItem(&context, &request, &response, [&](grpc::Status) { done.Notify(); });
+  ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
+  const ChatRequest sent = llm_.requests()[0];
+  EXPECT_LE(sent.timeout, absl::Seconds(42));  // not the 120 s attempt timeout
+  EXPECT_GT(sent.timeout, absl::Seconds(30));
+  EXPECT_NE(sent.deadline, absl::InfiniteFuture());
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"criteria_met": false})")));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
+TEST_F(GraderServiceTest, RpcsPastTheConcurrencyLimitAreResourceExhaustedWithARetryDelay) {
+  GraderServiceOptions options;
+  options.max_concurrent_rpcs = 1;
+  options.busy_retry_delay = absl::Seconds(3);
+  Start(options);
+  grpc::ClientContext held_context;
+  const grader_v1::GradeItemRequest request = ItemRequest("x");
+  grader_v1::GradeItemResponse held_response;
+  absl::Notification held_done;
+  stub_->async()->GradeItem(&held_context, &request, &held_response,
+                            [&](grpc::Status) { held_done.Notify(); });
+  ASSERT_TRUE(llm_.WaitForPending(1, absl::Seconds(10)));
+  const absl::Status refused = CallGradeReply(*stub_, ReplyRequest(1));
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
+                                HasSubstr("RPCs in progress (--max-concurrent-rpcs)")));
+  EXPECT_EQ(RetryDelay(refused), absl::Seconds(3));
+  EXPECT_EQ(llm_.requests().size(), 1u);
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"criteria_met": false})")));
+  ASSERT_TRUE(held_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // Freed once the first RPC is done (OnDone may trail the client's callback a little).
+  AnswerByCriterion();
+  absl::Status later = refused;
+  for (int i = 0; i < 200 && later.code() == absl::StatusCode::kResourceExhausted; ++i) {
+    later = CallGradeReply(*stub_, ReplyRequest(1));
+  }
+  EXPECT_TRUE(later.ok()) << later;
+}
+
+TEST_F(GraderServiceTest, TheUpstreamQueueIsBoundedNotUnbounded) {
+  GraderServiceOptions options;
+  options.max_items_in_progress = 3;
+  Start(options);
+  const absl::Status refused = CallGradeReply(*stub_, ReplyRequest(4));
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
+                                HasSubstr("0 rubric items in progress (--max-upstream-in-flight + "
+                                          "--max-upstream-queue) and 4 more asked; the limit "
+                                          "is 3")));
+  EXPECT_TRUE(RetryDelay(refused).has_value());
+  EXPECT_TRUE(llm_.requests().empty());
+  AnswerByCriterion();
+  EXPECT_TRUE(CallGradeReply(*stub_, ReplyRequest(3)).ok());
+}
+
+TEST_F(GraderServiceTest, FieldsOverTheirLimitsAreRefusedNamingFieldAndLimit) {
+  AnswerByCriterion();
+  const GraderLimits limits;  // the defaults
+  struct Case {
+    const char* name;
+    std::function<void(grader_v1::GradeReplyRequest&)> mutate;
+    const char* message;
+  };
+  const std::string big(limits.max_field_bytes + 1, 'x');
+  const std::vector<Case> cases = {
+      {"tags per item",
+       [](grader_v1::GradeReplyRequest& r) {
+         for (int i = 0; i < 64; ++i) r.mutable_rubric_items(1)->add_tags(absl::StrCat("t", i));
+       },
+       "rubric item 1: rubric item has 65 tags; the limit is 64 (max_tags_per_item)"},
+      {"tag length",
+       [&](grader_v1::GradeReplyRequest& r) { r.mutable_rubric_items(0)->add_tags(big); },
+       "rubric item 0: rubric item tags[1] is 1025 bytes; the limit is 1024 (max_field_bytes)"},
+      {"points_text",
+       [&](grader_v1::GradeReplyRequest& r) { r.mutable_rubric_items(1)->set_points_text(big); },
+       "rubric item 1: rubric item points_text is 1025 bytes; the limit is 1024"},
+      {"prompt_cache_key", [&](grader_v1::GradeReplyRequest& r) { r.set_prompt_cache_key(big); },
+       "prompt_cache_key is 1025 bytes; the limit is 1024 (max_field_bytes)"},
+      {"request_id", [&](grader_v1::GradeReplyRequest& r) { r.set_request_id(big); },
+       "request_id is 1027 bytes; the limit is 1024 (max_field_bytes)"},
+      {"rendered prompt",
+       [](grader_v1::GradeReplyRequest& r) {
+         // Each <<rubric_item>> in the conversation is replaced by the rubric item (quirk 11):
+         // 60,000 of them times a 100 KB criterion would be a 6 GB prompt.
+         std::string content;
+         for (int i = 0; i < 60000; ++i) content += "<<rubric_item>>";
+         r.mutable_conversation(0)->set_content(content);
+         r.mutable_rubric_items(0)->set_criterion(std::string(100000, 'c'));
+       },
+       "(max_prompt_bytes)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    grader_v1::GradeReplyRequest request = ReplyRequest(2);
+    c.mutate(request);
+    const absl::Status status = CallGradeReply(*stub_, request);
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)));
+    EXPECT_THAT(std::string(status.message()), Not(HasSubstr(big)));  // never echoed
+  }
+  EXPECT_TRUE(llm_.requests().empty());
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ void FakeEnvironment::WaitForSubmissions(int n) {
       +[](Arg* a) { return a->replies->size() >= a->n; }, &arg));
 }
 
+absl::Time FakeEnvironment::last_deadline() const {
+  absl::MutexLock lock(&mu_);
+  return last_deadline_;
+}
+
 int FakeEnvironment::submissions() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(replies_.size());
@@ -141,12 +146,13 @@ absl::StatusOr<env::TaskPrompt> FakeEnvironment::GetTask(const env::TaskRef& ref
   return Find(ref);
 }
 
-void FakeEnvironment::Submit(const env::TaskRef& ref, std::string reply, absl::Time /*deadline*/,
+void FakeEnvironment::Submit(const env::TaskRef& ref, std::string reply, absl::Time deadline,
                              SubmitCallback done) {
   absl::Status rejected;
   std::string task_id;
   {
     absl::MutexLock lock(&mu_);
+    last_deadline_ = deadline;
     absl::StatusOr<env::TaskPrompt> task = Find(ref);
     if (!reject_.ok()) {
       rejected = reject_;

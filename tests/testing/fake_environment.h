@@ -54,6 +54,8 @@ class FakeEnvironment final : public env::Environment {
   // Blocks until at least `n` submissions were accepted (not rejected up front).
   void WaitForSubmissions(int n);
   int submissions() const;
+  // The deadline of the latest Submit.
+  absl::Time last_deadline() const;
   // The replies accepted so far, in order.
   std::vector<std::string> replies() const;
 
@@ -82,6 +84,7 @@ class FakeEnvironment final : public env::Environment {
 
   mutable absl::Mutex mu_;
   std::vector<Split> splits_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_deadline_ ABSL_GUARDED_BY(mu_);
   ResultFn result_fn_ ABSL_GUARDED_BY(mu_);
   size_t max_reply_bytes_ ABSL_GUARDED_BY(mu_) = 1 << 20;
   bool hold_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,0 +1,128 @@
+// EnvServiceImpl's bounds over a FakeEnvironment through a real channel on 127.0.0.1:0: the
+// concurrent-RPC cap, the default deadline and the short-field limits (issue #12).
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/base/clock.h"
+#include "common/retry/retry_status.h"
+#include "common/rpc/grpc_status.h"
+#include "environment/grpc/env_server.h"
+#include "gmock/gmock.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fake_environment.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb::env {
+namespace {
+
+using ::hb::testing::FakeEnvironment;
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class EnvServiceLimitsTest : public ::testing::Test {
+ protected:
+  void Start(EnvServiceOptions service) {
+    env_.AddTask("dev", {"t1", {}, "prompt"});
+    EnvServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.service = service;
+    auto server = EnvGrpcServer::Start(env_, options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = env_v1::Environment::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    env_.HoldSubmissions(false);
+    server_.reset();
+  }
+
+  static env_v1::SubmitRequest Request(const std::string& request_id) {
+    env_v1::SubmitRequest request;
+    request.mutable_task()->set_task_id("t1");
+    request.set_reply("a reply");
+    request.set_request_id(request_id);
+    return request;
+  }
+
+  absl::Status Submit(const env_v1::SubmitRequest& request) {
+    grpc::ClientContext context;
+    env_v1::SubmitResponse response;
+    return FromGrpcStatus(stub_->Submit(&context, request, &response));
+  }
+
+  FakeEnvironment env_;
+  std::unique_ptr<EnvGrpcServer> server_;
+  std::unique_ptr<env_v1::Environment::Stub> stub_;
+};
+
+TEST_F(EnvServiceLimitsTest, RpcsPastTheCapAreResourceExhaustedWithARetryDelay) {
+  EnvServiceOptions service;
+  service.max_concurrent_rpcs = 1;
+  service.busy_retry_delay = absl::Seconds(2);
+  Start(service);
+  env_.HoldSubmissions(true);
+  const env_v1::SubmitRequest held_request = Request("r1");
+  grpc::ClientContext held_context;
+  env_v1::SubmitResponse held_response;
+  absl::Notification held_done;
+  grpc::Status held_status;
+  stub_->async()->Submit(&held_context, &held_request, &held_response, [&](grpc::Status s) {
+    held_status = s;
+    held_done.Notify();
+  });
+  env_.WaitForSubmissions(1);
+  const absl::Status refused = Submit(Request("r2"));
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
+                                HasSubstr("RPCs in progress (--max-concurrent-rpcs)")));
+  EXPECT_EQ(RetryDelay(refused), absl::Seconds(2));
+  EXPECT_EQ(env_.submissions(), 1);
+  env_.HoldSubmissions(false);
+  ASSERT_TRUE(held_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(held_status.ok()) << held_status.error_message();
+  // The permit is released before the first RPC finishes: the next call is admitted.
+  EXPECT_TRUE(Submit(Request("r3")).ok());
+}
+
+TEST_F(EnvServiceLimitsTest, AnOversizedRequestIdIsRefusedAndNeverEchoed) {
+  Start(EnvServiceOptions{});
+  const std::string id(5000, 'i');
+  const absl::Status status = Submit(Request(id));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("request_id is 5000 bytes; the limit is 1024 "
+                                         "(max_field_bytes)")));
+  EXPECT_THAT(std::string(status.message()), Not(HasSubstr(id)));
+  env_v1::SubmitRequest long_task = Request("r");
+  long_task.mutable_task()->set_task_id(std::string(2000, 't'));
+  EXPECT_THAT(Submit(long_task), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("task.task_id is 2000 bytes")));
+  env_v1::SubmitBatchRequest batch;
+  *batch.add_submissions() = Request("ok");
+  *batch.add_submissions() = Request(id);
+  grpc::ClientContext context;
+  env_v1::SubmitBatchResponse response;
+  EXPECT_THAT(FromGrpcStatus(stub_->SubmitBatch(&context, batch, &response)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("submissions[1]: request_id is 5000 bytes")));
+  EXPECT_EQ(env_.submissions(), 0);
+}
+
+TEST_F(EnvServiceLimitsTest, ASubmitWithoutADeadlineGetsTheDefaultDeadline) {
+  EnvServiceOptions service;
+  service.default_deadline = absl::Minutes(3);
+  Start(service);
+  const absl::Time before = Clock::Real().Now();
+  ASSERT_TRUE(Submit(Request("r")).ok());
+  EXPECT_GE(env_.last_deadline(), before + absl::Minutes(3));
+  EXPECT_LE(env_.last_deadline(), Clock::Real().Now() + absl::Minutes(3));
+}
+
+}  // namespace
+}  // namespace hb::env
