@@ -68,16 +68,21 @@ void OrsSessionManager::DropCall(absl::string_view call_id) {
   calls_.erase(it);
 }
 
-void OrsSessionManager::ForgetOldestFinished() {
+OrsSessionManager::CallMap::iterator OrsSessionManager::OldestFinished() {
   while (!finished_order_.empty()) {
     auto it = calls_.find(finished_order_.front());
-    finished_order_.pop_front();
-    if (it != calls_.end() && it->second.done) {
-      calls_.erase(it);
-      --finished_count_;
-      return;
-    }
+    if (it != calls_.end() && it->second.done) return it;
+    finished_order_.pop_front();  // dropped or reaped already
   }
+  return calls_.end();
+}
+
+void OrsSessionManager::ForgetOldestFinished() {
+  auto it = OldestFinished();
+  if (it == calls_.end()) return;
+  finished_order_.pop_front();
+  calls_.erase(it);
+  --finished_count_;
 }
 
 const OrsSessionManager::Call* OrsSessionManager::FindCall(absl::string_view call_id) const {
@@ -97,14 +102,10 @@ std::vector<std::string> OrsSessionManager::Reap() {
     }
   }
   // finished_order_ is in finishing order: stop at the first call still lingering.
-  while (!finished_order_.empty()) {
-    auto it = calls_.find(finished_order_.front());
-    const bool stale = it == calls_.end() || !it->second.done;
-    if (!stale && now - it->second.finished_at < options_.call_linger) break;
-    finished_order_.pop_front();
-    if (stale) continue;
-    calls_.erase(it);
-    --finished_count_;
+  for (auto it = OldestFinished();
+       it != calls_.end() && now - it->second.finished_at >= options_.call_linger;
+       it = OldestFinished()) {
+    ForgetOldestFinished();
   }
   std::sort(reaped.begin(), reaped.end());
   return reaped;

@@ -82,7 +82,11 @@ class OrsSessionManager {
   std::vector<std::string> Reap();
 
  private:
-  // Erases the oldest finished call still kept (skipping stale ids).
+  using CallMap = absl::flat_hash_map<std::string, Call>;
+  // The oldest finished call still kept (stale ids at the front of finished_order_ are
+  // dropped on the way), or calls_.end().
+  CallMap::iterator OldestFinished();
+  // Erases the oldest finished call still kept, if any.
   void ForgetOldestFinished();
 
   struct Session {
@@ -94,7 +98,7 @@ class OrsSessionManager {
   const Options options_;
   std::function<std::string()> new_id_;
   absl::flat_hash_map<std::string, Session> sessions_;
-  absl::flat_hash_map<std::string, Call> calls_;
+  CallMap calls_;
   // Ids of finished calls in the order they finished (so also by finished_at); may name calls
   // already dropped or reaped, which are skipped.
   std::deque<std::string> finished_order_;
