@@ -31,7 +31,10 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
   try {  // civetweb reports bind failures by throwing
     exposer = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", listen, ": ", e.what(),
+        " Is the port taken (by another server on this host)? Give a free one with "
+        "--metrics-listen=HOST:PORT (port 0 picks one), or --metrics-listen= to turn metrics off"));
   }
   exposer->RegisterCollectable(registry);
   return exposer;
