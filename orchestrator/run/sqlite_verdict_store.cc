@@ -209,6 +209,14 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     " prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
                     " completion_tokens INTEGER NOT NULL, error TEXT,"
                     " time_unix_ms INTEGER NOT NULL,"
+                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+                    "CREATE TABLE IF NOT EXISTS batches(name TEXT PRIMARY KEY,"
+                    " input_path TEXT NOT NULL, requests INTEGER NOT NULL, file_id TEXT,"
+                    " batch_id TEXT, state TEXT NOT NULL);"
+                    "CREATE TABLE IF NOT EXISTS batch_rows("
+                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
+                    " rubric_index INTEGER NOT NULL, batch TEXT NOT NULL,"
+                    " attempts INTEGER NOT NULL,"
                     " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;");
     }
     if (!status.ok()) return fail(status);
@@ -410,6 +418,106 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");
   return out;
+}
+
+absl::Status SqliteVerdictStore::InTransaction(const std::function<absl::Status()>& body) {
+  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
+  absl::Status status = body();
+  if (!status.ok()) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return status;
+  }
+  return Exec(db_, path_, "COMMIT");
+}
+
+absl::StatusOr<std::vector<BatchRecord>> SqliteVerdictStore::Batches() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT name, input_path, requests, file_id, batch_id, state FROM batches"
+                 " ORDER BY name");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batches");
+  std::vector<BatchRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = stmt.get();
+    out.push_back(BatchRecord{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int64(s, 2),
+                              ColumnText(s, 3), ColumnText(s, 4), ColumnText(s, 5)});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batches");
+  return out;
+}
+
+absl::Status SqliteVerdictStore::SaveBatch(const BatchRecord& batch,
+                                           const std::vector<BatchRowEntry>& rows) {
+  absl::MutexLock lock(&db_mu_);
+  return InTransaction([&]() -> absl::Status {
+    Statement b(db_,
+                "INSERT OR REPLACE INTO batches(name, input_path, requests, file_id, batch_id,"
+                " state) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (b.rc() != SQLITE_OK) return SqliteError(db_, b.rc(), path_, "preparing a batch");
+    BindText(b.get(), 1, batch.name);
+    BindText(b.get(), 2, batch.input_path);
+    sqlite3_bind_int64(b.get(), 3, batch.requests);
+    BindText(b.get(), 4, batch.file_id);
+    BindText(b.get(), 5, batch.batch_id);
+    BindText(b.get(), 6, batch.state);
+    int rc = sqlite3_step(b.get());
+    if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving a batch");
+    Statement r(db_,
+                "INSERT OR REPLACE INTO batch_rows(checkpoint, prompt_id, rubric_index, batch,"
+                " attempts) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (r.rc() != SQLITE_OK) return SqliteError(db_, r.rc(), path_, "preparing batch rows");
+    for (const BatchRowEntry& row : rows) {
+      sqlite3_stmt* s = r.get();
+      sqlite3_reset(s);
+      BindText(s, 1, row.key.checkpoint);
+      BindText(s, 2, row.key.prompt_id);
+      sqlite3_bind_int(s, 3, row.key.rubric_index);
+      BindText(s, 4, row.batch);
+      sqlite3_bind_int(s, 5, row.attempts);
+      rc = sqlite3_step(s);
+      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving batch rows");
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<BatchRowEntry>> SqliteVerdictStore::BatchRows() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT checkpoint, prompt_id, rubric_index, batch, attempts FROM batch_rows");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batch rows");
+  std::vector<BatchRowEntry> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = stmt.get();
+    out.push_back(
+        BatchRowEntry{RowKey{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int(s, 2)},
+                      ColumnText(s, 3), sqlite3_column_int(s, 4)});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batch rows");
+  return out;
+}
+
+absl::Status SqliteVerdictStore::ForgetBatchRows(const std::vector<RowKey>& keys) {
+  if (keys.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&db_mu_);
+  return InTransaction([&]() -> absl::Status {
+    Statement d(db_,
+                "DELETE FROM batch_rows WHERE checkpoint = ?1 AND prompt_id = ?2 AND"
+                " rubric_index = ?3");
+    if (d.rc() != SQLITE_OK) return SqliteError(db_, d.rc(), path_, "preparing a delete");
+    for (const RowKey& key : keys) {
+      sqlite3_stmt* s = d.get();
+      sqlite3_reset(s);
+      BindText(s, 1, key.checkpoint);
+      BindText(s, 2, key.prompt_id);
+      sqlite3_bind_int(s, 3, key.rubric_index);
+      const int rc = sqlite3_step(s);
+      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "forgetting batch rows");
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace hb

@@ -17,9 +17,14 @@
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
 //        PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+//   batches(name PRIMARY KEY, input_path, requests, file_id, batch_id, state)   (batch_journal.h)
+//   batch_rows(checkpoint, prompt_id, rubric_index, batch, attempts,
+//              PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+// The batch tables are written synchronously by the calling thread (not batched).
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "orchestrator/run/batch_journal.h"
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
@@ -53,7 +59,7 @@ struct SqliteVerdictStoreOptions {
   absl::Duration batch_interval = absl::Milliseconds(50);
 };
 
-class SqliteVerdictStore final : public VerdictStore {
+class SqliteVerdictStore final : public VerdictStore, public BatchJournal {
  public:
   // Opens or creates the journal and starts the writer thread.
   //
@@ -77,6 +83,11 @@ class SqliteVerdictStore final : public VerdictStore {
   absl::Status Flush() override;
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
 
+  absl::StatusOr<std::vector<BatchRecord>> Batches() override;
+  absl::Status SaveBatch(const BatchRecord& batch, const std::vector<BatchRowEntry>& rows) override;
+  absl::StatusOr<std::vector<BatchRowEntry>> BatchRows() override;
+  absl::Status ForgetBatchRows(const std::vector<RowKey>& keys) override;
+
   // The path the old journal was moved to by `force_new` (empty when nothing was moved).
   const std::string& moved_aside_path() const { return moved_aside_path_; }
   // Transactions committed by the writer thread so far (for tests).
@@ -86,6 +97,9 @@ class SqliteVerdictStore final : public VerdictStore {
   SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
   void WriterLoop();
   absl::Status WriteBatch(const std::vector<RowRecord>& rows);
+  // Runs `body` (statements on db_) in one IMMEDIATE transaction; rolls back on error.
+  absl::Status InTransaction(const std::function<absl::Status()>& body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
 
   const std::string path_;
   const SqliteVerdictStoreOptions options_;

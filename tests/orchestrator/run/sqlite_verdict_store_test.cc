@@ -327,5 +327,37 @@ TEST(SqliteVerdictStoreTest, NotADatabaseIsDataLoss) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr(dir + "/journal.sqlite")));
 }
 
+// The batch tables (batch_journal.h): a batch's record and rows commit together, survive a
+// reopen, and rows leave batch_rows once forgotten.
+TEST(SqliteVerdictStoreTest, BatchRecordsAndRowsSurviveReopen) {
+  const std::string dir = hb::testing::MakeTempDir();
+  BatchRecord batch{"batch-000001", dir + "/batch/batch-000001.jsonl", 2, "", "", "written"};
+  {
+    HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteVerdictStore> store,
+                            SqliteVerdictStore::Open(Options(dir)));
+    HB_ASSERT_OK(store->SaveBatch(batch, {{RowKey{"base", "p1", 0}, "batch-000001", 1},
+                                          {RowKey{"base", "p1", 1}, "batch-000001", 1}}));
+    batch.file_id = "file-1";
+    batch.batch_id = "batch_abc";
+    batch.state = "submitted";
+    HB_ASSERT_OK(store->SaveBatch(batch, {}));
+  }
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteVerdictStore> store,
+                          SqliteVerdictStore::Open(Options(dir)));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<BatchRecord> batches, store->Batches());
+  ASSERT_THAT(batches, SizeIs(1));
+  EXPECT_EQ(batches[0].batch_id, "batch_abc");
+  EXPECT_EQ(batches[0].file_id, "file-1");
+  EXPECT_EQ(batches[0].state, "submitted");
+  EXPECT_EQ(batches[0].requests, 2);
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<BatchRowEntry> rows, store->BatchRows());
+  ASSERT_THAT(rows, SizeIs(2));
+  EXPECT_EQ(rows[0].attempts, 1);
+  HB_ASSERT_OK(store->ForgetBatchRows({RowKey{"base", "p1", 0}}));
+  HB_ASSERT_OK_AND_ASSIGN(rows, store->BatchRows());
+  ASSERT_THAT(rows, SizeIs(1));
+  EXPECT_EQ(rows[0].key, (RowKey{"base", "p1", 1}));
+}
+
 }  // namespace
 }  // namespace hb
