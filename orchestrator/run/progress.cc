@@ -10,11 +10,7 @@
 namespace hb {
 
 double EstimatedCostUsd(const ProgressSnapshot& s, const TokenPrices& prices) {
-  const int64_t uncached = std::max<int64_t>(0, s.prompt_tokens - s.cached_tokens);
-  return (static_cast<double>(uncached) * prices.input_per_mtok +
-          static_cast<double>(s.cached_tokens) * prices.cached_input_per_mtok +
-          static_cast<double>(s.completion_tokens) * prices.output_per_mtok) /
-         1e6;
+  return TokenCostUsd(s.prompt_tokens, s.cached_tokens, s.completion_tokens, prices);
 }
 
 std::string FormatTokenCount(int64_t tokens) {
