@@ -116,6 +116,7 @@ BatchGrader::BatchGrader(BatchApi& api, VerdictStore& store, BatchJournal& journ
 void BatchGrader::RequestStop() {
   absl::MutexLock lock(&mu_);
   stop_ = true;
+  cv_.SignalAll();
 }
 
 bool BatchGrader::Stopping() {
@@ -133,13 +134,12 @@ bool BatchGrader::Wait(absl::Duration d) {
   const Scheduler::TimerId timer = scheduler_.Schedule(d, [this] {
     absl::MutexLock lock(&mu_);
     ++wakeups_;
+    cv_.SignalAll();
   });
   bool stopped;
   {
     absl::MutexLock lock(&mu_);
-    auto woken = [this, seen]()
-                     ABSL_NO_THREAD_SAFETY_ANALYSIS { return stop_ || wakeups_ != seen; };
-    mu_.Await(absl::Condition(&woken));
+    while (!stop_ && wakeups_ == seen) cv_.Wait(&mu_);
     stopped = stop_;
   }
   if (stopped) scheduler_.CancelTimer(timer);
@@ -420,13 +420,13 @@ absl::Status BatchGrader::Record(Active& a, std::vector<size_t>& retry) {
   HB_RETURN_IF_ERROR(Internal(journal_.ForgetBatchRows(forget)));
   a.record.state = "done";
   ++progress_.states["done"];
+  progress_.requests_completed += a.info.completed;
+  progress_.requests_failed += a.info.failed;
   return Internal(journal_.SaveBatch(a.record, {}));
 }
 
 void BatchGrader::Report() {
   BatchProgress p = progress_;
-  p.requests_completed = 0;
-  p.requests_failed = 0;
   for (const Active& a : active_) {
     ++p.states[a.info.status];
     p.requests_completed += a.info.completed;

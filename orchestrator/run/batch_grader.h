@@ -63,7 +63,7 @@ struct BatchProgress {
   // Batches of this run's journal by their last known status (validating, in_progress, ...,
   // "written"/"uploaded" before they exist upstream, "done" once recorded).
   std::map<std::string, int64_t> states;
-  // request_counts summed over the batches not yet recorded.
+  // request_counts summed over this run's batches (as last polled).
   int64_t requests_completed = 0;
   int64_t requests_failed = 0;
   // Rows recorded by this run, and rows queued for another attempt.
@@ -143,6 +143,7 @@ class BatchGrader {
   std::vector<size_t> fallback_;
 
   absl::Mutex mu_;
+  absl::CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t wakeups_ ABSL_GUARDED_BY(mu_) = 0;
 };
