@@ -14,6 +14,7 @@
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/grading/grader_reply.h"
+#include "grader/grader.h"
 #include "llm/openai_llm_client.h"
 #include "orchestrator/run/row_request.h"
 
@@ -43,7 +44,9 @@ std::string InputLine(const std::string& custom_id, const std::string& body) {
 // A final failure: retrying the same request cannot help (online grading does not retry
 // these either).
 bool FinalCode(absl::StatusCode code) {
-  return code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kUnauthenticated ||
+  return code == absl::StatusCode::kInvalidArgument ||
+         code == absl::StatusCode::kFailedPrecondition ||
+         code == absl::StatusCode::kUnauthenticated ||
          code == absl::StatusCode::kPermissionDenied || code == absl::StatusCode::kNotFound;
 }
 
@@ -54,7 +57,7 @@ struct LineResult {
 };
 
 // One line of an output or error file, through the online path's parsers.
-LineResult ParseResultLine(absl::string_view line, absl::string_view api_key) {
+LineResult ParseResultLine(absl::string_view line, const BatchGradingOptions& options) {
   LineResult result;
   rapidjson::Document doc;
   if (!ParseJson(line, doc).ok() || !doc.IsObject()) {
@@ -87,12 +90,18 @@ LineResult ParseResultLine(absl::string_view line, absl::string_view api_key) {
   http.status_code = status->GetInt();
   http.body = body->IsString() ? std::string(body->GetString(), body->GetStringLength())
                                : WriteJson([&](JsonWriter& w) { body->Accept(w); });
-  absl::StatusOr<ChatResult> chat = InterpretChatResponse(http, api_key);
+  absl::StatusOr<ChatResult> chat = InterpretChatResponse(http, options.api_key);
   if (!chat.ok()) {
     result.verdict = chat.status();
     return result;
   }
   result.usage = chat->usage;
+  if (absl::Status size =
+          CheckGraderReplySize(chat->content.size(), options.limits, options.settings.max_tokens);
+      !size.ok()) {
+    result.verdict = std::move(size);
+    return result;
+  }
   result.verdict = ParseGraderReply(chat->content);
   return result;
 }
@@ -367,7 +376,7 @@ absl::Status BatchGrader::Record(Active& a, std::vector<size_t>& retry) {
     if (file_id->empty()) continue;
     HB_ASSIGN_OR_RETURN(std::string content, api_.FileContent(*file_id));
     for (absl::string_view line : absl::StrSplit(content, '\n', absl::SkipWhitespace())) {
-      LineResult result = ParseResultLine(line, options_.api_key);
+      LineResult result = ParseResultLine(line, options_);
       progress_.prompt_tokens += result.usage.prompt_tokens;
       progress_.cached_tokens += result.usage.cached_tokens;
       progress_.completion_tokens += result.usage.completion_tokens;

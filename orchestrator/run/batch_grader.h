@@ -11,8 +11,8 @@
 // and its verdict is recorded in the VerdictStore. A line that failed, expired, was malformed,
 // or is missing (a cancelled or failed batch) is sent again in a follow-up batch (or returned
 // for online grading with `fallback_online`) until the row has had `max_attempts` attempts;
-// then, or at once for a final error (HTTP 400/401/403/404), it is recorded as failed, never as
-// a verdict.
+// then, or at once for a final error (HTTP 400/401/403/404, a reply over
+// max_grader_reply_bytes), it is recorded as failed, never as a verdict.
 //
 // A run killed at any point resumes from the journal: batches already created are polled
 // again, never re-created; a file uploaded but not yet turned into a batch is looked up in the
@@ -33,6 +33,7 @@
 #include "common/base/scheduler.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
+#include "grader/grader.h"
 #include "orchestrator/run/batch_api.h"
 #include "orchestrator/run/batch_journal.h"
 #include "orchestrator/run/row_plan.h"
@@ -52,6 +53,8 @@ struct BatchGradingOptions {
   // Rows to re-send are returned (BatchOutcome::fallback_rows) instead of batched again.
   bool fallback_online = false;
   GraderSettings settings;
+  // max_grader_reply_bytes: a longer answer is a final failure, as online.
+  GraderLimits limits;
   bool send_prompt_cache_key = false;
   // Scrubbed from every error message.
   std::string api_key;

@@ -383,6 +383,7 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
   batch_options.max_attempts = options.grader_options.retry.max_attempts;
   batch_options.fallback_online = options.batch.fallback == "online";
   batch_options.settings = options.grader_options.settings;
+  batch_options.limits = options.grader_options.limits;
   batch_options.send_prompt_cache_key = options.send_prompt_cache_key;
   batch_options.api_key = llm.api_key;
   const bool show = options.progress != ProgressMode::kOff;
