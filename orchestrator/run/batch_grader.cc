@@ -189,8 +189,7 @@ absl::Status BatchGrader::Load(std::vector<PlannedRow> rows) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BatchOutcome> BatchGrader::Run(std::vector<PlannedRow> rows) {
-  HB_RETURN_IF_ERROR(Load(std::move(rows)));
+absl::StatusOr<std::vector<size_t>> BatchGrader::ReadyRows() {
   std::vector<bool> pending(rows_.size(), false);
   for (const Active& a : active_) {
     for (size_t i : a.rows) pending[i] = true;
@@ -223,6 +222,12 @@ absl::StatusOr<BatchOutcome> BatchGrader::Run(std::vector<PlannedRow> rows) {
     HB_RETURN_IF_ERROR(Internal(store_.Flush()));
     HB_RETURN_IF_ERROR(Internal(journal_.ForgetBatchRows(exhausted)));
   }
+  return ready;
+}
+
+absl::StatusOr<BatchOutcome> BatchGrader::Run(std::vector<PlannedRow> rows) {
+  HB_RETURN_IF_ERROR(Load(std::move(rows)));
+  HB_ASSIGN_OR_RETURN(std::vector<size_t> ready, ReadyRows());
   if (!active_.empty()) {
     HB_LOG_INFO("batch: resuming {} journaled batch(es) not finished", active_.size());
   }

@@ -118,6 +118,10 @@ class BatchGrader {
   };
 
   absl::Status Load(std::vector<PlannedRow> rows);
+  // After Load: the rows to send now (not in an unfinished batch). Rows whose attempts are
+  // spent are recorded as failed; with fallback_online, rows that failed before go to
+  // fallback_.
+  absl::StatusOr<std::vector<size_t>> ReadyRows();
   // Writes, journals, uploads and creates batches for `ready` rows.
   absl::Status Submit(const std::vector<size_t>& ready);
   // Uploads and creates the batch of `active` (state written or uploaded).

@@ -340,7 +340,8 @@ absl::StatusOr<bool> GradeOnline(const RunOptions& options, RunPlan plan, Verdic
 }
 
 // One progress line of a batch run: "batch: 3 batch(es) [in_progress 2, done 1] | requests 1200
-// completed, 3 failed | rows 1197 graded, 0 failed, 3 to re-send | $0.12 at batch price".
+// completed, 3 failed | rows 1197 graded, 0 failed, 3 re-sent | tokens ... | $0.12 at batch
+// price (x0.5)".
 std::string FormatBatchProgress(const BatchProgress& p, const RunOptions& options) {
   std::vector<std::string> states;
   int64_t batches = 0;
@@ -356,6 +357,25 @@ std::string FormatBatchProgress(const BatchProgress& p, const RunOptions& option
       BatchCostUsd(p.prompt_tokens, p.cached_tokens, p.completion_tokens, options.prices,
                    options.batch_price_factor),
       options.batch_price_factor);
+}
+
+BatchGradingOptions MakeBatchGradingOptions(const RunOptions& options) {
+  BatchGradingOptions batch_options;
+  batch_options.dir = JoinPath(options.RunDir(), "batch");
+  batch_options.max_requests = options.batch.max_requests;
+  batch_options.max_file_bytes = options.batch.max_file_bytes;
+  batch_options.poll_interval = options.batch.poll_interval;
+  batch_options.max_attempts = options.grader_options.retry.max_attempts;
+  batch_options.fallback_online = options.batch.fallback == "online";
+  batch_options.settings = options.grader_options.settings;
+  batch_options.limits = options.grader_options.limits;
+  batch_options.send_prompt_cache_key = options.send_prompt_cache_key;
+  batch_options.api_key = options.grader_options.llm.api_key;
+  const bool show = options.progress != ProgressMode::kOff;
+  batch_options.on_progress = [&options, show](const BatchProgress& p) {
+    if (show) std::fprintf(stderr, "%s\n", FormatBatchProgress(p, options).c_str());
+  };
+  return batch_options;
 }
 
 // Grades `plan.rows` through the Batch API (or, with --batch-cancel, cancels the journal's
@@ -375,21 +395,7 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
   api_options.retry = options.grader_options.retry;
   BatchApi api(*http, *http, api_options);
   HB_RETURN_IF_ERROR(api.Probe());
-  BatchGradingOptions batch_options;
-  batch_options.dir = JoinPath(options.RunDir(), "batch");
-  batch_options.max_requests = options.batch.max_requests;
-  batch_options.max_file_bytes = options.batch.max_file_bytes;
-  batch_options.poll_interval = options.batch.poll_interval;
-  batch_options.max_attempts = options.grader_options.retry.max_attempts;
-  batch_options.fallback_online = options.batch.fallback == "online";
-  batch_options.settings = options.grader_options.settings;
-  batch_options.limits = options.grader_options.limits;
-  batch_options.send_prompt_cache_key = options.send_prompt_cache_key;
-  batch_options.api_key = llm.api_key;
-  const bool show = options.progress != ProgressMode::kOff;
-  batch_options.on_progress = [&options, show](const BatchProgress& p) {
-    if (show) std::fprintf(stderr, "%s\n", FormatBatchProgress(p, options).c_str());
-  };
+  BatchGradingOptions batch_options = MakeBatchGradingOptions(options);
   BatchGrader grader(api, journal, journal, inputs.grader_template, *http, batch_options);
   stop.Attach(&grader);
   absl::StatusOr<BatchOutcome> outcome = options.batch.cancel
