@@ -59,6 +59,20 @@ absl::StatusOr<BatchInfo> BatchFromJson(const rapidjson::Value& v) {
   return info;
 }
 
+// kFailedPrecondition when `response` is a final refusal (a 4xx other than 408/409/429), else
+// OK.
+absl::Status Refusal(const HttpResponse& response, const std::string& what,
+                     const std::string& url) {
+  const int code = response.status_code;
+  if ((code >= 200 && code < 300) || RetryableHttp(code)) return absl::OkStatus();
+  const bool key = code == 401 || code == 403;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the Batch API refused ", what, " (", url, "): HTTP ", code, ": ", ServerMessage(response),
+      key ? "; check the API key (--llm-api-key-file or $OPENAI_API_KEY) and that it may use "
+            "the Batch API"
+          : ""));
+}
+
 }  // namespace
 
 bool BatchInfo::Terminal() const {
@@ -108,14 +122,7 @@ absl::StatusOr<HttpResponse> BatchApi::Call(HttpRequest request, const std::stri
       const int code = response->status_code;
       if (code >= 200 && code < 300) return response;
       failure = absl::StrCat("HTTP ", code, ": ", ServerMessage(*response));
-      if (!RetryableHttp(code)) {
-        const bool key = code == 401 || code == 403;
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the Batch API refused ", what, " (", url, "): ", failure,
-            key ? "; check the API key (--llm-api-key-file or $OPENAI_API_KEY) and that it may "
-                  "use the Batch API"
-                : ""));
-      }
+      HB_RETURN_IF_ERROR(Refusal(*response, what, url));
       retry_after = RetryAfterOf(*response);
     } else {
       failure = std::string(response.status().message());
@@ -142,10 +149,11 @@ absl::Status BatchApi::Probe() {
                                                    response.status().message(),
                                                    "; check --llm-base-url"));
   }
-  if (response->status_code >= 200 && response->status_code < 300) return absl::OkStatus();
-  HttpRequest again = Request("GET", "/batches?limit=1");
-  // Classify through Call with one attempt: the same messages as every other call.
-  return Call(std::move(again), "GET /batches", /*max_attempts=*/1).status();
+  const int code = response->status_code;
+  if (code >= 200 && code < 300) return absl::OkStatus();
+  HB_RETURN_IF_ERROR(Refusal(*response, "GET /batches", url));
+  return absl::UnavailableError(absl::StrCat("the Batch API at ", url, " answered HTTP ", code,
+                                             ": ", ServerMessage(*response)));
 }
 
 absl::StatusOr<std::string> BatchApi::UploadFile(const std::string& path) {
