@@ -59,8 +59,8 @@ struct SimHttpRequest {
   absl::string_view method;         // "GET", "POST", ...
   absl::string_view path;           // without the query string
   absl::string_view authorization;  // the Authorization header, empty when absent
-  absl::string_view content_type;   // the Content-Type header, empty when absent
   absl::string_view body;
+  absl::string_view content_type;  // the Content-Type header, empty when absent
 };
 
 // What the server must do.
