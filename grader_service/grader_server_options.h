@@ -53,7 +53,7 @@ struct GraderServerOptions {
   absl::Duration default_deadline = absl::Minutes(10);
   // Largest request accepted, in bytes.
   int max_receive_message_bytes = 64 << 20;
-  // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to
+  // Serve grpc.reflection.v1 and v1alpha ServerReflection (lists the services and their schemas to
   // any client). Off by default.
   bool reflection = false;
   // TLS, mTLS, bearer tokens and the listen policy (security/transport_security.h): a
