@@ -115,9 +115,9 @@ std::optional<CachedVerdict> SqliteVerdictCache::Lookup(const std::string& key) 
 void SqliteVerdictCache::Store(const std::string& key, const CachedVerdict& verdict) {
   absl::MutexLock lock(&mu_);
   sqlite3_reset(store_);
-  auto text = [this](int index, const std::string& value) {
-    sqlite3_bind_text(store_, index, value.data(), static_cast<int>(value.size()),
-                      SQLITE_TRANSIENT);
+  sqlite3_stmt* const stmt = store_;
+  auto text = [stmt](int index, const std::string& value) {
+    sqlite3_bind_text(stmt, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   };
   text(1, key);
   text(2, verdict.raw_reply);
