@@ -11,7 +11,7 @@
 // Only prompt_id, rubric_index, criteria_met and explanation (resp. reason) are required; the
 // usage fields default to attempts 1 and 0 tokens, from_cache to false. Unknown keys are
 // ignored. A `from_cache` row was answered from the grader's verdict cache: its tokens are the
-// cached grading's, saved rather than spent (attempts 0).
+// cached grading's, saved rather than spent (`attempts` counts grader calls, as for any row).
 #pragma once
 
 #include <cstdint>
