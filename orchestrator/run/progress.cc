@@ -10,7 +10,7 @@
 namespace hb {
 
 double EstimatedCostUsd(const ProgressSnapshot& s, const TokenPrices& prices) {
-  return TokenCostUsd(s.prompt_tokens, s.cached_tokens, s.completion_tokens, prices);
+  return CostUsd({s.prompt_tokens, s.cached_tokens, s.completion_tokens}, prices);
 }
 
 std::string FormatTokenCount(int64_t tokens) {
@@ -55,6 +55,7 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
       s.done_rows, s.total_rows, pct, rate, eta, in_flight, s.retries, s.failed_rows,
       FormatTokenCount(s.prompt_tokens), FormatTokenCount(s.cached_tokens),
       FormatTokenCount(s.completion_tokens), EstimatedCostUsd(s, prices));
+  if (s.from_cache_rows > 0) absl::StrAppend(&line, " | from cache ", s.from_cache_rows);
   if (s.stopping) absl::StrAppend(&line, " | stopping: draining in-flight rows");
   return line;
 }

@@ -14,18 +14,12 @@ absl::Status ValidateTokenPrices(const TokenPrices& prices) {
   return absl::OkStatus();
 }
 
-double TokenCostUsd(int64_t prompt_tokens, int64_t cached_tokens, int64_t completion_tokens,
-                    const TokenPrices& prices) {
-  const int64_t uncached = std::max<int64_t>(0, prompt_tokens - cached_tokens);
+double CostUsd(const TokenCounts& tokens, const TokenPrices& prices, double price_factor) {
+  const int64_t uncached = std::max<int64_t>(0, tokens.prompt_tokens - tokens.cached_tokens);
   return (static_cast<double>(uncached) * prices.input_per_mtok +
-          static_cast<double>(cached_tokens) * prices.cached_input_per_mtok +
-          static_cast<double>(completion_tokens) * prices.output_per_mtok) /
-         1e6;
-}
-
-double BatchCostUsd(int64_t prompt_tokens, int64_t cached_tokens, int64_t completion_tokens,
-                    const TokenPrices& prices, double factor) {
-  return TokenCostUsd(prompt_tokens, cached_tokens, completion_tokens, prices) * factor;
+          static_cast<double>(tokens.cached_tokens) * prices.cached_input_per_mtok +
+          static_cast<double>(tokens.completion_tokens) * prices.output_per_mtok) /
+         1e6 * price_factor;
 }
 
 absl::Status ValidateBatchPriceFactor(double factor) {
