@@ -17,10 +17,13 @@
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
 //        PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+//   replies(checkpoint, prompt_id, reply, time_unix_ms, PRIMARY KEY (checkpoint, prompt_id))
+//        (run --policy: the sampled replies, ReplyJournal; same batching and durability)
 #pragma once
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -34,6 +37,7 @@
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace hb {
 
@@ -53,7 +57,7 @@ struct SqliteVerdictStoreOptions {
   absl::Duration batch_interval = absl::Milliseconds(50);
 };
 
-class SqliteVerdictStore final : public VerdictStore {
+class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
  public:
   // Opens or creates the journal and starts the writer thread.
   //
@@ -76,6 +80,8 @@ class SqliteVerdictStore final : public VerdictStore {
   void Append(RowRecord row, CommitCallback on_commit) override;
   absl::Status Flush() override;
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
+  void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
+  absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
 
   // The path the old journal was moved to by `force_new` (empty when nothing was moved).
   const std::string& moved_aside_path() const { return moved_aside_path_; }
@@ -84,8 +90,17 @@ class SqliteVerdictStore final : public VerdictStore {
 
  private:
   SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
+  // A queued row or reply (exactly one of them) and its callback.
+  struct Queued {
+    std::optional<RowRecord> row;
+    std::optional<ReplyRecord> reply;
+    CommitCallback on_commit;
+  };
+  void Enqueue(Queued entry);
   void WriterLoop();
-  absl::Status WriteBatch(const std::vector<RowRecord>& rows);
+  absl::Status WriteBatch(const std::vector<Queued>& batch);
+  absl::Status WriteRow(sqlite3_stmt* insert, const RowRecord& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
 
   const std::string path_;
   const SqliteVerdictStoreOptions options_;
@@ -100,7 +115,7 @@ class SqliteVerdictStore final : public VerdictStore {
   absl::CondVar queue_cv_;
   // Signalled when a batch completed.
   absl::CondVar completed_cv_;
-  std::deque<std::pair<RowRecord, CommitCallback>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   // Rows appended / completed (committed or failed) so far; Flush waits for equality.
   int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;

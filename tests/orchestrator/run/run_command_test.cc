@@ -161,7 +161,7 @@ TEST(ParseRunArgsTest, Errors) {
   const std::vector<Case> cases = {
       {{"--out=o", "--responses=r.jsonl"}, "--dataset is required"},
       {{"--dataset=d", "--responses=r.jsonl"}, "--out is required"},
-      {Base(), "no --responses given"},
+      {Base(), "no --responses or --policy given"},
       {Base({"--responses=r.jsonl", "extra"}), "unexpected argument 'extra'"},
       {Base({"--responses=r.jsonl", "--bogus=1"}), "unknown flag --bogus=1"},
       {Base({"--responses=r.jsonl", "--verdicts=v"}), "flag --verdicts does not apply to 'run'"},
@@ -243,8 +243,8 @@ TEST(RunCommandTest, ValidateRunOptionsChecksTheStructItself) {
   RunOptions options;
   options.dataset = "d";
   options.out = "o";
-  EXPECT_THAT(ValidateRunOptions(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no --responses given")));
+  EXPECT_THAT(ValidateRunOptions(options), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("no --responses or --policy given")));
   options.checkpoints.push_back(CheckpointSpec{"a", "a.jsonl"});
   HB_EXPECT_OK(ValidateRunOptions(options));
   options.prices.output_per_mtok = -1;
