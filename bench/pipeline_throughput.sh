@@ -13,23 +13,12 @@ tasks=${2:-5000}
 policy_in_flight=${3:-100}
 grader_in_flight=${4:-1024}
 latency_ms=${5:-1000}
-shared=${HB_SHARED_DIR:-$root/../shared}
-dataset=$root/data/healthbench/2025-05-07-06-14-12_oss_eval.jsonl
-[ -f "$dataset" ] || dataset=$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl
 template=$root/data/grader_template.txt
-[ -f "$template" ] || template=$shared/reference/grader_template.txt
+[ -f "$template" ] || template=${HB_SHARED_DIR:-$root/../shared}/reference/grader_template.txt
 orch=$build/orchestrator/hb-orchestrator
-work=$(mktemp -d)
-sim_pid=""
-cleanup() { [ -z "$sim_pid" ] || kill "$sim_pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-/usr/bin/python3 "$root/scripts/make_workload.py" --dataset "$dataset" --tasks "$tasks" \
-  --out-dataset "$work/w.jsonl" --out-responses "$work/r.jsonl" > /dev/null
-"$build/simulator/hb-llm-sim" --listen 127.0.0.1:0 --threads 1 --log-level error \
-  --latency-ms "$latency_ms" --policy-latency-ms "$latency_ms" > "$work/sim.out" &
-sim_pid=$!
-for _ in $(seq 1 100); do grep -q '^listening on ' "$work/sim.out" && break; sleep 0.1; done
-addr=$(sed -n 's/^listening on //p' "$work/sim.out")
+# shellcheck source=bench/sim_workload.sh
+source "$root/bench/sim_workload.sh"
+start_sim --latency-ms "$latency_ms" --policy-latency-ms "$latency_ms"
 grader=(--grader-template "$template" --llm-base-url "http://$addr/v1" --simulated-verdicts
         --max-in-flight "$grader_in_flight" --progress off)
 

@@ -209,7 +209,11 @@ class OrchestratorCommandLine {
       one.out = PolicyResponsesPath(run, policy.name);
       one.policy_base_url = policy.base_url;
       one.request.model = policy.model;
-      HB_RETURN_IF_ERROR(ValidateSampleOptions(one));
+      if (absl::Status valid = ValidateSampleOptions(one); !valid.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--policy ", policy.name, "=", policy.model,
+                                                       "@", policy.base_url, ": ",
+                                                       valid.message()));
+      }
       sources.push_back(PolicySource{policy.name, std::move(one)});
     }
     return sources;

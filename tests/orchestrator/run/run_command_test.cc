@@ -102,6 +102,33 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
 }
 
 // "--flag=" is an empty value, never the next argument (--grader-template= records none).
+TEST(ParseRunArgsTest, PoliciesBecomeCheckpointsSampledWhileTheRunGrades) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(
+      RunOptions options,
+      ParseRunArgs(Base({"--policy=step-1=m1@http://vllm:8000/v1", "--responses=b=b.jsonl",
+                         "--policy-max-in-flight=7", "--policy-max-tokens=600"})));
+  ASSERT_EQ(options.checkpoints.size(), 2u);
+  EXPECT_EQ(options.checkpoints[1].name, "step-1");
+  EXPECT_EQ(options.checkpoints[1].path, "o/step-1/responses.jsonl");
+  ASSERT_EQ(options.policies.size(), 1u);
+  const PolicySource& policy = options.policies[0];
+  EXPECT_EQ(policy.checkpoint, "step-1");
+  EXPECT_EQ(policy.sampling.policy_base_url, "http://vllm:8000/v1");
+  EXPECT_EQ(policy.sampling.request.model, "m1");
+  EXPECT_EQ(policy.sampling.max_in_flight, 7);
+  EXPECT_EQ(policy.sampling.request.max_tokens, 600);
+  EXPECT_THAT(PolicyJournalIdentity(policy), HasSubstr("\"model\":\"m1\""));
+
+  EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@ftp://x/v1"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--policy a=m@ftp://x/v1: --policy-base-url must start with "
+                                 "http:// or https://")));
+  EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@http://x/v1", "--policy-max-in-flight=0"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--policy-max-in-flight must be >= 1")));
+}
+
 TEST(ParseRunArgsTest, EmptyValueDoesNotTakeTheNextArgument) {
   ::unsetenv("JOB_COMPLETION_INDEX");
   HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
