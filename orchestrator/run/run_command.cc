@@ -675,10 +675,18 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   if (options.simulated_verdicts) PrintSimulatedBanner();
   PrintTopFailureReasons(totals.errors);
   if (interrupted) {
-    std::fprintf(stderr,
-                 "hb-orchestrator run: interrupted; partial reports (marked incomplete) written. "
-                 "Run the same command again to grade the %lld missing row(s).\n",
-                 static_cast<long long>(totals.missing_rows));
+    int64_t not_sampled = 0;
+    for (const auto& [name, count] : totals.without_response) {
+      if (FindPolicy(options, name) != nullptr) not_sampled += count;
+    }
+    std::fprintf(
+        stderr,
+        "hb-orchestrator run: interrupted; partial reports (marked incomplete) written. "
+        "Run the same command again to grade the %lld missing row(s)%s.\n",
+        static_cast<long long>(totals.missing_rows),
+        not_sampled == 0
+            ? ""
+            : absl::StrCat(" and sample the ", not_sampled, " task(s) without a reply").c_str());
     return kRunExitInterrupted;
   }
   const bool partial = !totals.without_response.empty() && !options.allow_partial_responses;

@@ -379,6 +379,33 @@ TEST(SampleIntegrationTest, RunPolicySigkillThenResumeNeitherResamplesNorRegrade
   EXPECT_EQ(Metrics(dir + "/out/a/summary.json"), Metrics(dir + "/clean/a/summary.json"));
 }
 
+TEST(SampleIntegrationTest, RunPolicySigtermStopsSamplingWritesWhatItHasAndResumes) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim(
+      {"--policy-latency-ms=300", "--latency-ms=300", "--request-log=" + dir + "/requests.log"});
+  std::vector<std::string> args = PolicyRunArgs(sim, dir + "/out");
+  args.insert(args.end(), {"--policy-max-in-flight=2", "--progress=off"});
+  std::unique_ptr<ChildProcess> run = Spawn(args, dir + "/first.stderr");
+  ASSERT_NE(run, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 6 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const int status = run->Stop(SIGTERM, absl::Seconds(30));
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 4) << Text(dir + "/first.stderr");
+  const int64_t replies =
+      ::hb::testing::QueryJournalInt(dir + "/out/journal.sqlite", "SELECT COUNT(*) FROM replies");
+  ASSERT_LT(replies, 30);
+  // What was sampled is written, and the message says what is left.
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), replies);
+  EXPECT_THAT(Text(dir + "/first.stderr"),
+              HasSubstr(absl::StrCat("and sample the ", 30 - replies, " task(s) without a reply")));
+  ASSERT_EQ(RunOrchestrator(args, dir + "/second.stderr"), 0) << Text(dir + "/second.stderr");
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), 30);
+}
+
 TEST(SampleIntegrationTest, RunPolicyGradesASubset) {
   const std::string dir = MakeTempDir();
   LlmSim sim = StartSim({});
