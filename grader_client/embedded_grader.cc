@@ -6,6 +6,7 @@
 #include "common/base/clock.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
+#include "grader/sqlite_verdict_cache.h"
 #include "http/curl_http_client.h"
 #include "llm/openai_llm_client.h"
 
@@ -20,6 +21,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   embedded->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
   embedded->metrics_ = std::make_unique<GraderMetrics>(*embedded->registry_);
+  if (!options.verdict_cache_path.empty()) {
+    HB_ASSIGN_OR_RETURN(embedded->cache_, SqliteVerdictCache::Open(options.verdict_cache_path));
+  }
 
   CurlHttpClientOptions http_options;
   http_options.max_in_flight = options.llm.max_upstream_in_flight;
@@ -42,7 +46,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   embedded->grader_ = std::make_unique<hb::Grader>(
       *embedded->llm_, *embedded->http_, Clock::Real(),
       [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
-      std::move(grader_template), config, embedded->metrics_.get());
+      std::move(grader_template), config, embedded->metrics_.get(), embedded->cache_.get());
   embedded->client_ = std::make_unique<InProcessGraderClient>(*embedded->grader_, Clock::Real());
   return embedded;
 }
@@ -58,6 +62,7 @@ EmbeddedGrader::~EmbeddedGrader() {
   http_.reset();
   grader_.reset();
   llm_.reset();
+  cache_.reset();
 }
 
 }  // namespace hb

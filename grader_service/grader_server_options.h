@@ -40,6 +40,9 @@ struct GraderServerOptions {
   GraderLimits limits;
   std::string template_path = "data/grader_template.txt";
   bool require_reference_template = true;
+  // The verdict cache's SQLite file (`--verdict-cache`, grader/sqlite_verdict_cache.h); empty:
+  // no cache, every item is graded upstream.
+  std::string verdict_cache_path;
   // Where metrics are registered; a private registry when null.
   std::shared_ptr<prometheus::Registry> registry;
   // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with a

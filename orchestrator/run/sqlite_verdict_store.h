@@ -16,7 +16,10 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
-//        PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+//        from_cache (added to older journals on open), PRIMARY KEY (checkpoint, prompt_id,
+//        rubric_index))
+//   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
+//        adds up across resumes like the rows' tokens do
 //   replies(checkpoint, prompt_id, reply, time_unix_ms, PRIMARY KEY (checkpoint, prompt_id))
 //        (run --policy: the sampled replies, ReplyJournal; same batching and durability)
 #pragma once
@@ -82,6 +85,12 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
   void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
   absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
+
+  // Records one run's grading wall time (`started` is when it began). kInternal & co. for
+  // SQLite errors naming the path. Thread-safe.
+  absl::Status AddRunTime(absl::Time started, absl::Duration wall);
+  // The wall time of every run recorded by AddRunTime, summed. Thread-safe.
+  absl::StatusOr<absl::Duration> TotalRunTime();
 
   // The path the old journal was moved to by `force_new` (empty when nothing was moved).
   const std::string& moved_aside_path() const { return moved_aside_path_; }
