@@ -214,24 +214,35 @@ class OrchestratorCommandLine {
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
     HB_RETURN_IF_ERROR(cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options));
+    if (!policies_.empty()) {
+      HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags(options));
+    }
     return options;
   }
 
-  // The policy checkpoints of `run` (after RunOptionsFromFlags) and their sampling settings.
-  const std::vector<PolicyCheckpoint>& policies() const { return policies_; }
-  absl::StatusOr<SampleOptions> RunSamplingFromFlags() {
-    SampleOptions options;
-    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &options));
-    options.max_in_flight = run_.policy_max_in_flight;
-    if (options.max_in_flight < 1) {
+  // The policy checkpoints of `run` with their sampling settings (the flags they share).
+  absl::StatusOr<std::vector<PolicySource>> RunPoliciesFromFlags(const RunOptions& run) {
+    SampleOptions shared;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &shared));
+    shared.max_in_flight = run_.policy_max_in_flight;
+    if (shared.max_in_flight < 1) {
       return absl::InvalidArgumentError("--policy-max-in-flight must be >= 1");
     }
+    std::vector<PolicySource> sources;
     for (const PolicyCheckpoint& policy : policies_) {
-      SampleOptions one = options;
+      SampleOptions one = shared;
+      one.dataset = run.dataset;
+      one.out = PolicyResponsesPath(run, policy.name);
+      one.policy_base_url = policy.base_url;
       one.request.model = policy.model;
-      HB_RETURN_IF_ERROR(ValidatePolicyRequestSettings(one.request));
+      if (absl::Status valid = ValidateSampleOptions(one); !valid.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--policy ", policy.name, "=", policy.model,
+                                                       "@", policy.base_url, ": ",
+                                                       valid.message()));
+      }
+      sources.push_back(PolicySource{policy.name, std::move(one)});
     }
-    return options;
+    return sources;
   }
 
   absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
@@ -284,8 +295,9 @@ class OrchestratorCommandLine {
                ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
     c.Repeated("policy", &run_.policies, "NAME=MODEL@URL",
                "a checkpoint served by an OpenAI-compatible endpoint (repeatable, mixable with "
-               "--responses): its replies are sampled into DIR/NAME/responses.jsonl (journaled "
-               "in DIR/NAME/responses.jsonl.journal, resumable) and graded with the others. "
+               "--responses): its replies are sampled and each task's rows graded as soon as "
+               "its reply arrives, in one job; replies are journaled in DIR/journal.sqlite "
+               "beside the verdicts (resumable) and written to DIR/NAME/responses.jsonl. "
                "Sampling settings: the policy flags below");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
@@ -497,10 +509,7 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
-    if (command_line.policies().empty()) return RunWithOptions(*options);
-    absl::StatusOr<SampleOptions> sampling = command_line.RunSamplingFromFlags();
-    if (!sampling.ok()) return program.UsageError(command, sampling.status());
-    return RunWithPolicies(*options, command_line.policies(), *sampling);
+    return RunWithOptions(*options);
   }
   if (command == "sample") {
     InitLogging("info");

@@ -30,6 +30,7 @@
 #include "grader_service/grader_server_options.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
+#include "orchestrator/sample/policy_feed.h"
 #include "security/transport_security.h"
 
 namespace hb {
@@ -52,6 +53,10 @@ struct RunOptions {
   // Send each task's prompt_id upstream as `prompt_cache_key`.
   bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;
+  // Checkpoints sampled from a served policy while the run grades them (--policy), each also in
+  // `checkpoints` under its name with the path its replies are written to at the end
+  // (RUN_DIR/NAME/responses.jsonl). A task's rows are graded as soon as its reply is journaled.
+  std::vector<PolicySource> policies;
   // Output folder as given; with shard_count > 1 the run writes to <out>/shard-<index>.
   std::string out;
   // "embedded" or a gRPC target.
@@ -129,6 +134,11 @@ struct GraderConnection {
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
 
 // Runs `options` (valid) in phases: load inputs, open the journal, plan, grade, write reports.
+// With policies, grading and sampling overlap: the output folder is locked first, each policy is
+// probed (PolicyFeed), and every reply is journaled in OUT/journal.sqlite beside the verdicts
+// and its rows are dispatched at once; a resumed run samples only the tasks without a journaled
+// reply and grades the journaled replies' missing rows. Tasks a policy could not answer are
+// listed and graded as missing (exit code at least 3).
 // Grading sends the first planned row alone (the probe): when it fails with a final error that
 // every row would meet (kUnauthenticated, kPermissionDenied, kNotFound, kFailedPrecondition,
 // kInvalidArgument: a bad key, URL or model), the run stops with exit 2 ("the grader cannot

@@ -20,10 +20,13 @@
 //        rubric_index))
 //   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
 //        adds up across resumes like the rows' tokens do
+//   replies(checkpoint, prompt_id, reply, time_unix_ms, PRIMARY KEY (checkpoint, prompt_id))
+//        (run --policy: the sampled replies, ReplyJournal; same batching and durability)
 #pragma once
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,6 +40,7 @@
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace hb {
 
@@ -56,7 +60,7 @@ struct SqliteVerdictStoreOptions {
   absl::Duration batch_interval = absl::Milliseconds(50);
 };
 
-class SqliteVerdictStore final : public VerdictStore {
+class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
  public:
   // Opens or creates the journal and starts the writer thread.
   //
@@ -79,6 +83,8 @@ class SqliteVerdictStore final : public VerdictStore {
   void Append(RowRecord row, CommitCallback on_commit) override;
   absl::Status Flush() override;
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
+  void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
+  absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
 
   // Records one run's grading wall time (`started` is when it began). kInternal & co. for
   // SQLite errors naming the path. Thread-safe.
@@ -93,8 +99,17 @@ class SqliteVerdictStore final : public VerdictStore {
 
  private:
   SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
+  // A queued row or reply (exactly one of them) and its callback.
+  struct Queued {
+    std::optional<RowRecord> row;
+    std::optional<ReplyRecord> reply;
+    CommitCallback on_commit;
+  };
+  void Enqueue(Queued entry);
   void WriterLoop();
-  absl::Status WriteBatch(const std::vector<RowRecord>& rows);
+  absl::Status WriteBatch(const std::vector<Queued>& batch);
+  absl::Status WriteRow(sqlite3_stmt* insert, const RowRecord& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
 
   const std::string path_;
   const SqliteVerdictStoreOptions options_;
@@ -109,7 +124,7 @@ class SqliteVerdictStore final : public VerdictStore {
   absl::CondVar queue_cv_;
   // Signalled when a batch completed.
   absl::CondVar completed_cv_;
-  std::deque<std::pair<RowRecord, CommitCallback>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   // Rows appended / completed (committed or failed) so far; Flush waits for equality.
   int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -3,11 +3,11 @@
 // against hb::SimulatedVerdict, the simulator's documented rule.
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -33,6 +33,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "simulator/sim_verdict.h"
+#include "tests/testing/journal_query.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
@@ -196,22 +197,8 @@ std::string WriteResponses(const std::string& dataset_path, const std::string& f
 
 // The rows of `journal` with `where` (SQL) true; 0 when it cannot be read.
 int64_t CountJournalRows(const std::string& journal, const std::string& where) {
-  struct stat st;
-  if (::stat(journal.c_str(), &st) != 0) return 0;
-  sqlite3* db = nullptr;
-  int64_t n = 0;
-  if (sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 1000);
-    sqlite3_stmt* stmt = nullptr;
-    const std::string query = "SELECT COUNT(*) FROM rows WHERE " + where;
-    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      n = sqlite3_column_int64(stmt, 0);
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return n;
+  return std::max<int64_t>(
+      0, ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM rows WHERE " + where));
 }
 
 int64_t JournalOkRows(const std::string& journal) {
@@ -507,7 +494,8 @@ TEST_F(RunIntegrationTest, BadUsageExitsWithTwo) {
   EXPECT_EQ(
       RunOrchestrator({"run", "--dataset=" + dataset_, "--out=" + dir_ + "/o"}, dir_, &stderr_text),
       2);
-  EXPECT_THAT(stderr_text, HasSubstr("no --responses given"));
+  EXPECT_THAT(stderr_text, HasSubstr("no --responses or --policy given"));
+  EXPECT_THAT(stderr_text, HasSubstr("--policy NAME=MODEL@URL"));
   EXPECT_EQ(RunOrchestrator({"run", "--dataset=" + dataset_, "--responses=a b=" + base_,
                              "--out=" + dir_ + "/o"},
                             dir_, &stderr_text),
