@@ -53,10 +53,13 @@ function(hb_cc_test)
   if(NOT HB_LABELS)
     set(HB_LABELS unit)
   endif()
+  # ENVIRONMENT holds one variable: gtest_discover_tests flattens a list there, so only the
+  # first of "A=1;B=2" reached the tests (the TSan suppressions never did). The tests find
+  # HB_SOURCE_DIR / HB_BINARY_DIR without it (tests/testing/shared_data.cc).
   gtest_discover_tests(${HB_NAME}
     DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${HB_LABELS}"
-               ENVIRONMENT "HB_SOURCE_DIR=${PROJECT_SOURCE_DIR};HB_BINARY_DIR=${PROJECT_BINARY_DIR};TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp:ignore_noninstrumented_modules=1")
+               ENVIRONMENT "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp:ignore_noninstrumented_modules=1")
 endfunction()
 
 # hb_cc_fuzzer(NAME grader_reply_fuzzer SRCS grader_reply_fuzzer.cc DEPS hb::grader_reply)
