@@ -8,7 +8,10 @@
 
 # The TSan build (HB_SANITIZE=thread) links tests/testing/tsan/absl_tsan_shim.cc into every
 # binary and test: it makes Debian's uninstrumented absl::Mutex visible to TSan (see the file).
+# It also force-includes tests/testing/tsan/protobuf_map_abi.h into every translation unit.
 if(HB_SANITIZE MATCHES "thread")
+  # Every TU reads protobuf's map_field.h with the library's layout (see the header).
+  add_compile_options(-include ${PROJECT_SOURCE_DIR}/tests/testing/tsan/protobuf_map_abi.h)
   add_library(hb_tsan_shim OBJECT ${PROJECT_SOURCE_DIR}/tests/testing/tsan/absl_tsan_shim.cc)
   target_link_libraries(hb_tsan_shim PUBLIC absl::synchronization absl::time ${CMAKE_DL_LIBS})
 endif()
