@@ -13,9 +13,10 @@ void AddServerFlags(Command& command, ServerFlags* flags) {
                "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
                "cancelled");
   command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
-  command.Bool("reflection", &flags->reflection,
-               "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
-               "to any client");
+  command.Bool(
+      "reflection", &flags->reflection,
+      "serve gRPC server reflection (grpc.reflection.v1 and v1alpha), which lists the services "
+      "to any client");
   command.Flag("max-concurrent-rpcs", &flags->max_concurrent_rpcs, "N",
                "RPCs in progress at once; more are refused with RESOURCE_EXHAUSTED and a retry "
                "delay (0: no limit)");
@@ -31,7 +32,10 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
   try {  // civetweb reports bind failures by throwing
     exposer = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", listen, ": ", e.what(),
+        " Is the port taken (by another server on this host)? Give a free one with "
+        "--metrics-listen=HOST:PORT (port 0 picks one), or --metrics-listen= to turn metrics off"));
   }
   exposer->RegisterCollectable(registry);
   return exposer;
