@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/server_callback.h"
 #include "grpcpp/support/validate_service_config.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -22,24 +23,43 @@ using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
 using ::testing::HasSubstr;
 
-// A Grader whose behaviour each test sets: by default it answers "met" and echoes the id.
-class FakeGraderService final : public healthbench::grader::v1::Grader::Service {
+// A reply the client never gets: the call ends only when it is cancelled (the client's deadline,
+// CancelAll), the way a stuck grader's would. Deletes itself when gRPC is done with it.
+class AnswersOnlyOnCancel final : public grpc::ServerUnaryReactor {
  public:
-  std::function<grpc::Status(grpc::ServerContext*, const GradeItemRequest&, int call)> behaviour;
+  void OnCancel() override { Finish(grpc::Status(grpc::StatusCode::CANCELLED, "gone")); }
+  void OnDone() override { delete this; }
+};
+
+// A Grader whose behaviour each test sets before its first call: by default it answers "met" and
+// echoes the id; `hang` makes every call wait for its cancellation (the first call notifies
+// `entered`).
+class FakeGraderService final : public healthbench::grader::v1::Grader::CallbackService {
+ public:
+  std::function<grpc::Status(const GradeItemRequest&, int call)> behaviour;
+  bool hang = false;
+  absl::Notification entered;
   std::atomic<int> calls{0};
 
-  grpc::Status GradeItem(grpc::ServerContext* context, const GradeItemRequest* request,
-                         GradeItemResponse* response) override {
+  grpc::ServerUnaryReactor* GradeItem(grpc::CallbackServerContext* context,
+                                      const GradeItemRequest* request,
+                                      GradeItemResponse* response) override {
     const int call = ++calls;
-    if (behaviour) {
-      grpc::Status status = behaviour(context, *request, call);
-      if (!status.ok()) return status;
+    if (hang) {
+      auto* reactor = new AnswersOnlyOnCancel();
+      if (call == 1) entered.Notify();
+      return reactor;
     }
-    response->set_criteria_met(true);
-    response->set_explanation("ok from " + name);
-    response->set_request_id(request->request_id());
-    response->mutable_usage()->set_prompt_tokens(10);
-    return grpc::Status::OK;
+    grpc::Status status = behaviour ? behaviour(*request, call) : grpc::Status::OK;
+    if (status.ok()) {
+      response->set_criteria_met(true);
+      response->set_explanation("ok from " + name);
+      response->set_request_id(request->request_id());
+      response->mutable_usage()->set_prompt_tokens(10);
+    }
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
   }
   std::string name;
 };
@@ -97,7 +117,7 @@ TEST(GrpcGraderClientTest, GradesOverLoopback) {
 
 TEST(GrpcGraderClientTest, MapsStatusCodes) {
   TestServer server("a");
-  server.service.behaviour = [](grpc::ServerContext*, const GradeItemRequest&, int) {
+  server.service.behaviour = [](const GradeItemRequest&, int) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "last turn must be from the user");
   };
   HB_ASSERT_OK_AND_ASSIGN(auto client,
@@ -110,7 +130,7 @@ TEST(GrpcGraderClientTest, MapsStatusCodes) {
 
 TEST(GrpcGraderClientTest, ChannelRetriesUnavailable) {
   TestServer server("a");
-  server.service.behaviour = [](grpc::ServerContext*, const GradeItemRequest&, int call) {
+  server.service.behaviour = [](const GradeItemRequest&, int call) {
     return call == 1 ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down")
                      : grpc::Status::OK;
   };
@@ -122,10 +142,7 @@ TEST(GrpcGraderClientTest, ChannelRetriesUnavailable) {
 
 TEST(GrpcGraderClientTest, DeadlineExceeded) {
   TestServer server("a");
-  server.service.behaviour = [](grpc::ServerContext* context, const GradeItemRequest&, int) {
-    while (!context->IsCancelled()) absl::SleepFor(absl::Milliseconds(5));
-    return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
-  };
+  server.service.hang = true;
   HB_ASSERT_OK_AND_ASSIGN(auto client,
                           GrpcGraderClient::Create("127.0.0.1:" + std::to_string(server.port)));
   EXPECT_THAT(CallAndWait(*client, GradeItemRequest(), absl::Milliseconds(200)),
@@ -133,13 +150,8 @@ TEST(GrpcGraderClientTest, DeadlineExceeded) {
 }
 
 TEST(GrpcGraderClientTest, CancelAllCancelsOutstandingCalls) {
-  auto entered = std::make_shared<absl::Notification>();
   TestServer server("a");
-  server.service.behaviour = [entered](grpc::ServerContext* context, const GradeItemRequest&, int) {
-    entered->Notify();
-    while (!context->IsCancelled()) absl::SleepFor(absl::Milliseconds(5));
-    return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
-  };
+  server.service.hang = true;
   HB_ASSERT_OK_AND_ASSIGN(auto client,
                           GrpcGraderClient::Create("127.0.0.1:" + std::to_string(server.port)));
   auto done = std::make_shared<absl::Notification>();
@@ -149,7 +161,7 @@ TEST(GrpcGraderClientTest, CancelAllCancelsOutstandingCalls) {
                       *result = std::move(r);
                       done->Notify();
                     });
-  ASSERT_TRUE(entered->WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(server.service.entered.WaitForNotificationWithTimeout(absl::Seconds(10)));
   client->CancelAll();
   ASSERT_TRUE(done->WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_THAT(*result, StatusIs(absl::StatusCode::kCancelled, ::testing::_));
