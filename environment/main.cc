@@ -208,6 +208,8 @@ int main(int argc, char** argv) {
   server_options.listen_address = listen;
   server_options.security = *security;
   server_options.reflection = flags.server.reflection;
+  server_options.max_receive_message_bytes =
+      hb::env::ReceiveLimitFor(static_cast<size_t>(flags.max_reply_bytes));
   server_options.service.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
   server_options.service.default_deadline = flags.server.default_deadline;
   server_options.service.max_field_bytes = grader_options->limits.max_field_bytes;

@@ -106,6 +106,15 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         rate_limit_ = result->rate_limit;
         rate_limit_seen_ = attempt_start_;
       }
+      if (const size_t limit = grader_.config_.limits.max_grader_reply_bytes;
+          result->content.size() > limit) {
+        FinishLocked(absl::FailedPreconditionError(absl::StrCat(
+            "the grader's reply is ", result->content.size(), " bytes; the limit is ", limit,
+            " (max_grader_reply_bytes): the upstream at --llm-base-url is not answering like the "
+            "configured model (max_tokens ",
+            grader_.config_.settings.max_tokens, ")")));
+        return;
+      }
       absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
       if (verdict.ok()) {
         ItemVerdict out;
@@ -278,6 +287,15 @@ absl::Status Grader::Validate(const GradeItemInput& input) const {
   return ValidateItem(**reply, input.item, input.request_id);
 }
 
+absl::Status Grader::CheckPromptBudget(size_t conversation_and_reply_bytes) const {
+  const size_t limit = config_.limits.max_prompt_bytes;
+  if (conversation_and_reply_bytes <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("the conversation and reply are %d bytes, more than a whole rendered grader "
+                      "prompt may hold; the limit is %d (max_prompt_bytes)",
+                      conversation_and_reply_bytes, limit));
+}
+
 absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
     const std::vector<Message>& conversation, absl::string_view reply,
     absl::string_view prompt_cache_key) const {
@@ -305,6 +323,9 @@ absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
       CheckFieldSize("reply", reply.size(), limits.max_message_bytes, "max_message_bytes"));
   HB_RETURN_IF_ERROR(CheckFieldSize("prompt_cache_key", prompt_cache_key.size(),
                                     limits.max_field_bytes, "max_field_bytes"));
+  size_t bytes = reply.size();
+  for (const Message& m : conversation) bytes += m.content.size();
+  HB_RETURN_IF_ERROR(CheckPromptBudget(bytes));
   auto prepared = std::make_shared<PreparedReply>();
   prepared->prompt = template_.FillConversation(
       RenderConversation(GradedConversation(conversation, std::nullopt, reply)));

@@ -49,6 +49,11 @@ struct GraderLimits {
   // The rendered grader prompt of one item (template, conversation, reply and rubric item,
   // counting every `<<rubric_item>>` the conversation itself contains: SPEC §4.4 quirk 11).
   size_t max_prompt_bytes = 4 << 20;
+  // The grader model's reply (the message content). The reference's max_tokens of 2048 cannot
+  // produce a tenth of this; a longer reply means the upstream is not the model configured
+  // (broken or hostile), so it is a final kFailedPrecondition: never a verdict, never paid for
+  // again by a retry.
+  size_t max_grader_reply_bytes = 256 << 10;
 };
 
 // Everything about how grading runs, except the collaborators.
@@ -133,10 +138,16 @@ class Grader {
   // kInvalidArgument when `input` cannot be graded: ValidateReply's and ValidateItem's errors.
   absl::Status Validate(const GradeItemInput& input) const;
 
+  // kInvalidArgument when `conversation_and_reply_bytes` (the message contents plus the reply)
+  // alone exceed max_prompt_bytes: every rendered prompt holds at least that much. Transports
+  // call it before copying a request, so an oversized one costs no copy. Thread-safe.
+  absl::Status CheckPromptBudget(size_t conversation_and_reply_bytes) const;
+
   // Checks the part of a request every rubric item shares and renders it once. Errors
   // (kInvalidArgument): empty conversation, more turns than max_conversation_messages, the
   // last turn not from the user, a message or the reply over max_message_bytes, a
-  // prompt_cache_key over max_field_bytes. Thread-safe.
+  // prompt_cache_key over max_field_bytes, CheckPromptBudget's (checked before rendering).
+  // Thread-safe.
   absl::StatusOr<std::shared_ptr<const PreparedReply>> Prepare(
       const std::vector<Message>& conversation, absl::string_view reply,
       absl::string_view prompt_cache_key) const;

@@ -64,10 +64,12 @@ absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOpti
   // An attempt needs at most its own timeout; don't give up earlier than that would allow.
   options.retry.min_attempt_time =
       std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);
-  const int64_t max_bytes =
-      static_cast<int64_t>(std::min<size_t>(limits.max_message_bytes, 1 << 30));
-  options.max_receive_message_bytes =
-      static_cast<int>(std::min<int64_t>(std::max<int64_t>(64 << 20, 4 * max_bytes), 1 << 30));
+  const int64_t prompt_bytes =
+      static_cast<int64_t>(std::min<size_t>(limits.max_prompt_bytes, 1 << 28));
+  const int64_t message_bytes =
+      static_cast<int64_t>(std::min<size_t>(limits.max_message_bytes, 1 << 28));
+  options.max_receive_message_bytes = static_cast<int>(
+      std::min<int64_t>(std::max(2 * prompt_bytes, message_bytes + (1 << 20)), 1 << 30));
   return options;
 }
 

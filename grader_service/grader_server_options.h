@@ -72,8 +72,11 @@ struct GraderServerOptions {
 
 // Checks `options` (kInvalidArgument naming the flag that sets the bad field, never the API
 // key) and fills the fields derived from others: retry.min_attempt_time is capped at
-// llm.attempt_timeout, and max_receive_message_bytes leaves room for a whole conversation at
-// the limits (4 x max_message_bytes, at least 64 MiB, at most 1 GiB). Thread-safe.
+// llm.attempt_timeout, and max_receive_message_bytes is what a gradable request can need: twice
+// max_prompt_bytes (a conversation and reply that fit one prompt, plus its rubric), at least
+// max_message_bytes + 1 MiB, at most 1 GiB (8 MiB with the defaults). A bigger request could
+// only be refused after parsing, at several times its size in memory; gRPC refuses it first
+// (RESOURCE_EXHAUSTED). Thread-safe.
 absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOptions options);
 
 }  // namespace hb

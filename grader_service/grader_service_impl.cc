@@ -40,6 +40,14 @@ std::vector<Message> ConversationFromProto(
   return out;
 }
 
+// The message contents plus the reply: what every rendered prompt of the request holds.
+size_t ConversationBytes(const google::protobuf::RepeatedPtrField<grader_v1::Message>& messages,
+                         const std::string& reply) {
+  size_t bytes = reply.size();
+  for (const grader_v1::Message& m : messages) bytes += m.content().size();
+  return bytes;
+}
+
 void UsageToProto(const ChatUsage& usage, grader_v1::TokenUsage* out) {
   out->set_prompt_tokens(usage.prompt_tokens);
   out->set_cached_prompt_tokens(usage.cached_tokens);
@@ -272,6 +280,13 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeItem(grpc::CallbackServerConte
                                                        const grader_v1::GradeItemRequest* request,
                                                        grader_v1::GradeItemResponse* response) {
   auto* reactor = new GraderReactor(kGradeItem, clock_, metrics_, refused_log_);
+  // Before any copy of the request: an oversized one costs nothing more than its receipt.
+  if (absl::Status budget =
+          grader_.CheckPromptBudget(ConversationBytes(request->conversation(), request->reply()));
+      !budget.ok()) {
+    reactor->Refuse(budget);
+    return reactor;
+  }
   const GradeItemInput input = GradeItemInputFromProto(*request);
   absl::StatusOr<std::shared_ptr<const PreparedReply>> prepared =
       absl::InternalError("not admitted");
@@ -344,6 +359,12 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeReply(grpc::CallbackServerCont
                                                         const grader_v1::GradeReplyRequest* request,
                                                         grader_v1::GradeReplyResponse* response) {
   auto* reactor = new GraderReactor(kGradeReply, clock_, metrics_, refused_log_);
+  if (absl::Status budget =
+          grader_.CheckPromptBudget(ConversationBytes(request->conversation(), request->reply()));
+      !budget.ok()) {
+    reactor->Refuse(budget);
+    return reactor;
+  }
   auto* fan_out = new ReplyFanOut{reactor, request, response, options_.completions, {}};
   fan_out->items.reserve(static_cast<size_t>(request->rubric_items_size()));
   for (const grader_v1::RubricItem& item : request->rubric_items()) {

@@ -1,5 +1,7 @@
 #include "environment/grpc/env_server.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "environment/grpc/env_service.h"
@@ -9,6 +11,12 @@
 #include "grpcpp/server_builder.h"
 
 namespace hb::env {
+
+int ReceiveLimitFor(size_t max_reply_bytes) {
+  const size_t bytes =
+      std::max<size_t>(16 << 20, 2 * std::min<size_t>(max_reply_bytes, 1 << 29) + (1 << 20));
+  return static_cast<int>(std::min<size_t>(bytes, 1 << 30));
+}
 
 constexpr char kServiceName[] = "healthbench.env.v1.Environment";
 

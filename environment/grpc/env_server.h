@@ -22,8 +22,8 @@ namespace hb::env {
 struct EnvServerOptions {
   // "host:port"; port 0 picks a free port (see port()).
   std::string listen_address = "127.0.0.1:50061";
-  // Largest request accepted (a SubmitBatch carries many replies).
-  int max_receive_message_bytes = 64 << 20;
+  // Largest request accepted (a SubmitBatch carries many replies); see ReceiveLimitFor.
+  int max_receive_message_bytes = 16 << 20;
   // TLS, mTLS, bearer tokens and the listen policy (security/transport_security.h).
   ServerSecurityOptions security;
   // Serve grpc.reflection (it lists the services to any caller).
@@ -31,6 +31,11 @@ struct EnvServerOptions {
   // Concurrency cap, default deadline and field limits of the service.
   EnvServiceOptions service;
 };
+
+// The request size limit for replies of at most `max_reply_bytes`: room for a SubmitBatch of
+// 16 typical replies or 2 of the largest (at least 16 MiB, at most 1 GiB). gRPC 1.51 reads a
+// bigger request in full before refusing it (grpc/grpc#43012), but never parses it.
+int ReceiveLimitFor(size_t max_reply_bytes);
 
 class EnvGrpcServer {
  public:

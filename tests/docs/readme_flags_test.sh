@@ -28,13 +28,15 @@ check() {  # check TITLE HELP_TEXT
   if [ -z "$listed" ]; then echo "$title --help lists no flags"; status=1; fi
   for flag in $listed; do
     total=$((total + 1))
-    if ! printf '%s\n' "$documented" | grep -qx -- "$flag"; then
+    # A here-string, not printf | grep -q: under pipefail, grep -q exiting at its first match
+    # can kill printf with SIGPIPE and fail the pipeline (a false "not documented" under load).
+    if ! grep -qx -- "$flag" <<<"$documented"; then
       echo "README.md does not document --$flag under $title"
       status=1
     fi
   done
   for flag in $documented; do
-    if ! printf '%s\n' "$listed" | grep -qx -- "$flag"; then
+    if ! grep -qx -- "$flag" <<<"$listed"; then
       echo "README.md documents --$flag under $title, which $title --help does not list"
       status=1
     fi

@@ -124,5 +124,11 @@ TEST_F(EnvServiceLimitsTest, ASubmitWithoutADeadlineGetsTheDefaultDeadline) {
   EXPECT_LE(env_.last_deadline(), Clock::Real().Now() + absl::Minutes(3));
 }
 
+TEST(ReceiveLimitForTest, RoomForABatchOfRepliesButNoMore) {
+  EXPECT_EQ(ReceiveLimitFor(1 << 20), 16 << 20);                 // the default --max-reply-bytes
+  EXPECT_EQ(ReceiveLimitFor(10 << 20), (20 << 20) + (1 << 20));  // two of the largest
+  EXPECT_EQ(ReceiveLimitFor(size_t{1} << 40), 1 << 30);          // capped
+}
+
 }  // namespace
 }  // namespace hb::env

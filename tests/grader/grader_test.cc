@@ -177,6 +177,36 @@ TEST_F(GraderTest, PromptSizeCountsEveryRubricItemSubstitution) {
             GraderTemplate::FillRubricItem((*prepared)->prompt, rubric_item).size());
 }
 
+TEST_F(GraderTest, AConversationOverThePromptBudgetIsRefusedBeforeRendering) {
+  config_.limits.max_prompt_bytes = 10000;
+  GradeItemInput input = SampleInput();
+  input.conversation.back().content = std::string(6000, 'q');
+  input.reply = std::string(5000, 'r');
+  const size_t bytes = 6000 + 5000 + input.conversation.front().content.size();
+  EXPECT_THAT(grader().Prepare(input.conversation, input.reply, "").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("the conversation and reply are ", bytes,
+                                              " bytes, more than a whole rendered grader prompt "
+                                              "may hold; the limit is 10000 (max_prompt_bytes)"))));
+  EXPECT_TRUE(grader().CheckPromptBudget(10000).ok());
+  EXPECT_FALSE(grader().CheckPromptBudget(10001).ok());
+}
+
+TEST_F(GraderTest, AGraderReplyOverItsLimitIsFinalNeverAVerdict) {
+  config_.limits.max_grader_reply_bytes = 1000;
+  Result result;
+  grader().GradeItem(SampleInput(), absl::InfiniteFuture(), nullptr, result.Callback());
+  const std::string huge =
+      absl::StrCat(R"({"criteria_met": true, "explanation": ")", std::string(1000, 'e'), R"("})");
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(huge)));
+  EXPECT_THAT(result.get().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("the grader's reply is 1041 bytes; the limit is 1000 "
+                                 "(max_grader_reply_bytes)")));
+  EXPECT_EQ(llm_.requests().size(), 1u);  // not retried: a retry would be paid for again
+  EXPECT_EQ(llm_.pending(), 0u);
+}
+
 TEST_F(GraderTest, EmptyReplyIsGraded) {
   Result result;
   GradeItemInput input = SampleInput();

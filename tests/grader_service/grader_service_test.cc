@@ -61,6 +61,7 @@ class GraderServiceTest : public ::testing::Test {
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(8 << 20);  // hb-grader's default
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     stub_ = grader_v1::Grader::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
@@ -421,6 +422,28 @@ TEST_F(GraderServiceTest, TheUpstreamQueueIsBoundedNotUnbounded) {
   EXPECT_TRUE(llm_.requests().empty());
   AnswerByCriterion();
   EXPECT_TRUE(CallGradeReply(*stub_, ReplyRequest(3)).ok());
+}
+
+TEST_F(GraderServiceTest, AConversationOverThePromptBudgetIsRefusedBeforeAnyCopy) {
+  const GraderLimits limits;  // the defaults: 1 MiB per message, 4 MiB per prompt
+  grader_v1::GradeReplyRequest reply = ReplyRequest(2);
+  for (int i = 0; i < 5; ++i) {
+    grader_v1::Message* m = reply.add_conversation();
+    m->set_role("user");
+    m->set_content(std::string(limits.max_message_bytes, 'x'));
+  }
+  EXPECT_THAT(CallGradeReply(*stub_, reply),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the limit is 4194304 (max_prompt_bytes)")));
+  grader_v1::GradeItemRequest item;
+  *item.mutable_conversation() = reply.conversation();
+  *item.mutable_rubric_item() = reply.rubric_items(0);
+  grpc::ClientContext context;
+  grader_v1::GradeItemResponse response;
+  const grpc::Status status = stub_->GradeItem(&context, item, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("(max_prompt_bytes)"));
+  EXPECT_TRUE(llm_.requests().empty());
 }
 
 TEST_F(GraderServiceTest, FieldsOverTheirLimitsAreRefusedNamingFieldAndLimit) {

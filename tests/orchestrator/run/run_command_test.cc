@@ -130,7 +130,7 @@ TEST(ParseRunArgsTest, GraderOptionsDescribeTheEmbeddedGrader) {
   EXPECT_EQ(grader.llm.attempt_timeout, absl::Milliseconds(500));
   EXPECT_EQ(grader.retry.min_attempt_time, absl::Milliseconds(500));  // capped by the timeout
   EXPECT_EQ(grader.limits.max_message_bytes, 100u);
-  EXPECT_EQ(grader.max_receive_message_bytes, 64 << 20);
+  EXPECT_EQ(grader.max_receive_message_bytes, 8 << 20);  // twice the default max_prompt_bytes
   EXPECT_FALSE(grader.require_reference_template);
 }
 

@@ -1,0 +1,352 @@
+#!/usr/bin/python3
+"""Peak RSS of hb-grader and hb-env under the hostile inputs of issue #12, against their idle RSS.
+
+  /usr/bin/python3 bench/hostile_rss.py [--build build] [--shared ../shared]
+
+For each input, starts a fresh hb-grader or hb-env (embedded grader) against a fake upstream
+served by this script (normal verdicts unless the rubric item asks for a hostile body), warms it
+with every real record once, records its idle RSS (VmRSS), sends the input, and records the
+peak RSS it caused (VmHWM, reset first by writing 5 to /proc/PID/clear_refs). Prints one
+Markdown row per input: process, input, the answer (gRPC code / HTTP status), idle MB, peak MB,
+peak / idle, and whether the process is still alive. The orchestrator, a batch job, is run over
+the real records (its "idle") and then over them plus one hostile line. Exits 1 when a process died or a peak
+passed 2x idle.
+Needs python3-grpcio and protoc's grpc_python_plugin (both in scripts/deps.txt).
+"""
+import argparse
+import gzip
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+
+VERDICT = json.dumps({"explanation": "ok", "criteria_met": True})
+
+
+def completion(content):
+    return json.dumps({
+        "id": "x", "object": "chat.completion", "model": "gpt-4.1-2025-04-14",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    """A chat-completions endpoint: a normal verdict unless the prompt holds [[hostile:KIND]]."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, body, headers=()):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        kind = re.search(rb"\[\[hostile:([a-z_]+)\]\]", body)
+        kind = kind.group(1).decode() if kind else ""
+        try:
+            if kind == "nested":
+                self.send(b"[" * 200_000)
+            elif kind == "huge":
+                self.send(b"{\"x\":\"" + b"a" * (100 << 20) + b"\"}")
+            elif kind == "gzip":
+                self.send(Upstream.gzip_bomb, [("Content-Encoding", "gzip")])
+            elif kind == "big_verdict":
+                self.send(completion(json.dumps({"explanation": "e" * (6 << 20),
+                                                 "criteria_met": True})))
+            else:
+                self.send(completion(VERDICT))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading at its limit, as it should
+
+
+def gzip_bomb():
+    out = tempfile.SpooledTemporaryFile()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as z:
+        chunk = b"\0" * (1 << 20)
+        for _ in range(1024):  # 1 GiB inflated
+            z.write(chunk)
+    out.seek(0)
+    return out.read()
+
+
+def rss_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} for pid {pid}")
+
+
+def reset_peak(pid):
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def start(cmd, ready_lines):
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = [proc.stdout.readline().strip() for _ in range(ready_lines)]
+    if not all(lines):
+        raise RuntimeError(f"{cmd[0]} did not start: {lines}")
+    return proc, [line.rsplit(" ", 1)[1] for line in lines]
+
+
+def compile_protos(root, out):
+    plugin = shutil.which("grpc_python_plugin")
+    for proto in ("healthbench/grader/v1/grader.proto", "healthbench/env/v1/env.proto"):
+        subprocess.run(["protoc", "-I", f"{root}/protos", f"--python_out={out}",
+                        f"--grpc_out={out}", f"--plugin=protoc-gen-grpc={plugin}",
+                        f"{root}/protos/{proto}"], check=True)
+    for d in ("healthbench", "healthbench/grader", "healthbench/grader/v1", "healthbench/env",
+              "healthbench/env/v1"):
+        open(f"{out}/{d}/__init__.py", "a").close()
+    sys.path.insert(0, out)
+
+
+class Probe:
+    """Measures one process's peak RSS for one input against its idle RSS (VmRSS now)."""
+
+    def __init__(self, name, pid):
+        self.name, self.pid = name, pid
+        self.idle_kb = rss_kb(pid, "VmRSS")
+
+    def run(self, label, call):
+        """Prints one table row; True when the process lived and stayed within 2x idle."""
+        reset_peak(self.pid)
+        try:
+            answer = call()
+        except grpc.RpcError as e:
+            answer = f"{e.code().name}: {e.details()[:100]}"
+        except urllib.error.HTTPError as e:
+            answer = f"HTTP {e.code}: {e.read()[:100].decode(errors='replace')}"
+        except (ConnectionError, urllib.error.URLError) as e:
+            answer = f"connection error: {e}"
+        alive = os.path.exists(f"/proc/{self.pid}/status")
+        peak = rss_kb(self.pid, "VmHWM") if alive else 0
+        ratio = peak / self.idle_kb if alive else float("inf")
+        print(f"| {self.name} | {label} | {answer.replace('|', '/')} | "
+              f"{self.idle_kb / 1024:.1f} | {peak / 1024:.1f} | {ratio:.2f} | "
+              f"{'yes' if alive else 'NO'} |", flush=True)
+        return alive and ratio <= 2.0
+
+
+def grader_inputs(pb, stub, channel, task):
+    conv = [pb.Message(role=m["role"], content=m["content"]) for m in task["prompt"]]
+    items = [pb.RubricItem(criterion=r["criterion"], points=r["points"], tags=r["tags"])
+             for r in task["rubrics"]]
+
+    def reply(conversation=conv, rubric=items, **fields):
+        return lambda: summary(stub.GradeReply(pb.GradeReplyRequest(
+            conversation=conversation, reply="Call emergency services.", rubric_items=rubric,
+            **fields), timeout=60))
+
+    def hostile(kind):
+        return reply(rubric=[pb.RubricItem(criterion=f"Says hi. [[hostile:{kind}]]", points=5)])
+
+    mb = "x" * (1 << 20)
+    return [
+        ("GradeReply, 40 items x 500 distinct tags (859 KiB)", reply(rubric=[
+            pb.RubricItem(criterion=f"c{i}", points=1, tags=[f"t{i}_{j}" for j in range(500)])
+            for i in range(40)])),
+        ("GradeReply, 15 MB (15 messages of 1 MB)",
+         reply(conversation=[pb.Message(role="user", content=mb)] * 15)),
+        ("GradeReply, 60 MB (60 messages of 1 MB)",
+         reply(conversation=[pb.Message(role="user", content=mb)] * 60)),
+        ("GradeReply, 4 MB conversation x 64 items",
+         reply(conversation=[pb.Message(role="user", content=mb[:-4096])] * 4,
+               rubric=[pb.RubricItem(criterion=f"c{i}", points=1) for i in range(64)])),
+        ("GradeReply, 30 MB request_id", reply(request_id="r" * (30 << 20))),
+        ("GradeReply, 20 MB points_text", reply(rubric=[
+            pb.RubricItem(criterion="c", points=1, points_text="1" * (20 << 20))])),
+        ("malformed protobuf bytes", lambda: channel.unary_unary(
+            "/healthbench.grader.v1.Grader/GradeReply")(b"\xff" * 64, timeout=10)),
+        ("upstream body of 200,000 '['", hostile("nested")),
+        ("upstream body of 100 MB", hostile("huge")),
+        ("upstream gzip inflating to 1 GiB", hostile("gzip")),
+        ("upstream verdict with a 6 MB explanation", hostile("big_verdict")),
+    ]
+
+
+def summary(response):
+    return f"OK score {response.score:.3f}" if hasattr(response, "score") else "OK"
+
+
+def http_post(url, body, timeout=30):
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return f"HTTP {resp.status}"
+
+
+def env_inputs(epb, stub, http, task_id):
+    def submit(reply):
+        def call():
+            request = epb.SubmitRequest(task=epb.TaskRef(task_id=task_id), reply=reply)
+            return f"OK reward {stub.Submit(request, timeout=60).reward:.3f}"
+        return call
+    return [
+        ("Submit, 60 MB reply", submit("x" * (60 << 20))),
+        ("Submit, 1 MB of '[' as the reply", submit("[" * (1 << 20))),
+        ("ORS /create, 1 MB of nested JSON, no session header", lambda: http_post(
+            f"http://{http}/create", b"[" * (1 << 20))),
+        ("ORS /create, 30 MB body", lambda: http_post(
+            f"http://{http}/create", b"{\"x\":\"" + b"a" * (30 << 20) + b"\"}")),
+    ]
+
+
+def warm_grader(pb, stub, tasks):
+    for task in tasks:  # every real record once
+        stub.GradeReply(pb.GradeReplyRequest(
+            conversation=[pb.Message(role=m["role"], content=m["content"])
+                          for m in task["prompt"]],
+            reply="ok", rubric_items=[pb.RubricItem(criterion=r["criterion"], points=r["points"],
+                                                    tags=r["tags"]) for r in task["rubrics"]]),
+            timeout=60)
+
+
+def warm_env(epb, stub, tasks):
+    for task in tasks:
+        stub.Submit(epb.SubmitRequest(task=epb.TaskRef(task_id=task["prompt_id"]), reply="ok"),
+                    timeout=60)
+
+
+def run_orchestrator(build, common, dataset_lines, work, name):
+    """Runs `hb-orchestrator run` over `dataset_lines` (one "ok" response each) and returns
+    (exit code, peak RSS in kB, last stderr line)."""
+    dataset, responses = f"{work}/{name}.jsonl", f"{work}/{name}.responses.jsonl"
+    with open(dataset, "w") as d, open(responses, "w") as r:
+        for line in dataset_lines:
+            d.write(line + "\n")
+            try:
+                prompt_id = json.loads(line)["prompt_id"]
+            except (ValueError, RecursionError):
+                continue
+            r.write(json.dumps({"prompt_id": prompt_id, "response": "ok"}) + "\n")
+    proc = subprocess.Popen(
+        [f"{build}/orchestrator/hb-orchestrator", "run", f"--dataset={dataset}",
+         f"--responses=c={responses}", f"--out={work}/{name}.out", "--progress=off"] + common,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # VmHWM, polled: getrusage's ru_maxrss would include this (large) Python process, whose
+    # peak a vfork()ed child inherits at exec.
+    peak = [0]
+
+    def poll():
+        while proc.poll() is None:
+            try:
+                peak[0] = max(peak[0], rss_kb(proc.pid, "VmHWM"))
+            except (OSError, RuntimeError):
+                pass  # exiting
+            time.sleep(0.002)
+    poller = threading.Thread(target=poll)
+    poller.start()
+    stderr = proc.stderr.read()
+    proc.wait()
+    poller.join()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return proc.returncode, peak[0], (lines[-1] if lines else "")
+
+
+def orchestrator_rows(build, common, tasks, work):
+    """The orchestrator is a batch job: its 'idle' is the same run over the real records."""
+    real = [json.dumps(task) for task in tasks]
+    tagged = dict(tasks[0], prompt_id="hostile-tags")
+    tagged["rubrics"] = [dict(criterion=f"c{i}", points=1,
+                              tags=[f"cluster:t{i}_{j}" for j in range(64)]) for i in range(40)]
+    inputs = [
+        ("run, one task with 40 items x 64 distinct tags", real + [json.dumps(tagged)]),
+        ("run, a 1 MB JSONL line of '['", real + ["[" * (1 << 20)]),
+    ]
+    code, idle_kb, _ = run_orchestrator(build, common, real, work, "baseline")
+    failed = code != 0
+    for i, (label, lines) in enumerate(inputs):
+        code, peak_kb, last = run_orchestrator(build, common, lines, work, f"input{i}")
+        ratio = peak_kb / idle_kb
+        alive = code in (0, 2, 3)  # finished, refused the input, or incomplete: not a crash
+        print(f"| hb-orchestrator | {label} | exit {code}: {last[:100].replace('|', '/')} | "
+              f"{idle_kb / 1024:.1f} | {peak_kb / 1024:.1f} | {ratio:.2f} | "
+              f"{'yes' if alive else 'NO'} |", flush=True)
+        failed |= not alive or ratio > 2.0
+    return failed
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=f"{root}/build")
+    parser.add_argument("--shared", default=os.environ.get("HB_SHARED_DIR", f"{root}/../shared"))
+    args = parser.parse_args()
+    dataset = f"{args.shared}/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl"
+    template = f"{args.shared}/reference/grader_template.txt"
+    work = tempfile.mkdtemp(prefix="hostile-rss-")
+    compile_protos(root, work)
+    from healthbench.grader.v1 import grader_pb2 as pb, grader_pb2_grpc
+    from healthbench.env.v1 import env_pb2 as epb, env_pb2_grpc
+
+    Upstream.gzip_bomb = gzip_bomb()
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    common = [f"--llm-base-url=http://127.0.0.1:{upstream.server_port}/v1",
+              f"--grader-template={template}", "--metrics-listen=", "--max-attempts=2",
+              "--log-level=error"]
+    tasks = [json.loads(line) for line in open(dataset)]
+    channel_options = [("grpc.max_send_message_length", 256 << 20),
+                       ("grpc.max_receive_message_length", 256 << 20)]
+    failed = False
+    print("| process | input | answer | idle MB | peak MB | peak / idle | alive |")
+    print("|---|---|---|---|---|---|---|")
+    try:
+        # A fresh process for every input: glibc keeps freed memory, so one input's peak
+        # would otherwise become the next one's baseline.
+        for i in range(len(grader_inputs(pb, None, None, tasks[0]))):
+            proc, (addr,) = start([f"{args.build}/grader_service/hb-grader",
+                                   "--listen=127.0.0.1:0"] + common, 1)
+            try:
+                channel = grpc.insecure_channel(addr, options=channel_options)
+                stub = grader_pb2_grpc.GraderStub(channel)
+                warm_grader(pb, stub, tasks)
+                label, call = grader_inputs(pb, stub, channel, tasks[0])[i]
+                failed |= not Probe("hb-grader", proc.pid).run(label, call)
+            finally:
+                proc.kill()
+                proc.wait()
+        for i in range(len(env_inputs(epb, None, "", ""))):
+            proc, (grpc_addr, http_addr) = start(
+                [f"{args.build}/environment/hb-env", f"--split=test={dataset}",
+                 "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"] + common, 2)
+            try:
+                stub = env_pb2_grpc.EnvironmentStub(
+                    grpc.insecure_channel(grpc_addr, options=channel_options))
+                warm_env(epb, stub, tasks)
+                label, call = env_inputs(epb, stub, http_addr, tasks[0]["prompt_id"])[i]
+                failed |= not Probe("hb-env", proc.pid).run(label, call)
+            finally:
+                proc.kill()
+                proc.wait()
+        failed |= orchestrator_rows(args.build, [a for a in common if not a.startswith(("--metrics", "--log"))],
+                                    tasks, work)
+        return 1 if failed else 0
+    finally:
+        upstream.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
