@@ -639,8 +639,11 @@ TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
   HB_ASSERT_OK(MakeDirs(out));
   HB_ASSERT_OK(WriteFileAtomically(out + "/journal.sqlite", ""));
   std::string stderr_text;
-  EXPECT_EQ(RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {}, /*two_checkpoints=*/false), dir_,
-                            &stderr_text),
+  // The grader is connected first (the journal records what it grades with): embedded, so no
+  // replica is needed; nothing is sent upstream.
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded", {"--llm-base-url=http://127.0.0.1:1/v1"},
+                                    /*two_checkpoints=*/false),
+                            dir_, &stderr_text),
             2);
   EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: journal " + out +
                                      "/journal.sqlite is empty (0 bytes)"));
@@ -699,7 +702,7 @@ TEST_F(RunIntegrationTest, CredentialsInTheBaseUrlNeverReachLogsOrReports) {
             0)
       << err;
   EXPECT_THAT(err, HasSubstr("http://[redacted]@127.0.0.1:"));  // the upstream is logged...
-  for (const std::string text :
+  for (const std::string& text :
        {err, ReadText(out + "/base/summary.json"), ReadText(out + "/base/report.html")}) {
     EXPECT_THAT(text, Not(HasSubstr("pa55word")));  // ...never its credentials
   }
