@@ -62,6 +62,11 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
   command.Flag("max-prompt-bytes", &server.limits.max_prompt_bytes, "N",
                "largest rendered grader prompt of one item (conversation, reply and rubric "
                "item, each <<rubric_item>> substitution counted), in bytes");
+  command.Flag("verdict-cache", &server.verdict_cache_path, "PATH",
+               "SQLite file of accepted grader replies keyed by the sha256 of the exact request "
+               "(model, settings, messages; shareable by several processes): a request already "
+               "in it is answered from it at no cost instead of sampling the grader again. "
+               "Opt-in: a hit reuses one sample of a temperature-0.5 grader. Empty: no cache");
 }
 
 absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,
@@ -86,6 +91,14 @@ absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags)
   options.llm.api_key = *std::move(key);
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
   return CompleteGraderServerOptions(std::move(options));
+}
+
+absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
+                                         const GraderServerOptions& options) {
+  if (grader == "embedded" || options.verdict_cache_path.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--verdict-cache is the embedded grader's: with a gRPC --grader, give --verdict-cache to "
+      "the hb-grader replicas instead");
 }
 
 void AddPriceFlags(Command& command, TokenPrices* prices) {

@@ -33,7 +33,8 @@ struct GraderFlags {
 // The whole grader/LLM group: the settings and template flags above, plus --llm-base-url,
 // --llm-api-key-file, --max-attempts, --backoff-base, --backoff-cap, --attempt-timeout,
 // --max-upstream-in-flight, --max-message-bytes, --max-conversation-messages,
-// --max-rubric-items, --max-tags-per-item, --max-field-bytes, --max-prompt-bytes. Listed in help
+// --max-rubric-items, --max-tags-per-item, --max-field-bytes, --max-prompt-bytes,
+// --verdict-cache. Listed in help
 // under `group`.
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group = "grader");
 
@@ -49,6 +50,12 @@ absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::
 // kInvalidArgument naming the flag (never the key); an unreadable key file keeps its read error's
 // code and names the path.
 absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags);
+
+// kInvalidArgument when --verdict-cache is given to a process whose grader is the gRPC
+// target `grader` rather than "embedded": the cache belongs to the process that calls the
+// upstream, so the message sends it to the hb-grader replicas.
+absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
+                                         const GraderServerOptions& options);
 
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);

@@ -13,9 +13,10 @@ void AddServerFlags(Command& command, ServerFlags* flags) {
                "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
                "cancelled");
   command.Flag("log-level", &flags->log_level, "LEVEL", "debug, info, warn or error");
-  command.Bool("reflection", &flags->reflection,
-               "serve gRPC server reflection (grpc.reflection.v1alpha), which lists the services "
-               "to any client");
+  command.Bool(
+      "reflection", &flags->reflection,
+      "serve gRPC server reflection (grpc.reflection.v1 and v1alpha), which lists the services "
+      "to any client");
   command.Flag("max-concurrent-rpcs", &flags->max_concurrent_rpcs, "N",
                "RPCs in progress at once; more are refused with RESOURCE_EXHAUSTED and a retry "
                "delay (0: no limit)");

@@ -369,6 +369,7 @@ absl::StatusOr<SubmitResult> HealthBenchEnvironment::Finish(const Grading& gradi
         ItemResult{rubric.criterion, rubric.points, verdict.criteria_met(), verdict.explanation()});
     if (verdict.criteria_met()) result.points_met += rubric.points;
     if (rubric.points > 0) result.points_possible += rubric.points;
+    if (verdict.from_cache()) continue;  // a verdict-cache hit spent nothing
     result.usage.prompt_tokens += verdict.usage().prompt_tokens();
     result.usage.cached_prompt_tokens += verdict.usage().cached_prompt_tokens();
     result.usage.completion_tokens += verdict.usage().completion_tokens();

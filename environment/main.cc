@@ -132,6 +132,10 @@ int main(int argc, char** argv) {
   absl::StatusOr<hb::GraderServerOptions> grader_options =
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
+  if (absl::Status cache = hb::cli::CheckVerdictCacheIsEmbedded(flags.grader, *grader_options);
+      !cache.ok()) {
+    return program.UsageError("", cache);
+  }
   absl::StatusOr<hb::ServerSecurityOptions> security =
       hb::cli::ResolveServerSecurity(flags.server.security);
   if (!security.ok()) return program.UsageError("", security.status());

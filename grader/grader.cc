@@ -30,11 +30,12 @@ bool HasAnyRateLimitHeader(const RateLimitInfo& info) {
 class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
  public:
   Call(Grader& grader, std::shared_ptr<const PreparedReply> reply, std::string rubric_item,
-       std::string request_id, absl::Time deadline, std::shared_ptr<CancellationToken> cancel,
-       ItemCallback callback)
+       std::string cache_key, std::string request_id, absl::Time deadline,
+       std::shared_ptr<CancellationToken> cancel, ItemCallback callback)
       : grader_(grader),
         reply_(std::move(reply)),
         rubric_item_(std::move(rubric_item)),
+        cache_key_(std::move(cache_key)),
         request_id_(std::move(request_id)),
         deadline_(deadline),
         cancel_(std::move(cancel)),
@@ -127,6 +128,9 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         out.rate_limit = rate_limit_;
         if (rate_limit_seen_.has_value()) out.rate_limit_age = now - *rate_limit_seen_;
         out.rate_limited_attempts = rate_limited_attempts_;
+        if (!cache_key_.empty()) {
+          grader_.cache_->Store(cache_key_, CachedVerdict{out.raw_reply, out.model, out.usage});
+        }
         FinishLocked(std::move(out));
         return;
       }
@@ -240,6 +244,8 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
   Grader& grader_;
   const std::shared_ptr<const PreparedReply> reply_;
   const std::string rubric_item_;
+  // Where the accepted reply goes in the grader's cache; empty without one.
+  const std::string cache_key_;
   const std::string request_id_;
   const absl::Time deadline_;
   const std::shared_ptr<CancellationToken> cancel_;
@@ -266,14 +272,16 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
 };
 
 Grader::Grader(LlmClient& llm, Scheduler& scheduler, Clock& clock, std::function<double()> jitter,
-               GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics)
+               GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics,
+               VerdictCache* cache)
     : llm_(llm),
       scheduler_(scheduler),
       clock_(clock),
       jitter_(std::move(jitter)),
       template_(std::move(grader_template)),
       config_(std::move(config)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      cache_(cache) {}
 
 double Grader::Jitter() {
   absl::MutexLock lock(&jitter_mu_);
@@ -408,10 +416,36 @@ void Grader::GradePrepared(std::shared_ptr<const PreparedReply> reply, const Rub
     done(absl::CancelledError("grading cancelled by the caller before it started"));
     return;
   }
+  std::string rubric_item = RenderRubricItem(item);
+  std::string cache_key;
+  if (AnswerFromCache(*reply, rubric_item, &cache_key, done)) return;
   auto call =
-      std::make_shared<Call>(*this, std::move(reply), RenderRubricItem(item), std::move(request_id),
-                             deadline, std::move(cancel), std::move(done));
+      std::make_shared<Call>(*this, std::move(reply), std::move(rubric_item), std::move(cache_key),
+                             std::move(request_id), deadline, std::move(cancel), std::move(done));
   call->Start();
+}
+
+bool Grader::AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item,
+                             std::string* key, ItemCallback& done) {
+  if (cache_ == nullptr) return false;
+  *key =
+      VerdictCacheKey(config_.settings, GraderTemplate::FillRubricItem(reply.prompt, rubric_item));
+  std::optional<CachedVerdict> hit = cache_->Lookup(*key);
+  if (!hit.has_value()) return false;
+  absl::StatusOr<Verdict> verdict = ParseGraderReply(hit->raw_reply);
+  if (!verdict.ok()) return false;  // not ours to trust: grade it again (and keep the old entry)
+  ItemVerdict out;
+  out.verdict = *std::move(verdict);
+  out.raw_reply = std::move(hit->raw_reply);
+  out.model = std::move(hit->model);
+  out.usage = hit->usage;
+  out.from_cache = true;
+  if (metrics_ != nullptr) metrics_->VerdictCacheHit();
+  // On the scheduler's thread, as for an upstream answer: the caller may hold its own locks.
+  scheduler_.Schedule(
+      absl::ZeroDuration(),
+      [out = std::move(out), done = std::move(done)]() mutable { done(std::move(out)); });
+  return true;
 }
 
 }  // namespace hb

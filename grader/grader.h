@@ -28,6 +28,7 @@
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
 #include "grader/grader_metrics.h"
+#include "grader/verdict_cache.h"
 #include "llm/llm_client.h"
 
 namespace hb {
@@ -103,17 +104,23 @@ struct ItemVerdict {
   absl::Duration rate_limit_age = absl::ZeroDuration();
   // Attempts answered with HTTP 429.
   int rate_limited_attempts = 0;
+  // Answered from the VerdictCache: no upstream request was made (attempts 0); `raw_reply`,
+  // `model` and `usage` are the cached grading's (`usage` is what the hit saved, not spent).
+  bool from_cache = false;
 };
 
 using ItemCallback = absl::AnyInvocable<void(absl::StatusOr<ItemVerdict>)>;
 
 class Grader {
  public:
-  // `llm`, `scheduler`, `clock` and `metrics` (optional) are not owned and must outlive the
-  // grader and every call in progress. `jitter` returns uniform draws from [0, 1]; it is
-  // called under the grader's lock, so it need not be thread-safe.
+  // `llm`, `scheduler`, `clock`, `metrics` (optional) and `cache` (optional) are not owned and
+  // must outlive the grader and every call in progress. `jitter` returns uniform draws from
+  // [0, 1]; it is called under the grader's lock, so it need not be thread-safe. With a
+  // `cache`, an item whose request (VerdictCacheKey) is in it is answered from it without an
+  // upstream request (ItemVerdict::from_cache), and every accepted reply is stored in it.
   Grader(LlmClient& llm, Scheduler& scheduler, Clock& clock, std::function<double()> jitter,
-         GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics = nullptr);
+         GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics = nullptr,
+         VerdictCache* cache = nullptr);
 
   // Grades one item; `done` runs exactly once: inline for an invalid request, otherwise on the
   // LLM client's or scheduler's thread. Errors:
@@ -175,6 +182,10 @@ class Grader {
  private:
   class Call;
   double Jitter();
+  // With a cache: the item's cache key, and true after answering `done` from the cache (on the
+  // scheduler's thread). Without one: "" and false.
+  bool AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item, std::string* key,
+                       ItemCallback& done);
 
   LlmClient& llm_;
   Scheduler& scheduler_;
@@ -184,6 +195,7 @@ class Grader {
   const GraderTemplate template_;
   const GraderConfig config_;
   GraderMetrics* const metrics_;
+  VerdictCache* const cache_;
 };
 
 }  // namespace hb

@@ -52,8 +52,17 @@ GraderMetrics::GraderMetrics(prometheus::Registry& registry)
                      .Name("hb_grader_ratelimit_remaining")
                      .Help("Last x-ratelimit-remaining-* value from the upstream endpoint")
                      .Register(registry)),
+      verdict_cache_hits_(prometheus::BuildCounter()
+                              .Name("hb_grader_verdict_cache_hits_total")
+                              .Help("Rubric items answered from --verdict-cache (no upstream call)")
+                              .Register(registry)
+                              .Add({})),
       upstream_in_flight_(upstream_in_flight_family_.Add({})),
       upstream_latency_(upstream_latency_family_.Add({}, LatencyBuckets())) {}
+
+void GraderMetrics::VerdictCacheHit() { verdict_cache_hits_.Increment(); }
+
+double GraderMetrics::VerdictCacheHits() const { return verdict_cache_hits_.Value(); }
 
 prometheus::Counter& GraderMetrics::Counter(prometheus::Family<prometheus::Counter>& family,
                                             const prometheus::Labels& labels) const {

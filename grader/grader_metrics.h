@@ -11,6 +11,7 @@
 //   hb_grader_retries_total{reason}              retries scheduled, by failure kind
 //   hb_grader_tokens_total{kind}                 prompt / cached / completion tokens
 //   hb_grader_ratelimit_remaining{resource}      last x-ratelimit-remaining-{requests,tokens}
+//   hb_grader_verdict_cache_hits_total           items answered from --verdict-cache
 //
 // Every method is thread-safe. Never put request content or secrets in a label.
 #pragma once
@@ -45,6 +46,7 @@ class GraderMetrics {
   void RetryScheduled(absl::string_view reason);
   void AddTokens(int64_t prompt, int64_t cached, int64_t completion);
   void SetRateLimitRemaining(absl::string_view resource, double value);
+  void VerdictCacheHit();
 
   // Readers (tests). A series never touched reads 0.
   double RpcCount(absl::string_view method, absl::StatusCode code) const;
@@ -53,6 +55,7 @@ class GraderMetrics {
   double UpstreamInFlight() const;
   double Retries(absl::string_view reason) const;
   double Tokens(absl::string_view kind) const;
+  double VerdictCacheHits() const;
 
  private:
   prometheus::Counter& Counter(prometheus::Family<prometheus::Counter>& family,
@@ -69,6 +72,7 @@ class GraderMetrics {
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Counter>& tokens_;
   prometheus::Family<prometheus::Gauge>& ratelimit_;
+  prometheus::Counter& verdict_cache_hits_;
   prometheus::Gauge& upstream_in_flight_;
   prometheus::Histogram& upstream_latency_;
 

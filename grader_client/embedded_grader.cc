@@ -7,6 +7,7 @@
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
+#include "grader/sqlite_verdict_cache.h"
 #include "grader_client/grader_info.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
@@ -24,6 +25,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   embedded->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
   embedded->metrics_ = std::make_unique<GraderMetrics>(*embedded->registry_);
+  if (!options.verdict_cache_path.empty()) {
+    HB_ASSIGN_OR_RETURN(embedded->cache_, SqliteVerdictCache::Open(options.verdict_cache_path));
+  }
 
   CurlHttpClientOptions http_options;
   http_options.max_in_flight = options.llm.max_upstream_in_flight;
@@ -48,7 +52,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   embedded->grader_ = std::make_unique<hb::Grader>(
       *embedded->llm_, *embedded->http_, Clock::Real(),
       [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
-      std::move(grader_template), config, embedded->metrics_.get());
+      std::move(grader_template), config, embedded->metrics_.get(), embedded->cache_.get());
   embedded->client_ =
       std::make_unique<InProcessGraderClient>(*embedded->grader_, Clock::Real(), embedded->info_);
   return embedded;
@@ -65,6 +69,7 @@ EmbeddedGrader::~EmbeddedGrader() {
   http_.reset();
   grader_.reset();
   llm_.reset();
+  cache_.reset();
 }
 
 }  // namespace hb

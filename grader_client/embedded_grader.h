@@ -20,13 +20,15 @@ namespace hb {
 
 class CurlMultiHttpClient;
 class OpenAiLlmClient;
+class SqliteVerdictCache;
 
 class EmbeddedGrader {
  public:
-  // Loads the template and starts the HTTP loop. `options.listen_address` and
-  // `max_receive_message_bytes` are ignored (nothing listens). Errors: the template's load
-  // errors (kNotFound, kInvalidArgument for a wrong sha256), kInternal when libcurl cannot
-  // start.
+  // Loads the template, opens the verdict cache (options.verdict_cache_path, when given) and
+  // starts the HTTP loop. `options.listen_address` and `max_receive_message_bytes` are ignored
+  // (nothing listens). Errors: the template's load errors (kNotFound, kInvalidArgument for a
+  // wrong sha256), SqliteVerdictCache::Open's (naming --verdict-cache), kInternal when libcurl
+  // cannot start.
   static absl::StatusOr<std::unique_ptr<EmbeddedGrader>> Start(const GraderServerOptions& options);
 
   // Cancels calls in progress (their callbacks run with kCancelled) and stops the HTTP loop.
@@ -48,6 +50,7 @@ class EmbeddedGrader {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<GraderMetrics> metrics_;
+  std::unique_ptr<SqliteVerdictCache> cache_;
   std::unique_ptr<CurlMultiHttpClient> http_;
   std::unique_ptr<OpenAiLlmClient> llm_;
   std::unique_ptr<hb::Grader> grader_;

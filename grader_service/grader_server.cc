@@ -10,9 +10,9 @@
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
+#include "common/rpc/server_reflection.h"
 #include "grader_client/embedded_grader.h"
 #include "grader_service/grader_service_impl.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -77,28 +77,6 @@ class MalformedRequestInterceptorFactory final
   const std::shared_ptr<RateLimitedLog> log_;
 };
 
-// Reflection for this server only: InitProtoReflectionServerBuilderPlugin() would turn it on
-// for every server the process builds afterwards (tests build many).
-class ReflectionOption final : public grpc::ServerBuilderOption {
- public:
-  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
-
-  void UpdateArguments(grpc::ChannelArguments*) override {}
-  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    grpc::reflection::ProtoServerReflectionPlugin reflection;
-    const std::string name = reflection.name();
-    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
-                                  [&](const auto& plugin) { return plugin->name() == name; }),
-                   plugins->end());
-    if (enabled_) {
-      plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
-    }
-  }
-
- private:
-  const bool enabled_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
@@ -135,7 +113,7 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   // of the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  builder.SetOption(std::make_unique<ReflectionOption>(options.reflection));
+  builder.SetOption(ReflectionOption(options.reflection));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(
       std::make_unique<MalformedRequestInterceptorFactory>(server->service_->refused_log()));

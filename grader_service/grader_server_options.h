@@ -49,6 +49,9 @@ struct GraderServerOptions {
   GraderLimits limits;
   std::string template_path = "data/grader_template.txt";
   bool require_reference_template = true;
+  // The verdict cache's SQLite file (`--verdict-cache`, grader/sqlite_verdict_cache.h); empty:
+  // no cache, every item is graded upstream.
+  std::string verdict_cache_path;
   // Where metrics are registered; a private registry when null.
   std::shared_ptr<prometheus::Registry> registry;
   // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with a
@@ -62,7 +65,7 @@ struct GraderServerOptions {
   absl::Duration default_deadline = absl::Minutes(10);
   // Largest request accepted, in bytes.
   int max_receive_message_bytes = 64 << 20;
-  // Serve grpc.reflection.v1alpha.ServerReflection (lists the services and their schemas to
+  // Serve grpc.reflection.v1 and v1alpha ServerReflection (lists the services and their schemas to
   // any client). Off by default.
   bool reflection = false;
   // TLS, mTLS, bearer tokens and the listen policy (security/transport_security.h): a

@@ -171,7 +171,7 @@ struct ReplyFanOut {
           response->mutable_verdicts(static_cast<int>(i))
               ->set_request_id(absl::StrCat(request->request_id(), "/", i));
           met.push_back(verdicts[i]->verdict.criteria_met);
-          total += verdicts[i]->usage;
+          if (!verdicts[i]->from_cache) total += verdicts[i]->usage;
         }
         UsageToProto(total, response->mutable_usage());
         absl::StatusOr<OrderedMetrics> scores =
@@ -226,6 +226,7 @@ void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse
   response->set_upstream_latency_ms(absl::ToDoubleMilliseconds(verdict.upstream_latency));
   response->set_raw_reply(verdict.raw_reply);
   response->set_rate_limited_attempts(verdict.rate_limited_attempts);
+  response->set_from_cache(verdict.from_cache);
   const RateLimitInfo& rl = verdict.rate_limit;
   const bool has_requests = rl.limit_requests || rl.remaining_requests || rl.reset_requests;
   const bool has_tokens = rl.limit_tokens || rl.remaining_tokens || rl.reset_tokens;

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/rpc/server_reflection.h"
 #include "environment/grpc/env_service.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
   server->service_ = std::make_unique<EnvServiceImpl>(env, server->options_.security.tokens,
                                                       server->options_.service);
   grpc::EnableDefaultHealthCheckService(true);
-  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetOption(ReflectionOption(options.reflection));
   // Two servers must never share a port by accident.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);

@@ -115,18 +115,11 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
     }
   }
   estimate.output_tokens = estimate.rows * options.est_output_tokens_per_row;
-  const double million = 1e6;
-  const double output_cost =
-      static_cast<double>(estimate.output_tokens) / million * options.prices.output_per_mtok;
   estimate.cost_uncached =
-      static_cast<double>(estimate.input_tokens) / million * options.prices.input_per_mtok +
-      output_cost;
+      CostUsd({estimate.input_tokens, 0, estimate.output_tokens}, options.prices);
   estimate.cost_best_cached =
-      static_cast<double>(estimate.input_tokens - estimate.cached_input_tokens) / million *
-          options.prices.input_per_mtok +
-      static_cast<double>(estimate.cached_input_tokens) / million *
-          options.prices.cached_input_per_mtok +
-      output_cost;
+      CostUsd({estimate.input_tokens, estimate.cached_input_tokens, estimate.output_tokens},
+              options.prices);
   HB_RETURN_IF_ERROR(WriteOutput(options.out, out));
   return estimate;
 }

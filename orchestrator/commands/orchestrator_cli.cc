@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/flags/marshalling.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -117,9 +118,14 @@ constexpr char kExamplesHelp[] =
     "the reference's random.Random(0).sample selection of N tasks (-1: every task, in file "
     "order)";
 constexpr char kPromptCacheKeyHelp[] =
-    "none|prompt_id. prompt_id: each task's prompt_id as `prompt_cache_key` in its request "
-    "bodies, so its rubric items share OpenAI's prompt cache (none: no key, as the reference; "
-    "run and dry-run send the same bodies)";
+    "auto|prompt_id|off. prompt_id: each task's prompt_id as `prompt_cache_key` in its request "
+    "bodies (its rubric rows are sent back to back), so they share OpenAI's prompt cache; it "
+    "cannot change a verdict. auto: prompt_id when the --llm-base-url host is api.openai.com "
+    "(for a gRPC --grader, give hb-grader's --llm-base-url), else off. off (or none): no key, as "
+    "the reference";
+constexpr char kDryRunPromptCacheKeyHelp[] =
+    "none|prompt_id: the request bodies as `run --prompt-cache-key` sends them (prompt_id: what "
+    "run's default auto sends to api.openai.com; none: no key, as the reference)";
 
 // `run`'s flags before they become RunOptions.
 struct RunFlags {
@@ -131,7 +137,7 @@ struct RunFlags {
   std::vector<std::string> policies;
   cli::PolicyFlags policy;
   int policy_max_in_flight = 64;
-  std::string prompt_cache_key = "none";
+  std::string prompt_cache_key = "auto";
   std::string progress = "auto";
 };
 
@@ -141,6 +147,24 @@ absl::StatusOr<bool> PromptCacheKeyPerTask(const std::string& mode) {
         absl::StrCat("--prompt-cache-key: expected none or prompt_id, got '", mode, "'"));
   }
   return mode == "prompt_id";
+}
+
+// Whether `base_url`'s host is OpenAI's API (where prompt_cache_key is known to be accepted).
+bool IsOpenAiEndpoint(absl::string_view base_url) {
+  absl::string_view rest = base_url;
+  const size_t scheme = rest.find("://");
+  if (scheme != absl::string_view::npos) rest.remove_prefix(scheme + 3);
+  const absl::string_view host = rest.substr(0, rest.find_first_of(":/"));
+  return absl::AsciiStrToLower(host) == "api.openai.com";
+}
+
+// run's --prompt-cache-key: auto (prompt_id for api.openai.com), prompt_id, off or none.
+absl::StatusOr<bool> RunPromptCacheKeyPerTask(const std::string& mode, absl::string_view base_url) {
+  if (mode == "auto") return IsOpenAiEndpoint(base_url);
+  if (mode == "prompt_id") return true;
+  if (mode == "off" || mode == "none") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--prompt-cache-key: expected auto, prompt_id or off, got '", mode, "'"));
 }
 
 // hb-orchestrator's program and the structs its flags fill. One per parse.
@@ -176,8 +200,6 @@ class OrchestratorCommandLine {
     if (!ParseProgressMode(run_.progress, &options.progress, &error)) {
       return absl::InvalidArgumentError(error);
     }
-    HB_ASSIGN_OR_RETURN(options.send_prompt_cache_key,
-                        PromptCacheKeyPerTask(run_.prompt_cache_key));
     HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(run_.subset, run_command_->Given("subset"),
                                                         options.dataset, options.subset,
                                                         options.ignore_extra_responses));
@@ -192,6 +214,10 @@ class OrchestratorCommandLine {
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    HB_ASSIGN_OR_RETURN(
+        options.send_prompt_cache_key,
+        RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
+    HB_RETURN_IF_ERROR(cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options));
     return options;
   }
 
@@ -387,7 +413,7 @@ class OrchestratorCommandLine {
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Group("grader");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader);
-    c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kPromptCacheKeyHelp);
+    c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kDryRunPromptCacheKeyHelp);
     c.Group("cost estimate");
     cli::AddPriceFlags(c, &o.prices);
     c.Flag("est-output-tokens-per-row", &o.est_output_tokens_per_row, "N",

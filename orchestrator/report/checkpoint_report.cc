@@ -146,10 +146,7 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
                                                      row.rubric_index, ")"));
     }
     task->verdicts[row.rubric_index] = &row;
-    usage.attempts += row.attempts;
-    usage.prompt_tokens += row.prompt_tokens;
-    usage.cached_tokens += row.cached_tokens;
-    usage.completion_tokens += row.completion_tokens;
+    usage.Add(row);
   }
   for (const RowFailure& failure : failures) {
     HB_ASSIGN_OR_RETURN(TaskState * task,
@@ -238,14 +235,17 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   result.simulated = context.simulated;
   result.incomplete = incomplete;
   const std::string generated_at = GeneratedAt(context);
+  result.tokens = usage.spent();
+  result.from_cache_rows = usage.from_cache_rows;
+  result.saved_tokens = usage.saved;
 
   HB_RETURN_IF_ERROR(verdicts_out->Commit());
   HB_RETURN_IF_ERROR(failures_out->Commit());
   HB_RETURN_IF_ERROR(tasks_out->Commit());
   HB_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/summary.json", SummaryJson(context, result, usage, incomplete, generated_at)));
-  HB_RETURN_IF_ERROR(
-      WriteHtml(BuildHtmlHead(context, result, tasks, incomplete, generated_at), tasks, dir));
+  HB_RETURN_IF_ERROR(WriteHtml(
+      BuildHtmlHead(context, result, usage, tasks, incomplete, generated_at), tasks, dir));
   return result;
 }
 

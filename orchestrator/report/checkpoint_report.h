@@ -10,7 +10,10 @@
 //                  metrics (the task's OrderedMetrics, in order), rubric_items [{criterion,
 //                  points, tags, criteria_met, explanation}] (nulls for rows without verdict).
 //   summary.json   checkpoint, score, metrics (ReferenceMetricsMap order and key names), counts,
-//                  usage, provenance; indent 2.
+//                  usage, provenance; indent 2. "usage": attempts and the tokens spent upstream
+//                  (prompt_tokens, cached_tokens, completion_tokens), cost_usd at
+//                  context.prices (given as prices_usd_per_mtok), from_cache_rows, saved_tokens
+//                  and saved_usd (verdict-cache hits), wall_seconds.
 //   verdicts.jsonl every graded row, sorted by (task in dataset order, rubric_index): the file
 //                  `score --verdicts` and `merge` read back (see verdict_file.h).
 //   failures.jsonl every failed row without a verdict, same order.
@@ -32,11 +35,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
 #include "common/healthbench/types.h"
 #include "orchestrator/report/verdict_file.h"
+#include "orchestrator/run/token_prices.h"
 
 namespace hb {
 
@@ -74,6 +79,11 @@ struct ReportContext {
   // Position of this checkpoint in a multi-checkpoint run (0 = the baseline); `merge` orders
   // checkpoints by it (then by name) so its comparison matches the unsharded run's.
   int checkpoint_index = 0;
+  // The prices the dollar figures of summary.json "usage" and report.html are computed at.
+  TokenPrices prices;
+  // Wall time of the grading that produced the verdicts (summed over a run and its resumes);
+  // nullopt when unknown (`score`, `merge`): written as null.
+  std::optional<absl::Duration> wall_time;
   // summary.json "generated_at". Empty: the environment variable HB_FIXED_TIME when set
   // (tests), else the current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
   std::string generated_at;
@@ -95,6 +105,11 @@ struct CheckpointResult {
   std::vector<std::string> prompt_ids;
   // aggregate's "score" bootstrap std (0 when no task is graded).
   double score_bootstrap_std = 0;
+  // Tokens the graded rows spent upstream (verdict-cache hits excluded), the rows answered from
+  // the verdict cache and the tokens they saved.
+  TokenCounts tokens;
+  int64_t from_cache_rows = 0;
+  TokenCounts saved_tokens;
   // The report's SIMULATED and INCOMPLETE marks, carried into comparisons.
   bool simulated = false, incomplete = false;
   // The checkpoint's folder as an absolute path when it was graded elsewhere (`compare`);

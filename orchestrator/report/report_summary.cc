@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
 #include "http/url_redaction.h"
@@ -32,7 +33,80 @@ std::string GraderUpstreamFact(const ReportContext& context) {
   return fact + ")";
 }
 
+// summary.json "usage": what the grading spent and what the verdict cache saved.
+void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                const ReportContext& context, const Usage& usage) {
+  auto tokens = [&writer](const TokenCounts& t) {
+    writer.Key("prompt_tokens");
+    writer.Int64(t.prompt_tokens);
+    writer.Key("cached_tokens");
+    writer.Int64(t.cached_tokens);
+    writer.Key("completion_tokens");
+    writer.Int64(t.completion_tokens);
+  };
+  writer.Key("usage");
+  writer.StartObject();
+  writer.Key("attempts");
+  writer.Int64(usage.attempts);
+  tokens(usage.spent());
+  writer.Key("cost_usd");
+  writer.Double(CostUsd(usage.spent(), context.prices));
+  writer.Key("from_cache_rows");
+  writer.Int64(usage.from_cache_rows);
+  writer.Key("saved_tokens");
+  writer.StartObject();
+  tokens(usage.saved);
+  writer.EndObject();
+  writer.Key("saved_usd");
+  writer.Double(CostUsd(usage.saved, context.prices));
+  writer.Key("wall_seconds");
+  if (context.wall_time.has_value()) {
+    writer.Double(absl::ToDoubleSeconds(*context.wall_time));
+  } else {
+    writer.Null();
+  }
+  writer.Key("prices_usd_per_mtok");
+  writer.StartObject();
+  writer.Key("input");
+  writer.Double(context.prices.input_per_mtok);
+  writer.Key("cached_input");
+  writer.Double(context.prices.cached_input_per_mtok);
+  writer.Key("output");
+  writer.Double(context.prices.output_per_mtok);
+  writer.EndObject();
+  writer.EndObject();
+}
+
+// report.html's "cost" fact: the same figures as WriteUsage, in one line.
+std::string CostFact(const ReportContext& context, const Usage& usage) {
+  std::string text = absl::StrFormat("$%.2f: %d input tokens (%d cached), %d output tokens",
+                                     CostUsd(usage.spent(), context.prices), usage.prompt_tokens,
+                                     usage.cached_tokens, usage.completion_tokens);
+  if (usage.from_cache_rows > 0) {
+    absl::StrAppend(&text,
+                    absl::StrFormat("; %d rows from the verdict cache saved $%.2f",
+                                    usage.from_cache_rows, CostUsd(usage.saved, context.prices)));
+  }
+  if (context.wall_time.has_value()) {
+    absl::StrAppend(&text, "; wall time ",
+                    absl::FormatDuration(absl::Trunc(*context.wall_time, absl::Seconds(1))));
+  }
+  return text;
+}
+
 }  // namespace
+
+void Usage::Add(const VerdictRow& row) {
+  attempts += row.attempts;
+  if (row.from_cache) {
+    ++from_cache_rows;
+    saved += {row.prompt_tokens, row.cached_tokens, row.completion_tokens};
+    return;
+  }
+  prompt_tokens += row.prompt_tokens;
+  cached_tokens += row.cached_tokens;
+  completion_tokens += row.completion_tokens;
+}
 
 std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,
                         const Usage& usage, bool incomplete, const std::string& generated_at) {
@@ -72,17 +146,7 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("failed_rows");
   writer.Int64(result.failed_rows);
   writer.EndObject();
-  writer.Key("usage");
-  writer.StartObject();
-  writer.Key("attempts");
-  writer.Int64(usage.attempts);
-  writer.Key("prompt_tokens");
-  writer.Int64(usage.prompt_tokens);
-  writer.Key("cached_tokens");
-  writer.Int64(usage.cached_tokens);
-  writer.Key("completion_tokens");
-  writer.Int64(usage.completion_tokens);
-  writer.EndObject();
+  WriteUsage(writer, context, usage);
   writer.Key("provenance");
   writer.StartObject();
   writer.Key("dataset");
@@ -167,7 +231,7 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
 }
 
 HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& result,
-                         const std::vector<TaskState>& tasks, bool incomplete,
+                         const Usage& usage, const std::vector<TaskState>& tasks, bool incomplete,
                          const std::string& generated_at) {
   HtmlReport html;
   html.checkpoint = context.checkpoint;
@@ -180,6 +244,7 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
        absl::StrCat(result.graded, " of ", result.tasks, " (", result.not_graded, " not graded)")},
       {"rubric rows", absl::StrCat(result.graded_rows, " graded, ", result.failed_rows,
                                    " failed, of ", result.rows)},
+      {"cost", CostFact(context, usage)},
       {"dataset", absl::StrCat(context.dataset_path, " (sha256 ", context.dataset_sha256, ")")},
       {"subset", context.subset.empty() ? "not given" : context.subset},
       {"examples", context.examples >= 0 ? absl::StrCat(context.examples) : "all"},

@@ -64,6 +64,14 @@ class RowFileReader {
     return value;
   }
 
+  absl::StatusOr<bool> OptionalBool(const rapidjson::Value& object, int line, const char* name,
+                                    bool fallback) const {
+    const rapidjson::Value* field = FindJsonMember(object, name);
+    if (field == nullptr) return fallback;
+    if (!field->IsBool()) return TypeError(line, name, "a boolean", *field);
+    return field->GetBool();
+  }
+
   // Validates prompt_id and rubric_index against the dataset and checks for duplicates.
   absl::Status Key(const rapidjson::Value& object, int line, std::string& prompt_id,
                    int& rubric_index) {
@@ -196,6 +204,9 @@ absl::StatusOr<VerdictFile> ReadVerdictFile(const std::string& path, const Datas
         auto completion_tokens = reader.OptionalInt(object, line, "completion_tokens", 0);
         if (!completion_tokens.ok()) return completion_tokens.status();
         row.completion_tokens = *completion_tokens;
+        auto from_cache = reader.OptionalBool(object, line, "from_cache", false);
+        if (!from_cache.ok()) return from_cache.status();
+        row.from_cache = *from_cache;
         rows.push_back(std::move(row));
         return absl::OkStatus();
       });
@@ -290,6 +301,8 @@ std::string FormatVerdictLine(const VerdictRow& row) {
   writer.Int64(row.cached_tokens);
   writer.Key("completion_tokens");
   writer.Int64(row.completion_tokens);
+  writer.Key("from_cache");
+  writer.Bool(row.from_cache);
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

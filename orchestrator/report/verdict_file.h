@@ -6,14 +6,17 @@
 //   verdicts.jsonl: {"verdicts_header":{"checkpoint":"a","responses_sha256":"...",
 //                                       "dataset_sha256":"...","grader_template_sha256":"..."}}
 //                   {"prompt_id":"p","rubric_index":0,"criteria_met":true,"explanation":"...",
-//                    "attempts":1,"prompt_tokens":812,"cached_tokens":0,"completion_tokens":41}
+//                    "attempts":1,"prompt_tokens":812,"cached_tokens":0,"completion_tokens":41,
+//                    "from_cache":false}
 //   failures.jsonl: {"prompt_id":"p","rubric_index":3,"reason":"..."}
 //
 // The header ties the verdicts to the responses and dataset they grade: a reader refuses
 // verdicts of other responses (CheckVerdictsHeader). Files written before the header existed
 // have none and still load (the caller warns). Only prompt_id, rubric_index, criteria_met and
 // explanation (resp. reason) are required; the usage fields default to attempts 1 and 0
-// tokens. Unknown keys are ignored.
+// tokens, from_cache to false. Unknown keys are ignored. A `from_cache` row was answered from
+// the grader's verdict cache: its tokens are the cached grading's, saved rather than spent
+// (`attempts` counts grader calls, as for any row).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@ struct VerdictRow {
   std::string explanation;
   int attempts = 1;
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  bool from_cache = false;
 };
 
 // One rubric row that could not be graded (retry budget exhausted, permanent error, ...).

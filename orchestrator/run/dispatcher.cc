@@ -90,6 +90,7 @@ DispatchStats Dispatcher::StatsLocked() const {
   stats.retries = retry_count_;
   stats.prompt_tokens = prompt_tokens_;
   stats.cached_tokens = cached_tokens_;
+  stats.from_cache_rows = from_cache_rows_;
   stats.completion_tokens = completion_tokens_;
   stats.rate_limited_replies = rate_limited_replies_;
   if (limiter_ != nullptr) {
@@ -239,7 +240,10 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
       if (result.ok()) {
         if (result->has_rate_limit()) signal.rate_limit = result->rate_limit();
         signal.attempts = std::max(1, result->attempts());
-        signal.tokens = result->usage().prompt_tokens() + result->usage().completion_tokens();
+        // A verdict-cache hit made no upstream request: it spent none of the token budget.
+        signal.tokens = result->from_cache()
+                            ? 0
+                            : result->usage().prompt_tokens() + result->usage().completion_tokens();
       }
       limiter_->OnReply(state_[row].ticket, signal);
     }
@@ -254,6 +258,7 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
       record.prompt_tokens = result->usage().prompt_tokens();
       record.cached_tokens = result->usage().cached_prompt_tokens();
       record.completion_tokens = result->usage().completion_tokens();
+      record.from_cache = result->from_cache();
     } else {
       const absl::Status& error = result.status();
       const bool retryable = IsRetryableCode(error.code());
@@ -301,10 +306,12 @@ void Dispatcher::CountFinishedLocked(const absl::Status& outcome) {
 
 void Dispatcher::Record(RowRecord record) {
   const bool ok = record.ok;
-  const int64_t prompt_tokens = record.prompt_tokens;
-  const int64_t cached_tokens = record.cached_tokens;
-  const int64_t completion_tokens = record.completion_tokens;
-  store_->Append(std::move(record), [this, ok, prompt_tokens, cached_tokens,
+  const bool from_cache = record.from_cache;
+  // Spent tokens only: a cache hit's counts are what it saved.
+  const int64_t prompt_tokens = from_cache ? 0 : record.prompt_tokens;
+  const int64_t cached_tokens = from_cache ? 0 : record.cached_tokens;
+  const int64_t completion_tokens = from_cache ? 0 : record.completion_tokens;
+  store_->Append(std::move(record), [this, ok, from_cache, prompt_tokens, cached_tokens,
                                      completion_tokens](const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     --awaiting_commit_;
@@ -316,6 +323,7 @@ void Dispatcher::Record(RowRecord record) {
     }
     if (ok) {
       ++ok_rows_;
+      if (from_cache) ++from_cache_rows_;
     } else {
       ++failed_rows_;
     }

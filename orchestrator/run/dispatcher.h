@@ -44,9 +44,12 @@ struct DispatchStats {
   int64_t waiting_retry = 0;
   // Attempts started beyond each row's first.
   int64_t retries = 0;
+  // Tokens spent upstream (verdict-cache hits excluded).
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of ok_rows, those answered from the grader's verdict cache.
+  int64_t from_cache_rows = 0;
   // Calls allowed in flight now: max_in_flight, or the adaptive window.
   int64_t window = 0;
   // Calls per second the adaptive pacing allows now; 0 when not pacing.
@@ -190,6 +193,7 @@ class Dispatcher {
   int64_t retry_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t cached_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t from_cache_rows_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rate_limited_replies_ ABSL_GUARDED_BY(mu_) = 0;
   // Null unless adaptive_concurrency.

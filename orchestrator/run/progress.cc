@@ -10,11 +10,7 @@
 namespace hb {
 
 double EstimatedCostUsd(const ProgressSnapshot& s, const TokenPrices& prices) {
-  const int64_t uncached = std::max<int64_t>(0, s.prompt_tokens - s.cached_tokens);
-  return (static_cast<double>(uncached) * prices.input_per_mtok +
-          static_cast<double>(s.cached_tokens) * prices.cached_input_per_mtok +
-          static_cast<double>(s.completion_tokens) * prices.output_per_mtok) /
-         1e6;
+  return CostUsd({s.prompt_tokens, s.cached_tokens, s.completion_tokens}, prices);
 }
 
 std::string FormatTokenCount(int64_t tokens) {
@@ -59,6 +55,7 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
       s.done_rows, s.total_rows, pct, rate, eta, in_flight, s.retries, s.failed_rows,
       FormatTokenCount(s.prompt_tokens), FormatTokenCount(s.cached_tokens),
       FormatTokenCount(s.completion_tokens), EstimatedCostUsd(s, prices));
+  if (s.from_cache_rows > 0) absl::StrAppend(&line, " | from cache ", s.from_cache_rows);
   if (s.stopping) absl::StrAppend(&line, " | stopping: draining in-flight rows");
   return line;
 }

@@ -29,6 +29,8 @@ struct ProgressSnapshot {
   int64_t prompt_tokens = 0;  // includes cached
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
+  // Rows answered from the grader's verdict cache (their tokens are not in the counts above).
+  int64_t from_cache_rows = 0;
   absl::Duration elapsed;
   bool stopping = false;
 };
@@ -41,7 +43,8 @@ double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& pri
 //    failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.23"
 // (one line). With an adaptive window, "in flight 20" reads "in flight 20 (window 44)", or
 // "in flight 20 (window 44, paced 100.0/s)" while pacing. Before the first row the rate and ETA
-// print as "-". When stopping, the line ends with " | stopping: draining in-flight rows".
+// print as "-". With verdict-cache hits, " | from cache N" follows the cost. When stopping, the
+// line ends with " | stopping: draining in-flight rows".
 std::string FormatProgressLine(const ProgressSnapshot& snapshot, const TokenPrices& prices);
 
 // Token counts: "950", "45.6k", "1.25M", "3.40B".

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/file.h"
@@ -261,6 +262,7 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
     snapshot.prompt_tokens = s.prompt_tokens;
     snapshot.cached_tokens = s.cached_tokens;
     snapshot.completion_tokens = s.completion_tokens;
+    snapshot.from_cache_rows = s.from_cache_rows;
     snapshot.elapsed = s.elapsed;
     snapshot.stopping = s.stopping;
     reporter.Report(snapshot);
@@ -368,6 +370,11 @@ struct ReportTotals {
   std::vector<std::string> errors;
   // Per checkpoint, this run's tasks without a response (only when some lack one).
   std::vector<std::pair<std::string, int64_t>> without_response;
+  // Over every checkpoint, as the reports give them: tokens spent upstream, rows answered from
+  // the verdict cache and the tokens those saved.
+  TokenCounts tokens;
+  int64_t from_cache_rows = 0;
+  TokenCounts saved_tokens;
 };
 
 // This run's tasks that have no response in `c`.
@@ -404,6 +411,7 @@ absl::Status CollectRows(const RunInputs& inputs, const LoadedCheckpoint& c, Ver
       v.prompt_tokens = row.prompt_tokens;
       v.cached_tokens = row.cached_tokens;
       v.completion_tokens = row.completion_tokens;
+      v.from_cache = row.from_cache;
       verdicts.push_back(std::move(v));
     } else {
       failures.push_back(RowFailure{row.key.prompt_id, row.key.rubric_index, row.error});
@@ -425,9 +433,10 @@ void PrintCheckpointLine(const std::string& name, const CheckpointResult& result
                report_path.c_str());
 }
 
+// `wall_time`: of every run that wrote to the journal (this one included).
 absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunInputs& inputs,
                                           const GraderConnection& grader, VerdictStore& store,
-                                          bool interrupted) {
+                                          bool interrupted, absl::Duration wall_time) {
   const std::string run_dir = options.RunDir();
   std::vector<CheckpointResult> results;
   ReportTotals totals;
@@ -461,6 +470,8 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.shard_index = options.shard_index;
     context.shard_count = options.shard_count;
     context.checkpoint_index = static_cast<int>(i);
+    context.prices = options.prices;
+    context.wall_time = wall_time;
     const std::string dir = JoinPath(run_dir, c.spec.name);
     absl::StatusOr<CheckpointResult> result =
         WriteCheckpointReport(inputs.dataset, c.responses, verdicts, failures, context, dir);
@@ -468,6 +479,9 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     for (RowFailure& failure : failures) totals.errors.push_back(std::move(failure.reason));
     totals.failed_rows += result->failed_rows;
     totals.missing_rows += result->rows - result->graded_rows - result->failed_rows;
+    totals.tokens += result->tokens;
+    totals.from_cache_rows += result->from_cache_rows;
+    totals.saved_tokens += result->saved_tokens;
     PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
     results.push_back(*std::move(result));
   }
@@ -488,6 +502,30 @@ void PrintSimulatedBanner() {
       stderr);
 }
 
+// The run's cost line: what the verdicts in the reports cost (across resumes), what the verdict
+// cache saved, and the wall time.
+void PrintCostLine(const RunOptions& options, const ReportTotals& totals, absl::Duration wall_time,
+                   absl::Duration this_run) {
+  const TokenPrices& prices = options.prices;
+  std::string line = absl::StrFormat(
+      "hb-orchestrator run: cost $%.2f: tokens in %s (cached %s) out %s at $%.2f / $%.2f / $%.2f "
+      "per million input / cached input / output tokens",
+      CostUsd(totals.tokens, prices), FormatTokenCount(totals.tokens.prompt_tokens),
+      FormatTokenCount(totals.tokens.cached_tokens),
+      FormatTokenCount(totals.tokens.completion_tokens), prices.input_per_mtok,
+      prices.cached_input_per_mtok, prices.output_per_mtok);
+  if (totals.from_cache_rows > 0) {
+    absl::StrAppend(&line,
+                    absl::StrFormat("; %d verdict(s) from the verdict cache saved $%.2f",
+                                    totals.from_cache_rows, CostUsd(totals.saved_tokens, prices)));
+  }
+  absl::StrAppend(&line, "; wall time ", FormatEta(wall_time));
+  if (wall_time - this_run >= absl::Seconds(1)) {
+    absl::StrAppend(&line, " over every run (this one ", FormatEta(this_run), ")");
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 void PrintTopFailureReasons(const std::vector<std::string>& errors) {
   const std::vector<std::pair<std::string, int64_t>> top = TopFailureReasons(errors, 3);
   if (top.empty()) return;
@@ -499,6 +537,7 @@ void PrintTopFailureReasons(const std::vector<std::string>& errors) {
 
 // The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
 absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
+  const absl::Time started = absl::Now();
   HB_RETURN_IF_ERROR(AsUsage(MakeDirs(options.RunDir())));
   HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
                       OutputLock::Acquire(options.RunDir()));
@@ -511,8 +550,13 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
   HB_ASSIGN_OR_RETURN(const bool interrupted,
                       Grade(options, std::move(plan), *grader, *journal, stop));
+  const absl::Duration this_run = absl::Now() - started;
+  HB_RETURN_IF_ERROR(AsInternal(journal->AddRunTime(started, this_run)));
+  const absl::StatusOr<absl::Duration> wall_time = journal->TotalRunTime();
+  HB_RETURN_IF_ERROR(AsInternal(wall_time.status()));
   HB_ASSIGN_OR_RETURN(ReportTotals totals,
-                      WriteReports(options, inputs, *grader, *journal, interrupted));
+                      WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time));
+  PrintCostLine(options, totals, *wall_time, this_run);
   if (options.simulated_verdicts) PrintSimulatedBanner();
   PrintTopFailureReasons(totals.errors);
   if (interrupted) {

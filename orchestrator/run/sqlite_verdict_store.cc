@@ -41,6 +41,16 @@ absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
   return absl::OkStatus();
 }
 
+// Journals written before the verdict cache have no rows.from_cache: add it (their rows were
+// all graded upstream, hence the default 0).
+absl::Status AddFromCacheColumn(sqlite3* db, const std::string& path) {
+  sqlite3_stmt* probe = nullptr;
+  const int rc = sqlite3_prepare_v2(db, "SELECT from_cache FROM rows LIMIT 0", -1, &probe, nullptr);
+  sqlite3_finalize(probe);
+  if (rc == SQLITE_OK) return absl::OkStatus();
+  return Exec(db, path, "ALTER TABLE rows ADD COLUMN from_cache INTEGER NOT NULL DEFAULT 0");
+}
+
 // RAII prepared statement.
 class Statement {
  public:
@@ -209,8 +219,11 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     " prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
                     " completion_tokens INTEGER NOT NULL, error TEXT,"
                     " time_unix_ms INTEGER NOT NULL,"
-                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;");
+                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+                    "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
+                    " wall_ms INTEGER NOT NULL);");
     }
+    if (status.ok()) status = AddFromCacheColumn(db, path);
     if (!status.ok()) return fail(status);
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
     if (!existing.ok()) return fail(existing.status());
@@ -339,7 +352,8 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<RowRecord>& rows) 
   Statement stmt(db_,
                  "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
                  " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens, error,"
-                 " time_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+                 " time_unix_ms, from_cache)"
+                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
                  " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
                  " status = excluded.status, criteria_met = excluded.criteria_met,"
                  " explanation = excluded.explanation,"
@@ -347,7 +361,8 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<RowRecord>& rows) 
                  " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
                  " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
                  " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
-                 " error = excluded.error, time_unix_ms = excluded.time_unix_ms"
+                 " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
+                 " from_cache = excluded.from_cache"
                  " WHERE rows.status != 'ok'");
   absl::Status status;
   if (stmt.rc() != SQLITE_OK) status = SqliteError(db_, stmt.rc(), path_, "preparing insert");
@@ -371,6 +386,7 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<RowRecord>& rows) 
     sqlite3_bind_int64(s, 10, row.completion_tokens);
     BindText(s, 11, row.error);
     sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
+    sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) status = SqliteError(db_, rc, path_, "inserting a row");
   }
@@ -385,8 +401,8 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
   absl::MutexLock lock(&db_mu_);
   Statement stmt(db_,
                  "SELECT prompt_id, rubric_index, status, criteria_met, explanation, attempts,"
-                 " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms"
-                 " FROM rows WHERE checkpoint = ?1 ORDER BY prompt_id, rubric_index");
+                 " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,"
+                 " from_cache FROM rows WHERE checkpoint = ?1 ORDER BY prompt_id, rubric_index");
   if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading rows");
   BindText(stmt.get(), 1, checkpoint);
   std::vector<RowRecord> out;
@@ -406,10 +422,28 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
     row.completion_tokens = sqlite3_column_int64(s, 8);
     row.error = ColumnText(s, 9);
     row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
+    row.from_cache = sqlite3_column_int(s, 11) != 0;
     out.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");
   return out;
+}
+
+absl::Status SqliteVerdictStore::AddRunTime(absl::Time started, absl::Duration wall) {
+  absl::MutexLock lock(&db_mu_);
+  return Exec(db_, path_,
+              absl::StrCat("INSERT INTO runs(started_unix_ms, wall_ms) VALUES (",
+                           absl::ToUnixMillis(started), ", ", absl::ToInt64Milliseconds(wall), ")")
+                  .c_str());
+}
+
+absl::StatusOr<absl::Duration> SqliteVerdictStore::TotalRunTime() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_, "SELECT COALESCE(SUM(wall_ms), 0) FROM runs");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading run times");
+  const int rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) return SqliteError(db_, rc, path_, "reading run times");
+  return absl::Milliseconds(sqlite3_column_int64(stmt.get(), 0));
 }
 
 }  // namespace hb

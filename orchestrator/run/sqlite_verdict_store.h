@@ -16,7 +16,10 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
-//        PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+//        from_cache (added to older journals on open), PRIMARY KEY (checkpoint, prompt_id,
+//        rubric_index))
+//   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
+//        adds up across resumes like the rows' tokens do
 #pragma once
 
 #include <deque>
@@ -76,6 +79,12 @@ class SqliteVerdictStore final : public VerdictStore {
   void Append(RowRecord row, CommitCallback on_commit) override;
   absl::Status Flush() override;
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
+
+  // Records one run's grading wall time (`started` is when it began). kInternal & co. for
+  // SQLite errors naming the path. Thread-safe.
+  absl::Status AddRunTime(absl::Time started, absl::Duration wall);
+  // The wall time of every run recorded by AddRunTime, summed. Thread-safe.
+  absl::StatusOr<absl::Duration> TotalRunTime();
 
   // The path the old journal was moved to by `force_new` (empty when nothing was moved).
   const std::string& moved_aside_path() const { return moved_aside_path_; }

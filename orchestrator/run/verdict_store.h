@@ -45,6 +45,9 @@ struct RowRecord {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
+  // The verdict came from the grader's verdict cache: no upstream request was made, and the
+  // token counts are the cached grading's (saved, not spent).
+  bool from_cache = false;
   std::string error;
   // When the row was recorded.
   absl::Time time = absl::UnixEpoch();

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/base/clock.h"
@@ -11,6 +13,7 @@
 #include "common/rpc/grpc_status.h"
 #include "environment/grpc/env_server.h"
 #include "gmock/gmock.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -122,6 +125,47 @@ TEST_F(EnvServiceLimitsTest, ASubmitWithoutADeadlineGetsTheDefaultDeadline) {
   ASSERT_TRUE(Submit(Request("r")).ok());
   EXPECT_GE(env_.last_deadline(), before + absl::Minutes(3));
   EXPECT_LE(env_.last_deadline(), Clock::Real().Now() + absl::Minutes(3));
+}
+
+// One list_services request over a real v1 reflection stream; the services, or the status.
+absl::StatusOr<std::vector<std::string>> ListServicesByReflection(int port) {
+  namespace v1 = ::grpc::reflection::v1;
+  auto stub = v1::ServerReflection::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->ServerReflectionInfo(&context);
+  v1::ServerReflectionRequest request;
+  request.set_list_services("");
+  stream->Write(request);
+  stream->WritesDone();
+  std::vector<std::string> services;
+  v1::ServerReflectionResponse response;
+  while (stream->Read(&response)) {
+    for (const auto& service : response.list_services_response().service()) {
+      services.push_back(service.name());
+    }
+  }
+  const grpc::Status status = stream->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  return services;
+}
+
+TEST(EnvServerReflectionTest, OffByDefaultAndBothVersionsWhenAskedFor) {
+  FakeEnvironment env;
+  EnvServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  auto closed = EnvGrpcServer::Start(env, options);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_THAT(ListServicesByReflection((*closed)->port()).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, ::testing::_));
+  options.reflection = true;
+  auto open = EnvGrpcServer::Start(env, options);
+  ASSERT_TRUE(open.ok()) << open.status();
+  auto services = ListServicesByReflection((*open)->port());
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_THAT(*services, ::testing::IsSupersetOf({"healthbench.env.v1.Environment",
+                                                  "grpc.reflection.v1.ServerReflection",
+                                                  "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 TEST(ReceiveLimitForTest, RoomForABatchOfRepliesButNoMore) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/sha256.h"
 #include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/retry/retry_status.h"
@@ -17,6 +18,7 @@
 #include "prometheus/registry.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_llm_client.h"
+#include "tests/testing/in_memory_verdict_cache.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
@@ -76,7 +78,7 @@ class GraderTest : public ::testing::Test {
       EXPECT_TRUE(tmpl.ok()) << tmpl.status();
       grader_ = std::make_unique<Grader>(
           llm_, scheduler_, clock_, [this] { return jitter_; }, *std::move(tmpl), config_,
-          &metrics_);
+          &metrics_, cache_);
     }
     return *grader_;
   }
@@ -88,6 +90,7 @@ class GraderTest : public ::testing::Test {
   GraderConfig config_;
   prometheus::Registry registry_;
   GraderMetrics metrics_{registry_};
+  VerdictCache* cache_ = nullptr;
   std::unique_ptr<Grader> grader_;
 };
 
@@ -116,6 +119,75 @@ TEST_F(GraderTest, GradesOnFirstAttemptWithTheExactBody) {
   EXPECT_EQ(verdict.usage.completion_tokens, 20);
   EXPECT_EQ(verdict.upstream_latency, absl::Milliseconds(700));
   EXPECT_THAT(scheduler_.RequestedDelays(), IsEmpty());
+}
+
+TEST_F(GraderTest, VerdictCacheAnswersTheSameRequestWithoutAnUpstreamCall) {
+  hb::testing::InMemoryVerdictCache cache;
+  cache_ = &cache;
+  GradeItemInput input = SampleInput();
+  input.prompt_cache_key = "first";
+  Result first;
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, first.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict graded, first.get());
+  EXPECT_FALSE(graded.from_cache);
+  // Stored under the body without prompt_cache_key: the key cannot change a verdict.
+  const std::string prompt =
+      "CONVERSATION:\nsystem: You are a helpful assistant.\n\nuser: I have a headache, what "
+      "should I do?\n\nassistant: Drink water and rest.\nITEM: [5] Advises hydration.\nEND";
+  const std::string key = VerdictCacheKey(GraderSettings{}, prompt);
+  EXPECT_EQ(key, Sha256Hex(BuildChatCompletionBody(GraderSettings{}, prompt)));
+  ASSERT_EQ(cache.entries().count(key), 1u);
+  EXPECT_EQ(cache.entries().at(key).raw_reply, kMet);
+
+  input.prompt_cache_key = "another";
+  Result second;
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, second.Callback());
+  EXPECT_EQ(llm_.requests().size(), 1u);  // no upstream request
+  EXPECT_FALSE(second.done());            // answered on the scheduler's thread, never inline
+  scheduler_.RunDue();
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict hit, second.get());
+  EXPECT_TRUE(hit.from_cache);
+  EXPECT_EQ(hit.attempts, 0);
+  EXPECT_EQ(hit.verdict.criteria_met, graded.verdict.criteria_met);
+  EXPECT_EQ(hit.verdict.explanation, graded.verdict.explanation);
+  EXPECT_EQ(hit.raw_reply, graded.raw_reply);
+  EXPECT_EQ(hit.model, graded.model);
+  EXPECT_EQ(hit.usage.prompt_tokens, graded.usage.prompt_tokens);
+  EXPECT_EQ(hit.usage.completion_tokens, graded.usage.completion_tokens);
+  EXPECT_EQ(metrics_.VerdictCacheHits(), 1);
+
+  // Another criterion is another request: graded upstream.
+  input.item.criterion = "Advises rest.";
+  Result third;
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, third.Callback());
+  EXPECT_EQ(llm_.requests().size(), 2u);
+}
+
+TEST_F(GraderTest, VerdictCacheKeyCoversTheSettingsAndAnUnparsableEntryIsGradedAgain) {
+  GraderSettings other = GraderSettings{};
+  other.temperature = 0.0;
+  EXPECT_NE(VerdictCacheKey(GraderSettings{}, "p"), VerdictCacheKey(other, "p"));
+  other = GraderSettings{};
+  other.model = "another-model";
+  EXPECT_NE(VerdictCacheKey(GraderSettings{}, "p"), VerdictCacheKey(other, "p"));
+  EXPECT_NE(VerdictCacheKey(GraderSettings{}, "p"), VerdictCacheKey(GraderSettings{}, "q"));
+
+  hb::testing::InMemoryVerdictCache cache;
+  cache_ = &cache;
+  GradeItemInput input = SampleInput();
+  const std::string key = VerdictCacheKey(
+      GraderSettings{},
+      "CONVERSATION:\nsystem: You are a helpful assistant.\n\nuser: I have a headache, what "
+      "should I do?\n\nassistant: Drink water and rest.\nITEM: [5] Advises hydration.\nEND");
+  cache.Store(key, CachedVerdict{"not json", "m", {}});
+  Result result;
+  grader().GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_EQ(llm_.pending(), 1u);
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kNotMet)));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, result.get());
+  EXPECT_FALSE(verdict.from_cache);
+  EXPECT_FALSE(verdict.verdict.criteria_met);
 }
 
 TEST_F(GraderTest, RequestBodyMatchesTheReferenceTemplateRendering) {

@@ -512,26 +512,33 @@ TEST(GraderServerTest, ASecondServerOnAPortInUseFailsToStart) {
 
 // ServerReflectionRequest{list_services: ""} on the wire: field 7, length 0.
 constexpr char kListServicesRequest[] = "\x3a\x00";
-constexpr char kReflectionMethod[] =
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+// Both versions clients ask for (v1 first, then v1alpha); the messages are the same.
+constexpr const char* kReflectionMethods[] = {
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
 
 TEST(GraderServerTest, ReflectionIsOffByDefault) {
   auto server = StartServerWithoutUpstream();
   ASSERT_NE(server, nullptr);
-  std::string response;
-  grpc::Status status = RawUnaryCall(*ChannelTo(*server), kReflectionMethod,
-                                     std::string(kListServicesRequest, 2), &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  for (const char* method : kReflectionMethods) {
+    std::string response;
+    grpc::Status status =
+        RawUnaryCall(*ChannelTo(*server), method, std::string(kListServicesRequest, 2), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
+  }
 }
 
 TEST(GraderServerTest, ReflectionListsTheGraderWhenAskedFor) {
   auto server = StartServerWithoutUpstream(/*reflection=*/true);
   ASSERT_NE(server, nullptr);
-  std::string response;
-  grpc::Status status = RawUnaryCall(*ChannelTo(*server), kReflectionMethod,
-                                     std::string(kListServicesRequest, 2), &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_THAT(response, HasSubstr("healthbench.grader.v1.Grader"));
+  for (const char* method : kReflectionMethods) {
+    std::string response;
+    grpc::Status status =
+        RawUnaryCall(*ChannelTo(*server), method, std::string(kListServicesRequest, 2), &response);
+    ASSERT_TRUE(status.ok()) << method << ": " << status.error_message();
+    EXPECT_THAT(response, HasSubstr("healthbench.grader.v1.Grader")) << method;
+    EXPECT_THAT(response, HasSubstr("grpc.reflection.v1.ServerReflection")) << method;
+  }
 }
 
 TEST(GraderServerTest, MalformedRequestBytesAreInvalidArgument) {

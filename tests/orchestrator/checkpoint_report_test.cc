@@ -145,6 +145,48 @@ class CheckpointReportTest : public ::testing::Test {
   ReportContext context_;
 };
 
+// summary.json "usage" and report.html's cost line: spent tokens and dollars at the context's
+// prices, verdict-cache rows apart with what they saved, the wall time.
+TEST_F(CheckpointReportTest, UsageSeparatesWhatWasSpentFromWhatTheVerdictCacheSaved) {
+  for (VerdictRow& row : verdicts_) {
+    row.prompt_tokens = 100000;
+    row.cached_tokens = 0;
+    row.completion_tokens = 10000;
+    row.from_cache = row.prompt_id == "B";  // 2 of the 10 rows
+    if (row.from_cache) row.attempts = 0;
+  }
+  context_.prices = TokenPrices{2.0, 0.5, 8.0};
+  context_.wall_time = absl::Seconds(95);
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK_AND_ASSIGN(
+      CheckpointResult result,
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out));
+  EXPECT_EQ(result.tokens.prompt_tokens, 800000);
+  EXPECT_EQ(result.from_cache_rows, 2);
+  EXPECT_EQ(result.saved_tokens.prompt_tokens, 200000);
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  const rapidjson::Value& usage = summary["usage"];
+  EXPECT_EQ(usage["prompt_tokens"].GetInt64(), 800000);
+  EXPECT_EQ(usage["completion_tokens"].GetInt64(), 80000);
+  // 0.8M input at $2 + 0.08M output at $8.
+  EXPECT_DOUBLE_EQ(usage["cost_usd"].GetDouble(), 1.6 + 0.64);
+  EXPECT_EQ(usage["from_cache_rows"].GetInt64(), 2);
+  EXPECT_EQ(usage["saved_tokens"]["prompt_tokens"].GetInt64(), 200000);
+  EXPECT_DOUBLE_EQ(usage["saved_usd"].GetDouble(), 0.4 + 0.16);
+  EXPECT_DOUBLE_EQ(usage["wall_seconds"].GetDouble(), 95);
+  EXPECT_DOUBLE_EQ(usage["prices_usd_per_mtok"]["cached_input"].GetDouble(), 0.5);
+  EXPECT_THAT(Read(out + "/report.html"),
+              HasSubstr("$2.24: 800000 input tokens (0 cached), 80000 output tokens; 2 rows from "
+                        "the verdict cache saved $0.56; wall time 1m35s"));
+  EXPECT_THAT(Read(out + "/verdicts.jsonl"), HasSubstr("\"from_cache\":true"));
+
+  // Unknown wall time (score, merge) is null.
+  context_.wall_time.reset();
+  HB_ASSERT_OK(
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out).status());
+  EXPECT_TRUE(ParseJson(Read(out + "/summary.json"))["usage"]["wall_seconds"].IsNull());
+}
+
 TEST_F(CheckpointReportTest, ScoresGradedTasksAndExplainsTheOthers) {
   const std::string out = dir_ + "/out";
   HB_ASSERT_OK_AND_ASSIGN(

@@ -136,6 +136,34 @@ TEST(DispatcherTest, GradesEveryRowAndRecordsVerdicts) {
   for (absl::Duration timeout : client.timeouts()) EXPECT_EQ(timeout, absl::Seconds(42));
 }
 
+// A verdict-cache hit is journaled with its saved tokens and marked, and spends nothing.
+TEST(DispatcherTest, VerdictCacheHitsAreMarkedAndSpendNoTokens) {
+  Fixture fixture(2, 3);
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  client.set_responder([](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    absl::StatusOr<GradeItemResponse> response = EvenIsMet(request);
+    if (request.prompt_cache_key() == "task0") {
+      response->set_from_cache(true);
+      response->set_attempts(0);
+    }
+    return response;
+  });
+  InMemoryVerdictStore store;
+  Dispatcher dispatcher(&client, &store, FastOptions(&clock, &scheduler));
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_EQ(stats.ok_rows, 6);
+  EXPECT_EQ(stats.from_cache_rows, 3);
+  EXPECT_EQ(stats.prompt_tokens, 3000);  // task1's rows only
+  EXPECT_EQ(stats.cached_tokens, 1800);
+  EXPECT_EQ(stats.completion_tokens, 150);
+  const auto rows = store.rows();
+  EXPECT_TRUE(rows.at("base/task0/1").from_cache);
+  EXPECT_EQ(rows.at("base/task0/1").prompt_tokens, 1000);  // what the hit saved
+  EXPECT_FALSE(rows.at("base/task1/1").from_cache);
+}
+
 TEST(DispatcherTest, NeverExceedsMaxInFlight) {
   Fixture fixture(10, 5);  // 50 rows
   FakeClock clock;

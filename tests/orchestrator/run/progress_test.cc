@@ -48,6 +48,16 @@ TEST(ProgressTest, BeforeTheFirstRowAndWhenStopping) {
             "tokens in 0 (cached 0) out 0 | est. $0.00 | stopping: draining in-flight rows");
 }
 
+TEST(ProgressTest, VerdictCacheHitsAreShownAfterTheCost) {
+  ProgressSnapshot s;
+  s.total_rows = 10;
+  s.done_rows = 10;
+  s.from_cache_rows = 7;
+  EXPECT_EQ(FormatProgressLine(s, TokenPrices{}),
+            "rows 10/10 (100.0%) | - rows/s | ETA - | in flight 0 | retries 0 | failed 0 | "
+            "tokens in 0 (cached 0) out 0 | est. $0.00 | from cache 7");
+}
+
 TEST(ProgressTest, CostUsesThePrices) {
   ProgressSnapshot s;
   s.prompt_tokens = 3000000;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/commands/orchestrator_cli.h"
@@ -102,6 +103,41 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
 }
 
 // "--flag=" is an empty value, never the next argument (--grader-template= records none).
+// auto sends the task's prompt_id only where the endpoint is OpenAI's; explicit modes win.
+TEST(ParseRunArgsTest, PromptCacheKeyAutoFollowsTheEndpointHost) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  const std::string local = "--llm-base-url=http://127.0.0.1:8000/v1";
+  const struct {
+    std::vector<std::string> flags;
+    bool expected;
+  } cases[] = {
+      {{}, true},  // the default endpoint is https://api.openai.com/v1
+      {{"--llm-base-url=https://API.OpenAI.com:443/v1/"}, true},
+      {{local}, false},
+      {{"--llm-base-url=https://api.openai.com.evil.example/v1"}, false},
+      {{local, "--prompt-cache-key=prompt_id"}, true},
+      {{"--prompt-cache-key=off"}, false},
+      {{"--prompt-cache-key=none"}, false},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = Base({"--responses=r.jsonl"});
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    HB_ASSERT_OK_AND_ASSIGN(RunOptions options, ParseRunArgs(args));
+    EXPECT_EQ(options.send_prompt_cache_key, c.expected) << absl::StrJoin(c.flags, " ");
+  }
+}
+
+TEST(ParseRunArgsTest, VerdictCacheBelongsToTheEmbeddedGrader) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(RunOptions embedded,
+                          ParseRunArgs(Base({"--responses=r.jsonl", "--verdict-cache=c.sqlite"})));
+  EXPECT_EQ(embedded.grader_options.verdict_cache_path, "c.sqlite");
+  EXPECT_THAT(ParseRunArgs(Base({"--responses=r.jsonl", "--verdict-cache=c.sqlite",
+                                 "--grader=ipv4:127.0.0.1:50051"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("give --verdict-cache to the hb-grader replicas")));
+}
+
 TEST(ParseRunArgsTest, EmptyValueDoesNotTakeTheNextArgument) {
   ::unsetenv("JOB_COMPLETION_INDEX");
   HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
@@ -181,7 +217,7 @@ TEST(ParseRunArgsTest, Errors) {
       {Base({"--responses=r.jsonl", "--backoff-base=2s", "--backoff-cap=1s"}),
        "need 0 <= --backoff-base <= --backoff-cap"},
       {Base({"--responses=r.jsonl", "--prompt-cache-key=task"}),
-       "--prompt-cache-key: expected none or prompt_id, got 'task'"},
+       "--prompt-cache-key: expected auto, prompt_id or off, got 'task'"},
       {Base({"--responses=r.jsonl", "--row-timeout"}), "flag --row-timeout needs a value"},
       {Base({"--responses=a=r.jsonl", "--responses=a=s.jsonl"}), "checkpoint name 'a'"},
   };

@@ -143,25 +143,28 @@ struct Cluster {
   }
 };
 
-// `grader_flags[i]`, when given, are extra flags of replica i.
+// `grader_flags` are added to every hb-grader's command line; `replica_flags[i]`, when given,
+// to replica i's only.
 absl::StatusOr<std::unique_ptr<Cluster>> StartCluster(
     int replicas, const std::vector<std::string>& sim_flags,
-    const std::vector<std::vector<std::string>>& grader_flags = {}) {
+    const std::vector<std::string>& grader_flags = {},
+    const std::vector<std::vector<std::string>>& replica_flags = {}) {
   auto cluster = std::make_unique<Cluster>();
   absl::StatusOr<LlmSim> sim = hb::testing::StartLlmSim(sim_flags);
   if (!sim.ok()) return sim.status();
   cluster->sim = *std::move(sim);
   for (int i = 0; i < replicas; ++i) {
-    std::vector<std::string> args = {BinaryDir() + "/grader_service/hb-grader",
+    std::vector<std::string> argv = {BinaryDir() + "/grader_service/hb-grader",
                                      "--listen=127.0.0.1:0",
                                      "--metrics-listen=",
                                      "--llm-base-url=" + cluster->sim.base_url,
                                      "--grader-template=" + ReferenceTemplatePath(),
                                      "--log-level=warn"};
-    if (static_cast<size_t>(i) < grader_flags.size()) {
-      args.insert(args.end(), grader_flags[i].begin(), grader_flags[i].end());
+    argv.insert(argv.end(), grader_flags.begin(), grader_flags.end());
+    if (static_cast<size_t>(i) < replica_flags.size()) {
+      argv.insert(argv.end(), replica_flags[i].begin(), replica_flags[i].end());
     }
-    absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(args);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(argv);
     if (!grader.ok()) return grader.status();
     absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
     if (!line.ok()) return line.status();
@@ -262,6 +265,35 @@ std::string StableSummary(const std::string& path) {
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   doc.Accept(writer);
   return buffer.GetString();
+}
+
+// summary.json's "usage" object (null when unreadable).
+rapidjson::Document Usage(const std::string& summary_path) {
+  rapidjson::Document doc;
+  doc.Parse(ReadText(summary_path).c_str());
+  rapidjson::Document usage;
+  if (!doc.HasParseError() && doc.IsObject() && doc.HasMember("usage")) {
+    usage.CopyFrom(doc["usage"], usage.GetAllocator());
+  }
+  return usage;
+}
+
+// The chat requests hb-llm-sim logged (--request-log).
+int64_t LoggedRequests(const std::string& log) {
+  return static_cast<int64_t>(Lines(ReadText(log)).size());
+}
+
+// Every row of `verdicts_path` has from_cache == `expected`; returns the rows.
+size_t ExpectFromCache(const std::string& verdicts_path, bool expected) {
+  const std::vector<std::string> lines = VerdictRows(verdicts_path);
+  for (const std::string& line : lines) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    EXPECT_TRUE(!row.HasParseError() && row.HasMember("from_cache") &&
+                row["from_cache"].GetBool() == expected)
+        << line;
+  }
+  return lines.size();
 }
 
 void ExpectSameReports(const std::string& a, const std::string& b,
@@ -406,10 +438,21 @@ TEST_F(RunIntegrationTest, ResumesAfterSigkillWithoutRegradingCommittedRows) {
   EXPECT_EQ(static_cast<int64_t>(Lines(ReadText(log2)).size()),
             static_cast<int64_t>(2 * rows_per_checkpoint_) - committed_at_kill);
 
-  // The same reports as a run that was never interrupted.
+  // The same reports as a run that was never interrupted, and the same totals: the rows the
+  // killed run committed keep their tokens.
   const std::string clean = dir_ + "/clean";
   ASSERT_EQ(RunOrchestrator(RunArgs(clean, cluster->Target()), dir_), 0);
   ExpectSameReports(out, clean, {"base", "tuned"});
+  for (const char* c : {"base", "tuned"}) {
+    const rapidjson::Document resumed = Usage(out + "/" + c + "/summary.json");
+    const rapidjson::Document whole = Usage(clean + "/" + c + "/summary.json");
+    ASSERT_TRUE(resumed.IsObject() && whole.IsObject()) << c;
+    EXPECT_GT(whole["prompt_tokens"].GetInt64(), 0);
+    EXPECT_EQ(resumed["prompt_tokens"].GetInt64(), whole["prompt_tokens"].GetInt64()) << c;
+    EXPECT_EQ(resumed["completion_tokens"].GetInt64(), whole["completion_tokens"].GetInt64());
+    EXPECT_GT(resumed["cost_usd"].GetDouble(), 0);
+    EXPECT_GT(resumed["wall_seconds"].GetDouble(), 0);
+  }
   EXPECT_EQ(StableSummary(out + "/comparison.json"), StableSummary(clean + "/comparison.json"));
 }
 
@@ -651,7 +694,7 @@ TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
 
 TEST_F(RunIntegrationTest, GradersThatDisagreeAreRefusedNamingBothReplicas) {
   HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster,
-                          StartCluster(2, {}, {{}, {"--llm-model=other-model"}}));
+                          StartCluster(2, {}, {}, {{}, {"--llm-model=other-model"}}));
   std::string err;
   EXPECT_EQ(RunOrchestrator(RunArgs(dir_ + "/out", cluster->Target()), dir_, &err), 2);
   EXPECT_THAT(err, HasSubstr(absl::StrCat(
@@ -722,6 +765,84 @@ TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
   EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("\"incomplete\": true"));
   const int64_t committed = JournalOkRows(out + "/journal.sqlite");
   EXPECT_EQ(static_cast<int64_t>(VerdictRows(out + "/base/verdicts.jsonl").size()), committed);
+}
+
+// --verdict-cache: a second run over the same replies makes no upstream request at all and
+// writes the same scores; its reports say every verdict came from the cache and what it saved.
+TEST_F(RunIntegrationTest, VerdictCacheRerunMakesNoUpstreamRequest) {
+  const std::string log = dir_ + "/requests.jsonl";
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim sim, hb::testing::StartLlmSim({"--request-log=" + log}));
+  const std::vector<std::string> flags = {"--llm-base-url=" + sim.base_url,
+                                          "--verdict-cache=" + dir_ + "/verdicts.sqlite"};
+  const std::string first = dir_ + "/first";
+  ASSERT_EQ(RunOrchestrator(RunArgs(first, "embedded", flags), dir_), 0);
+  const int64_t graded = LoggedRequests(log);
+  EXPECT_EQ(graded, static_cast<int64_t>(2 * rows_per_checkpoint_));
+  EXPECT_EQ(ExpectFromCache(first + "/base/verdicts.jsonl", false), rows_per_checkpoint_);
+
+  const std::string second = dir_ + "/second";
+  std::string stderr_text;
+  ASSERT_EQ(RunOrchestrator(RunArgs(second, "embedded", flags), dir_, &stderr_text), 0);
+  EXPECT_EQ(LoggedRequests(log), graded);  // zero upstream requests
+  ExpectSameReports(first, second, {"base", "tuned"});
+  EXPECT_EQ(StableSummary(first + "/comparison.json"), StableSummary(second + "/comparison.json"));
+  for (const char* c : {"base", "tuned"}) {
+    EXPECT_EQ(ExpectFromCache(second + "/" + c + "/verdicts.jsonl", true), rows_per_checkpoint_);
+    const rapidjson::Document paid = Usage(first + "/" + c + "/summary.json");
+    const rapidjson::Document cached = Usage(second + "/" + c + "/summary.json");
+    ASSERT_TRUE(paid.IsObject() && cached.IsObject()) << c;
+    EXPECT_EQ(cached["from_cache_rows"].GetInt64(), static_cast<int64_t>(rows_per_checkpoint_));
+    EXPECT_EQ(cached["prompt_tokens"].GetInt64(), 0);
+    EXPECT_EQ(cached["cost_usd"].GetDouble(), 0.0);
+    EXPECT_EQ(cached["saved_tokens"]["prompt_tokens"].GetInt64(), paid["prompt_tokens"].GetInt64());
+    EXPECT_GT(cached["saved_usd"].GetDouble(), 0.0);
+    EXPECT_EQ(paid["from_cache_rows"].GetInt64(), 0);
+  }
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("cost $0.00: tokens in 0 (cached 0) out 0")));
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat(2 * rows_per_checkpoint_,
+                                                  " verdict(s) from the verdict cache saved $")));
+  EXPECT_THAT(ReadText(second + "/base/report.html"),
+              HasSubstr("rows from the verdict cache saved"));
+}
+
+// Two hb-grader replicas write one cache file at once; a later run finds every verdict in it
+// whichever replica graded it.
+TEST_F(RunIntegrationTest, GraderReplicasShareOneVerdictCache) {
+  const std::string log = dir_ + "/requests.jsonl";
+  HB_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Cluster> cluster,
+      StartCluster(2, {"--request-log=" + log}, {"--verdict-cache=" + dir_ + "/shared.sqlite"}));
+  ASSERT_EQ(RunOrchestrator(RunArgs(dir_ + "/first", cluster->Target()), dir_), 0);
+  const int64_t graded = LoggedRequests(log);
+  EXPECT_EQ(graded, static_cast<int64_t>(2 * rows_per_checkpoint_));
+  ASSERT_EQ(RunOrchestrator(RunArgs(dir_ + "/second", cluster->Target()), dir_), 0);
+  EXPECT_EQ(LoggedRequests(log), graded);
+  EXPECT_EQ(ExpectFromCache(dir_ + "/second/tuned/verdicts.jsonl", true), rows_per_checkpoint_);
+  ExpectSameReports(dir_ + "/first", dir_ + "/second", {"base", "tuned"});
+}
+
+// A cache path that cannot be a verdict cache stops the run before any grading (exit 2).
+TEST_F(RunIntegrationTest, AnUnusableVerdictCacheFailsAtStartWithTwo) {
+  const std::string garbage = dir_ + "/garbage.sqlite";
+  HB_ASSERT_OK(WriteFileAtomically(garbage, std::string(8192, 'x')));
+  const struct {
+    std::string path;
+    std::string message;
+  } cases[] = {{garbage, "file is not a database"},
+               {dir_ + "/missing/folder/cache.sqlite", "unable to open database file"}};
+  for (const auto& c : cases) {
+    std::string stderr_text;
+    const absl::Time start = absl::Now();
+    EXPECT_EQ(RunOrchestrator(
+                  RunArgs(dir_ + "/out", "embedded",
+                          {"--llm-base-url=http://127.0.0.1:1/v1", "--verdict-cache=" + c.path}),
+                  dir_, &stderr_text),
+              2);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+    EXPECT_THAT(stderr_text, HasSubstr("--verdict-cache " + c.path));
+    EXPECT_THAT(stderr_text, HasSubstr(c.message));
+    EXPECT_EQ(JournalOkRows(dir_ + "/out/journal.sqlite"), 0);
+  }
 }
 
 }  // namespace

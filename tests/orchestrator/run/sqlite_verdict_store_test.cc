@@ -114,6 +114,54 @@ TEST(SqliteVerdictStoreTest, RowsSurviveReopen) {
   EXPECT_THAT(other, SizeIs(0));
 }
 
+// What the reports' totals need across resumes: which rows came from the verdict cache, and
+// the wall time of every run.
+TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {
+  const std::string dir = hb::testing::MakeTempDir();
+  {
+    HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+    RowRecord hit = OkRow("p1", 0, true);
+    hit.from_cache = true;
+    hit.attempts = 0;
+    store->Append(hit, nullptr);
+    store->Append(OkRow("p1", 1, false), nullptr);
+    HB_ASSERT_OK(store->Flush());
+    HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000000), absl::Milliseconds(1500)));
+  }
+  HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+  HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000100), absl::Milliseconds(2250)));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
+  ASSERT_THAT(rows, SizeIs(2));
+  EXPECT_TRUE(rows[0].from_cache);
+  EXPECT_EQ(rows[0].attempts, 0);
+  EXPECT_FALSE(rows[1].from_cache);
+  HB_ASSERT_OK_AND_ASSIGN(absl::Duration total, store->TotalRunTime());
+  EXPECT_EQ(total, absl::Milliseconds(3750));
+}
+
+// A journal written before the verdict cache existed gets the column, its rows not from it.
+TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
+  const std::string dir = hb::testing::MakeTempDir();
+  {
+    HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+    store->Append(OkRow("p1", 0, true), nullptr);
+    HB_ASSERT_OK(store->Flush());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/" + kJournalFileName).c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE rows DROP COLUMN from_cache", nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+  store->Append(OkRow("p1", 1, true), nullptr);
+  HB_ASSERT_OK(store->Flush());
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
+  ASSERT_THAT(rows, SizeIs(2));
+  EXPECT_FALSE(rows[0].from_cache);
+  EXPECT_FALSE(rows[1].from_cache);
+}
+
 TEST(SqliteVerdictStoreTest, CommittedRowsSurviveSigkill) {
   const std::string dir = hb::testing::MakeTempDir();
   int ready[2];

@@ -1,0 +1,137 @@
+#include "grader/sqlite_verdict_cache.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/base/logging.h"
+#include "common/base/sqlite_status.h"
+
+namespace hb {
+namespace {
+
+constexpr char kSchema[] =
+    "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, raw_reply TEXT NOT NULL, "
+    "model TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, "
+    "completion_tokens INTEGER NOT NULL, created_unix_ms INTEGER NOT NULL) WITHOUT ROWID";
+constexpr char kLookup[] =
+    "SELECT raw_reply, model, prompt_tokens, cached_tokens, completion_tokens FROM verdicts "
+    "WHERE key = ?1";
+constexpr char kStore[] =
+    "INSERT OR IGNORE INTO verdicts (key, raw_reply, model, prompt_tokens, cached_tokens, "
+    "completion_tokens, created_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+absl::Status OpenError(sqlite3* db, int rc, const std::string& path) {
+  return SqliteStatus(
+      rc, absl::StrCat("--verdict-cache ", path, ": cannot use it as the verdict cache: ",
+                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
+                       " (give a writable path for a new SQLite file, or an existing verdict "
+                       "cache; move away a file that is not one)"));
+}
+
+// Creates the table, checks its shape and that this connection can take the write lock.
+int Prepare(sqlite3* db, int busy_ms) {
+  int rc = sqlite3_busy_timeout(db, busy_ms);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, "BEGIN IMMEDIATE; ROLLBACK;", nullptr, nullptr, nullptr);
+  }
+  return rc;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteVerdictCache>> SqliteVerdictCache::Open(
+    const std::string& path, SqliteVerdictCacheOptions options) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = Prepare(db, static_cast<int>(absl::ToInt64Milliseconds(options.busy_timeout)));
+  }
+  if (rc != SQLITE_OK) {
+    absl::Status status = OpenError(db, rc, path);
+    sqlite3_close(db);
+    return status;
+  }
+  std::unique_ptr<SqliteVerdictCache> cache(new SqliteVerdictCache(db, path));
+  absl::MutexLock lock(&cache->mu_);
+  rc = sqlite3_prepare_v2(db, kLookup, -1, &cache->lookup_, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, kStore, -1, &cache->store_, nullptr);
+  if (rc != SQLITE_OK) {
+    // The table exists with other columns: someone else's file.
+    return absl::FailedPreconditionError(
+        absl::StrCat("--verdict-cache ", path, ": its `verdicts` table is not a verdict cache's (",
+                     sqlite3_errmsg(db), "); give another path"));
+  }
+  return cache;
+}
+
+SqliteVerdictCache::SqliteVerdictCache(sqlite3* db, std::string path)
+    : db_(db), path_(std::move(path)), log_(Clock::Real(), {}) {}
+
+void SqliteVerdictCache::LogError(absl::string_view what, int rc) {
+  if (auto suffix = log_.Admit(what)) {
+    HB_LOG_WARN("verdict cache {}: {} failed{}: {} ({}; grading goes on without the cache)", path_,
+                std::string(what), *suffix, sqlite3_errmsg(db_), sqlite3_errstr(rc));
+  }
+}
+
+SqliteVerdictCache::~SqliteVerdictCache() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_finalize(lookup_);
+  sqlite3_finalize(store_);
+  sqlite3_close(db_);
+}
+
+std::optional<CachedVerdict> SqliteVerdictCache::Lookup(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  sqlite3_reset(lookup_);
+  sqlite3_bind_text(lookup_, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(lookup_);
+  std::optional<CachedVerdict> out;
+  if (rc == SQLITE_ROW) {
+    CachedVerdict v;
+    v.raw_reply.assign(reinterpret_cast<const char*>(sqlite3_column_text(lookup_, 0)),
+                       sqlite3_column_bytes(lookup_, 0));
+    v.model.assign(reinterpret_cast<const char*>(sqlite3_column_text(lookup_, 1)),
+                   sqlite3_column_bytes(lookup_, 1));
+    v.usage.prompt_tokens = sqlite3_column_int64(lookup_, 2);
+    v.usage.cached_tokens = sqlite3_column_int64(lookup_, 3);
+    v.usage.completion_tokens = sqlite3_column_int64(lookup_, 4);
+    out = std::move(v);
+  } else if (rc != SQLITE_DONE) {
+    LogError("read", rc);
+  }
+  sqlite3_reset(lookup_);
+  sqlite3_clear_bindings(lookup_);
+  return out;
+}
+
+void SqliteVerdictCache::Store(const std::string& key, const CachedVerdict& verdict) {
+  absl::MutexLock lock(&mu_);
+  sqlite3_reset(store_);
+  sqlite3_stmt* const stmt = store_;
+  auto text = [stmt](int index, const std::string& value) {
+    sqlite3_bind_text(stmt, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  };
+  text(1, key);
+  text(2, verdict.raw_reply);
+  text(3, verdict.model);
+  sqlite3_bind_int64(store_, 4, verdict.usage.prompt_tokens);
+  sqlite3_bind_int64(store_, 5, verdict.usage.cached_tokens);
+  sqlite3_bind_int64(store_, 6, verdict.usage.completion_tokens);
+  sqlite3_bind_int64(store_, 7, absl::ToUnixMillis(absl::Now()));
+  const int rc = sqlite3_step(store_);
+  if (rc != SQLITE_DONE) {
+    LogError("write", rc);
+  }
+  sqlite3_reset(store_);
+  sqlite3_clear_bindings(store_);
+}
+
+}  // namespace hb
