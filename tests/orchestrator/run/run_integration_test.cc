@@ -706,10 +706,10 @@ TEST_F(RunIntegrationTest, GradersThatDisagreeAreRefusedNamingBothReplicas) {
 }
 
 TEST_F(RunIntegrationTest, ProvenanceRecordsWhatTheGradersGradeWith) {
-  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster,
-                          StartCluster(2, {},
-                                       {{"--llm-model=grader-side", "--llm-temperature=0.25"},
-                                        {"--llm-model=grader-side", "--llm-temperature=0.25"}}));
+  HB_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Cluster> cluster,
+      StartCluster(2, {},
+                   std::vector<std::string>{"--llm-model=grader-side", "--llm-temperature=0.25"}));
   const std::string out = dir_ + "/out";
   std::string err;
   ASSERT_EQ(RunOrchestrator(
