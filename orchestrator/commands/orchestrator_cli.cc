@@ -32,8 +32,9 @@ usage: hb-orchestrator <command> [flags] [args]
        hb-orchestrator <command> --help     (the command's flags))";
 
 constexpr char kFooter[] =
-    "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr); `run` "
-    "documents its own exit codes.";
+    "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr), 3 when "
+    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` documents its own exit "
+    "codes.";
 
 constexpr char kRunDescription[] =
     R"(grade a checkpoint through hb-grader replicas.
@@ -51,7 +52,8 @@ constexpr char kRunFooter[] = R"(exit codes:
   3  some rows failed after their attempts (their tasks are reported as not graded); run
      again to retry exactly those rows. Also: some tasks have no response (reports marked
      INCOMPLETE), unless --allow-partial-responses
-  2  bad usage or bad input, including a journal from another run (not worth retrying)
+  2  bad usage or bad input, including a journal from another run or grader replicas that
+     disagree on their settings (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
   1  internal error)";
 
@@ -97,7 +99,9 @@ constexpr char kMergeDescription[] =
 <checkpoint>/verdicts.jsonl (+ failures.jsonl). The shards' provenance must agree; the dataset
 and responses are reloaded from the recorded paths (or the overrides) and must keep their
 recorded sha256. Writes DIR/<checkpoint>/ like an unsharded run, plus DIR/comparison.json and
-comparison.html for several checkpoints.)";
+comparison.html for several checkpoints. A shard folder missing (by the shard indices the
+runs recorded) or without a checkpoint leaves that report INCOMPLETE and exits 3, unless
+--allow-partial-shards (then it covers the given shards' tasks only).)";
 
 constexpr char kCompareDescription[] =
     R"(Compare checkpoints graded in separate runs or Jobs: each DIR is a checkpoint folder
@@ -252,8 +256,9 @@ class OrchestratorCommandLine {
     return options;
   }
 
-  // Runs the offline `command`; returns the text to print.
-  absl::StatusOr<std::string> RunOffline(const std::string& command) {
+  // Runs the offline `command`; returns the text to print. `*exit_code` becomes 3
+  // (kRunExitRowsFailed) when a merged report is INCOMPLETE, else stays 0.
+  absl::StatusOr<std::string> RunOffline(const std::string& command, int* exit_code) {
     if (command == "tasks") return RunTasks(tasks_);
     if (command == "dry-run") {
       HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
@@ -278,7 +283,9 @@ class OrchestratorCommandLine {
             absl::StrCat("--responses names checkpoint '", value.substr(0, eq), "' twice"));
       }
     }
-    return RunMerge(merge_);
+    HB_ASSIGN_OR_RETURN(MergeResult merged, RunMerge(merge_));
+    if (merged.incomplete) *exit_code = kRunExitRowsFailed;
+    return merged.message;
   }
 
  private:
@@ -452,6 +459,10 @@ class OrchestratorCommandLine {
     c.Flag("dataset", &merge_.dataset, "PATH", "overrides every recorded dataset path");
     c.Repeated("responses", &merge_responses_, "NAME=PATH",
                "overrides the recorded responses path of checkpoint NAME (repeatable)");
+    c.Bool("allow-partial-shards", &merge_.allow_partial_shards,
+           "accept shards that do not cover every task (a shard folder missing, or one without a "
+           "checkpoint): the merged report covers the given shards' tasks only, instead of being "
+           "marked INCOMPLETE with exit 3");
     c.Positionals("SHARD_DIR", &merge_.shard_dirs, "the shards' output folders");
   }
 
@@ -517,14 +528,19 @@ int OrchestratorMain(int argc, char** argv) {
     if (!options.ok()) return program.UsageError(command, options.status());
     return RunSample(*options);
   }
-  absl::StatusOr<std::string> result = command_line.RunOffline(command);
+  int exit_code = 0;
+  absl::StatusOr<std::string> result = command_line.RunOffline(command, &exit_code);
   if (!result.ok()) {
     std::fprintf(stderr, "hb-orchestrator %s: %s\n", command.c_str(),
                  cli::OneLine(result.status()).c_str());
     return cli::kExitUsage;
   }
   std::cout << *result << std::endl;
-  return 0;
+  if (exit_code == kRunExitRowsFailed) {
+    std::fprintf(stderr, "hb-orchestrator %s: some reports are marked INCOMPLETE (exit 3)\n",
+                 command.c_str());
+  }
+  return exit_code;
 }
 
 }  // namespace hb

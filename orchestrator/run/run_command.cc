@@ -20,7 +20,9 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "grader_client/grader_info.h"
 #include "grader_client/grpc_grader_client.h"
+#include "http/url_redaction.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/dispatcher.h"
 #include "orchestrator/run/output_lock.h"
@@ -29,6 +31,8 @@
 
 namespace hb {
 namespace {
+
+using healthbench::grader::v1::GraderInfo;
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
@@ -127,18 +131,41 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
                    std::move(grader_template)};
 }
 
+// Whether some task of this run has a response: otherwise nothing is graded, and no grader is
+// needed (nor asked what it grades with).
+bool HasRows(const RunInputs& inputs) {
+  for (const LoadedCheckpoint& c : inputs.checkpoints) {
+    for (const Example& e : inputs.dataset.examples) {
+      if (c.responses.Find(e.prompt_id) != nullptr) return true;
+    }
+  }
+  return false;
+}
+
+// The grader of a run with nothing to grade: no connection; what it would grade with is this
+// command's own settings.
+absl::StatusOr<std::unique_ptr<GraderConnection>> NoGrader(const RunOptions& options,
+                                                           const RunInputs& inputs) {
+  auto connection = std::make_unique<GraderConnection>();
+  const GraderServerOptions& grader = options.grader_options;
+  connection->info = MakeGraderInfo(grader.settings, inputs.grader_template.sha256(),
+                                    grader.llm.base_url, HB_PROJECT_VERSION);
+  return connection;
+}
+
 // ---- Phase 2: the journal. A journal from another run is the caller's problem (exit 2); any
 // other failure to open it is ours.
 absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions& options,
-                                                                const RunInputs& inputs) {
+                                                                const RunInputs& inputs,
+                                                                const GraderInfo& grader) {
   const std::string run_dir = options.RunDir();
   SqliteVerdictStoreOptions journal_options;
   journal_options.path = JoinPath(run_dir, kJournalFileName);
   journal_options.force_new = options.force_new;
   JournalMeta& meta = journal_options.meta;
-  const GraderSettings& settings = options.grader_options.settings;
+  const GraderSettings settings = SettingsOf(grader);
   meta.dataset_sha256 = inputs.dataset_sha256;
-  meta.template_sha256 = inputs.grader_template.sha256();
+  meta.template_sha256 = grader.template_sha256();
   meta.grader_model = settings.model;
   meta.grader_temperature = settings.temperature;
   meta.grader_max_tokens = settings.max_tokens;
@@ -483,19 +510,20 @@ absl::StatusOr<bool> GradeRows(const RunOptions& options, const RunInputs& input
   return interrupted;
 }
 
-// Grades the plan; returns whether the run was interrupted. Errors: ConnectGrader's and
-// GradeRows' (exit code by RunExitCode). The journal is flushed whatever happened.
+// Grades the plan on `grader` (sampling the policies' replies as it goes), then closes it;
+// returns whether the run was interrupted. Errors: GradeRows' (exit code by RunExitCode). The
+// journal is flushed whatever happened.
 absl::StatusOr<bool> Grade(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
-                           SqliteVerdictStore& store, StopSwitch& stop, int64_t& unsampled) {
+                           GraderConnection& grader, SqliteVerdictStore& store, StopSwitch& stop,
+                           int64_t& unsampled) {
   absl::StatusOr<bool> interrupted = false;
   if (!plan.rows.empty() || plan.HasTasksToSample()) {
-    HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(options));
     ProgressReporter reporter(options.progress, stderr, options.prices);
-    interrupted = GradeRows(options, inputs, std::move(plan), grader->grader_client(), store,
+    interrupted = GradeRows(options, inputs, std::move(plan), grader.grader_client(), store,
                             reporter, stop, unsampled);
     reporter.Finish();
-    grader->Close();
   }
+  grader.Close();
   const absl::Status flushed = store.Flush();  // even after a dispatch failure
   HB_RETURN_IF_ERROR(interrupted.status());
   HB_RETURN_IF_ERROR(AsInternal(flushed));
@@ -601,8 +629,8 @@ void PrintCheckpointLine(const std::string& name, const CheckpointResult& result
 
 // `wall_time`: of every run that wrote to the journal (this one included).
 absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunInputs& inputs,
-                                          VerdictStore& store, bool interrupted,
-                                          absl::Duration wall_time) {
+                                          const GraderConnection& grader, VerdictStore& store,
+                                          bool interrupted, absl::Duration wall_time) {
   const std::string run_dir = options.RunDir();
   std::vector<CheckpointResult> results;
   ReportTotals totals;
@@ -619,18 +647,22 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.responses_sha256 = c.responses.sha256;
     context.subset = options.subset;
     context.responses_ignored_extra = c.responses.ignored_extra;
-    context.template_sha256 = inputs.grader_template.sha256();
-    context.grader = options.grader_options.settings;
+    context.template_sha256 = grader.info.template_sha256();
+    context.grader = SettingsOf(grader.info);
+    context.grader_upstream = grader.info.upstream_base_url();
+    context.grader_version = grader.info.version();
+    context.grader_replicas = grader.replicas;
     context.seed = options.seed;
     context.simulated = options.simulated_verdicts;
     const int64_t without_response = TasksWithoutResponse(inputs, c);
     if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
     context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
-    context.grader_endpoint =
-        options.grader == "embedded"
-            ? absl::StrCat("embedded (", options.grader_options.llm.base_url, ")")
-            : options.grader;
+    context.grader_endpoint = options.grader == "embedded"
+                                  ? absl::StrCat("embedded (", grader.info.upstream_base_url(), ")")
+                                  : options.grader;
     context.examples = options.examples;
+    context.shard_index = options.shard_index;
+    context.shard_count = options.shard_count;
     context.checkpoint_index = static_cast<int>(i);
     context.prices = options.prices;
     context.wall_time = wall_time;
@@ -704,19 +736,24 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
                       OutputLock::Acquire(options.RunDir()));
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal, OpenJournal(options, inputs));
+  // Before the journal: it records what the grader grades with (GetInfo), not our own flags.
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader,
+                      HasRows(inputs) || !options.policies.empty() ? ConnectGrader(options)
+                                                                   : NoGrader(options, inputs));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal,
+                      OpenJournal(options, inputs, grader->info));
   HB_RETURN_IF_ERROR(LoadJournaledReplies(inputs, *journal));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
   int64_t unsampled = 0;
-  HB_ASSIGN_OR_RETURN(const bool interrupted,
-                      Grade(options, inputs, std::move(plan), *journal, stop, unsampled));
+  HB_ASSIGN_OR_RETURN(const bool interrupted, Grade(options, inputs, std::move(plan), *grader,
+                                                    *journal, stop, unsampled));
   const absl::Duration this_run = absl::Now() - started;
   HB_RETURN_IF_ERROR(AsInternal(journal->AddRunTime(started, this_run)));
   const absl::StatusOr<absl::Duration> wall_time = journal->TotalRunTime();
   HB_RETURN_IF_ERROR(AsInternal(wall_time.status()));
   HB_RETURN_IF_ERROR(WriteSampledResponses(inputs, *journal));
   HB_ASSIGN_OR_RETURN(ReportTotals totals,
-                      WriteReports(options, inputs, *journal, interrupted, *wall_time));
+                      WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time));
   PrintCostLine(options, totals, *wall_time, this_run);
   if (options.simulated_verdicts) PrintSimulatedBanner();
   PrintTopFailureReasons(totals.errors);
@@ -847,6 +884,7 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions
   if (options.grader == "embedded") {
     HB_ASSIGN_OR_RETURN(connection->embedded, EmbeddedGrader::Start(options.grader_options));
     HB_LOG_INFO("embedded grader in process (upstream {})", connection->embedded->upstream_url());
+    connection->info = connection->embedded->info();
     return connection;
   }
   absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client =
@@ -859,6 +897,11 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions
                      absl::FormatDuration(options.grader_ready_timeout), ": ", ready.message()));
   }
   connection->client = *std::move(client);
+  HB_ASSIGN_OR_RETURN(
+      std::vector<ReplicaInfo> replicas,
+      AgreedReplicaInfos(options.grader, options.grader_security, options.grader_ready_timeout));
+  connection->info = replicas.front().info;
+  for (ReplicaInfo& replica : replicas) connection->replicas.push_back(std::move(replica.replica));
   return connection;
 }
 

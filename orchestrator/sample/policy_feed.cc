@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "http/url_redaction.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/status_macros.h"
@@ -84,7 +85,7 @@ absl::Status PolicyFeed::Probe(size_t source_index, std::vector<const Example*>&
     if (!error.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("--policy ", source.spec.checkpoint, "=", options.request.model, "@",
-                       options.policy_base_url, ": ", error.message()));
+                       RedactUrl(options.policy_base_url), ": ", error.message()));
     }
     return absl::OkStatus();  // transient: the sampler asks again
   }

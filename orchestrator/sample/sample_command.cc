@@ -16,6 +16,7 @@
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "http/curl_http_client.h"
+#include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
@@ -52,7 +53,7 @@ std::string FormatSummary(const SampleOptions& options, const SampleSummary& s) 
     w.Key("policy_model");
     WriteJsonString(w, options.request.model);
     w.Key("policy_base_url");
-    WriteJsonString(w, options.policy_base_url);
+    WriteJsonString(w, RedactUrl(options.policy_base_url));
     w.Key("settings");
     WriteRawJson(w, PolicySettingsFingerprint(options.request), rapidjson::kObjectType);
     w.Key("dataset");
@@ -210,7 +211,7 @@ absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& 
     default:
       return absl::OkStatus();  // transient: the sampler retries it
   }
-  return absl::FailedPreconditionError(absl::StrCat("probe request to ", options.policy_base_url,
+  return absl::FailedPreconditionError(absl::StrCat("probe request to ", RedactUrl(options.policy_base_url),
                                                     " failed: ", status.message(), " (", hint,
                                                     ")"));
 }
@@ -251,7 +252,7 @@ absl::Status ValidateSampleOptions(const SampleOptions& options) {
       !absl::StartsWith(options.policy_base_url, "https://")) {
     return absl::InvalidArgumentError(
         absl::StrCat("--policy-base-url must start with http:// or https://, got '",
-                     options.policy_base_url, "'"));
+                     RedactUrl(options.policy_base_url), "'"));
   }
   if (options.examples < -1 || options.examples == 0) {
     return absl::InvalidArgumentError(
@@ -302,7 +303,7 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
   std::fprintf(log, "%s: %zu tasks, %lld from the journal, %zu to sample from %s (model %s)\n",
                options.log_name.c_str(), dataset.examples.size(),
                static_cast<long long>(summary.from_journal), tasks.size(),
-               options.policy_base_url.c_str(), options.request.model.c_str());
+               RedactUrl(options.policy_base_url).c_str(), options.request.model.c_str());
 
   std::vector<PolicySampleResult> failures;
   if (!tasks.empty()) {

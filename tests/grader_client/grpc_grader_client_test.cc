@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server.h"
@@ -21,6 +22,7 @@ using ::hb::testing::IsOk;
 using ::hb::testing::StatusIs;
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
+using healthbench::grader::v1::GraderInfo;
 using ::testing::HasSubstr;
 
 // A reply the client never gets: the call ends only when it is cancelled (the client's deadline,
@@ -61,7 +63,25 @@ class FakeGraderService final : public healthbench::grader::v1::Grader::Callback
     reactor->Finish(status);
     return reactor;
   }
+
+  // Answers with model `name` (an older hb-grader: UNIMPLEMENTED when !has_get_info).
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const healthbench::grader::v1::GetInfoRequest*,
+                                    GraderInfo* info) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (!has_get_info) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, ""));
+      return reactor;
+    }
+    info->set_model(name);
+    info->set_temperature(0.5);
+    info->set_max_tokens(2048);
+    info->set_template_sha256("abc");
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
   std::string name;
+  bool has_get_info = true;
 };
 
 struct TestServer {
@@ -193,6 +213,81 @@ TEST(GrpcGraderClientTest, WaitForReadyTimesOutWithoutServer) {
   HB_ASSERT_OK_AND_ASSIGN(auto client, GrpcGraderClient::Create("127.0.0.1:1"));
   EXPECT_THAT(client->WaitForReady(absl::Milliseconds(300)),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no grader replica")));
+}
+
+TEST(ReplicaTargetsTest, ListsEveryAddressOfATarget) {
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplicaTarget> list,
+                          ReplicaTargets("ipv4:10.0.0.1:50051,10.0.0.2:50052"));
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].target, "ipv4:10.0.0.1:50051");
+  EXPECT_EQ(list[1].target, "ipv4:10.0.0.2:50052");
+  EXPECT_EQ(list[0].authority, "");
+
+  for (const std::string target : {"127.0.0.1:7", "dns:///127.0.0.1:7", "dns:127.0.0.1:7"}) {
+    HB_ASSERT_OK_AND_ASSIGN(list, ReplicaTargets(target));
+    ASSERT_EQ(list.size(), 1u) << target;
+    EXPECT_EQ(list[0].target, "ipv4:127.0.0.1:7") << target;
+    EXPECT_EQ(list[0].authority, "127.0.0.1:7") << target;
+  }
+  // A name resolves to each of its addresses now, presented under the name.
+  HB_ASSERT_OK_AND_ASSIGN(list, ReplicaTargets("dns:///localhost:7"));
+  ASSERT_FALSE(list.empty());
+  for (const ReplicaTarget& replica : list) EXPECT_EQ(replica.authority, "localhost:7");
+
+  HB_ASSERT_OK_AND_ASSIGN(list, ReplicaTargets("unix:/tmp/grader.sock"));
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].target, "unix:/tmp/grader.sock");
+
+  EXPECT_THAT(ReplicaTargets("localhost"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no port")));
+  EXPECT_THAT(ReplicaTargets(""), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
+}
+
+TEST(GetInfoFromEveryReplicaTest, AsksEachReplicaAndSkipsUnreachableOnes) {
+  TestServer a("model-a"), b("model-b");
+  int closed_port = 0;
+  {
+    TestServer gone("gone");
+    closed_port = gone.port;
+  }
+  const std::string target =
+      absl::StrCat("ipv4:127.0.0.1:", a.port, ",127.0.0.1:", closed_port, ",127.0.0.1:", b.port);
+  std::vector<std::string> unreachable;
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplicaInfo> infos,
+                          GetInfoFromEveryReplica(target, {}, absl::Seconds(5), &unreachable));
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].replica, absl::StrCat("ipv4:127.0.0.1:", a.port));
+  EXPECT_EQ(infos[0].info.model(), "model-a");
+  EXPECT_EQ(infos[1].info.model(), "model-b");
+  ASSERT_EQ(unreachable.size(), 1u);
+  EXPECT_THAT(unreachable[0], HasSubstr(absl::StrCat("127.0.0.1:", closed_port)));
+  // They disagree: the check names both replicas and the field.
+  EXPECT_THAT(CheckGradersAgree(infos),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(absl::StrCat(
+                           "graders disagree on model: replica ipv4:127.0.0.1:", a.port,
+                           " has 'model-a', replica ipv4:127.0.0.1:", b.port, " has 'model-b'"))));
+
+  // No replica answers: kUnavailable naming the target.
+  EXPECT_THAT(
+      GetInfoFromEveryReplica(absl::StrCat("127.0.0.1:", closed_port), {}, absl::Seconds(5)),
+      StatusIs(absl::StatusCode::kUnavailable, HasSubstr("answered GetInfo")));
+}
+
+TEST(GetInfoFromEveryReplicaTest, AnOlderGraderWithoutGetInfoIsRefused) {
+  TestServer old("old");
+  old.service.has_get_info = false;
+  EXPECT_THAT(
+      GetInfoFromEveryReplica(absl::StrCat("127.0.0.1:", old.port), {}, absl::Seconds(5)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("does not implement GetInfo")));
+}
+
+TEST(GrpcGraderClientTest, GetInfoAsksOneReplica) {
+  TestServer a("model-a");
+  HB_ASSERT_OK_AND_ASSIGN(auto client,
+                          GrpcGraderClient::Create(absl::StrCat("127.0.0.1:", a.port)));
+  HB_ASSERT_OK_AND_ASSIGN(GraderInfo info, client->GetInfo(absl::Seconds(5)));
+  EXPECT_EQ(info.model(), "model-a");
 }
 
 }  // namespace

@@ -71,9 +71,13 @@ std::string Text(const std::string& path) {
 
 // `path`'s text without the "cached_tokens" counts, which depend on what the simulator's prompt
 // cache saw before (another job's identical prompts), not on the job.
+// Also without the responses' sha256 in a verdicts.jsonl header (the responses files differ in
+// their cached tokens).
 std::string WithoutCachedTokens(const std::string& path) {
   static const std::regex kCached("\"cached_tokens\":[0-9]+");
-  return std::regex_replace(Text(path), kCached, "\"cached_tokens\":_");
+  static const std::regex kResponsesSha("\"responses_sha256\":\"[0-9a-f]+\"");
+  return std::regex_replace(std::regex_replace(Text(path), kCached, "\"cached_tokens\":_"),
+                            kResponsesSha, "\"responses_sha256\":_");
 }
 
 int Lines(const std::string& path) {
