@@ -745,8 +745,8 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_RETURN_IF_ERROR(LoadJournaledReplies(inputs, *journal));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
   int64_t unsampled = 0;
-  HB_ASSIGN_OR_RETURN(const bool interrupted, Grade(options, inputs, std::move(plan), *grader,
-                                                    *journal, stop, unsampled));
+  HB_ASSIGN_OR_RETURN(const bool interrupted,
+                      Grade(options, inputs, std::move(plan), *grader, *journal, stop, unsampled));
   const absl::Duration this_run = absl::Now() - started;
   HB_RETURN_IF_ERROR(AsInternal(journal->AddRunTime(started, this_run)));
   const absl::StatusOr<absl::Duration> wall_time = journal->TotalRunTime();
