@@ -2,10 +2,10 @@
 
 #include <utility>
 
-#include "http/url_redaction.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/status_macros.h"
+#include "http/url_redaction.h"
 #include "orchestrator/sample/policy_request.h"
 
 namespace hb {

@@ -211,9 +211,9 @@ absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& 
     default:
       return absl::OkStatus();  // transient: the sampler retries it
   }
-  return absl::FailedPreconditionError(absl::StrCat("probe request to ", RedactUrl(options.policy_base_url),
-                                                    " failed: ", status.message(), " (", hint,
-                                                    ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("probe request to ", RedactUrl(options.policy_base_url),
+                   " failed: ", status.message(), " (", hint, ")"));
 }
 
 absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
