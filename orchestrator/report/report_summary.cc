@@ -88,8 +88,11 @@ std::string CostFact(const ReportContext& context, const Usage& usage) {
                                     usage.from_cache_rows, CostUsd(usage.saved, context.prices)));
   }
   if (context.wall_time.has_value()) {
+    // Whole seconds, but tenths under a minute: a 0.9 s run is not "0".
+    const absl::Duration unit =
+        *context.wall_time < absl::Minutes(1) ? absl::Milliseconds(100) : absl::Seconds(1);
     absl::StrAppend(&text, "; wall time ",
-                    absl::FormatDuration(absl::Trunc(*context.wall_time, absl::Seconds(1))));
+                    absl::FormatDuration(absl::Trunc(*context.wall_time, unit)));
   }
   return text;
 }
