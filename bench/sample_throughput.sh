@@ -9,20 +9,9 @@ build=${1:?usage: sample_throughput.sh BUILD_DIR [TASKS] [IN_FLIGHT] [LATENCY_MS
 tasks=${2:-5000}
 in_flight=${3:-256}
 latency_ms=${4:-2000}
-shared=${HB_SHARED_DIR:-$root/../shared}
-dataset=$root/data/healthbench/2025-05-07-06-14-12_oss_eval.jsonl
-[ -f "$dataset" ] || dataset=$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl
-work=$(mktemp -d)
-sim_pid=""
-cleanup() { [ -z "$sim_pid" ] || kill "$sim_pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-/usr/bin/python3 "$root/scripts/make_workload.py" --dataset "$dataset" --tasks "$tasks" \
-  --out-dataset "$work/w.jsonl" --out-responses "$work/r.jsonl" > /dev/null
-"$build/simulator/hb-llm-sim" --listen 127.0.0.1:0 --threads 1 --log-level error \
-  --policy-latency-ms "$latency_ms" > "$work/sim.out" &
-sim_pid=$!
-for _ in $(seq 1 100); do grep -q '^listening on ' "$work/sim.out" && break; sleep 0.1; done
-addr=$(sed -n 's/^listening on //p' "$work/sim.out")
+# shellcheck source=bench/sim_workload.sh
+source "$root/bench/sim_workload.sh"
+start_sim --policy-latency-ms "$latency_ms"
 start=$(date +%s.%N)
 "$build/orchestrator/hb-orchestrator" sample --dataset "$work/w.jsonl" --out "$work/s.jsonl" \
   --policy-base-url "http://$addr/policy/v1" --policy-model bench --max-in-flight "$in_flight" \

@@ -28,6 +28,7 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group) {
   GraderServerOptions& server = flags->server;
+  flags->command = &command;
   command.Group(group);
   command.Flag("llm-base-url", &server.llm.base_url, "URL",
                "OpenAI-compatible endpoint; requests go to {base}/chat/completions");
@@ -88,6 +89,7 @@ absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags)
       ReadApiKey("llm-api-key-file", flags.api_key_file, "OPENAI_API_KEY");
   if (!key.ok()) return key.status();
   options.llm.api_key = *std::move(key);
+  options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
   return CompleteGraderServerOptions(std::move(options));
 }
 

@@ -26,6 +26,8 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 struct GraderFlags {
   GraderServerOptions server;
   std::string api_key_file;
+  // The command the group was added to (AddGraderFlags), asked which flags were given.
+  const Command* command = nullptr;
 };
 
 // The whole grader/LLM group: the settings and template flags above, plus --llm-base-url,
@@ -44,8 +46,9 @@ absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::
 
 // The parsed group as complete, validated GraderServerOptions: the API key is read from
 // --llm-api-key-file (trailing whitespace trimmed) or else $OPENAI_API_KEY (none is fine for
-// local endpoints). Errors: kInvalidArgument naming the flag (never the key); an unreadable key
-// file keeps its read error's code and names the path.
+// local endpoints); llm.base_url_given says whether --llm-base-url was given. Errors:
+// kInvalidArgument naming the flag (never the key); an unreadable key file keeps its read error's
+// code and names the path.
 absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags);
 
 // kInvalidArgument when --verdict-cache is given to a process whose grader is the gRPC

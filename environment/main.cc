@@ -34,8 +34,9 @@ Loads HealthBench JSONL files as named splits (--split NAME=PATH, repeatable) an
 over gRPC (healthbench.env.v1.Environment, plus grpc.health.v1 and reflection) and the Open
 Reward Standard HTTP API: list tasks, read a task's prompt, submit a reply and get its reward
 (the reference's per-task score) with per-item verdicts. Grading uses hb-grader's code,
-in-process (--grader embedded) or on hb-grader replicas. Results are cached by (task, reply,
-grader); identical submissions in flight share one grading.
+in-process (--grader embedded) or on hb-grader replicas, each asked at start what it grades
+with (GetInfo: replicas that disagree are refused). Results are cached by (task, reply, grader
+settings); identical submissions in flight share one grading.
 
 Prints "grpc listening on HOST:PORT" and "http listening on HOST:PORT" when ready.
 Both transports check bearer tokens when --auth-token-file is given (health stays open); a
@@ -45,7 +46,8 @@ SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.
 Usage: hb-env --split test=data/oss_eval.jsonl [--grader embedded] [--listen 127.0.0.1:50061] ...)";
 
 constexpr char kFooter[] =
-    "Exit status: 0 after a signal and a drain, 2 on bad usage, 1 when the service cannot start.";
+    "Exit status: 0 after a signal and a drain, 2 on bad usage or --grader replicas that cannot "
+    "answer or disagree on their settings, 1 when the service cannot start.";
 
 struct Flags {
   hb::cli::GraderFlags grader_flags;
@@ -151,7 +153,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<hb::CurlMultiHttpClient> timers;
   hb::GraderClient* client = nullptr;
   hb::Scheduler* scheduler = nullptr;
-  std::string template_sha256;
+  // What the grader grades with: the embedded one's, or the replicas' (checked to agree).
+  healthbench::grader::v1::GraderInfo grader_info;
   const std::string& grader = flags.grader;
   if (grader == "embedded") {
     absl::StatusOr<std::unique_ptr<hb::EmbeddedGrader>> started =
@@ -160,12 +163,12 @@ int main(int argc, char** argv) {
     embedded = *std::move(started);
     client = &embedded->client();
     scheduler = &embedded->scheduler();
-    template_sha256 = embedded->grader().grader_template().sha256();
+    grader_info = embedded->info();
   } else {
-    absl::StatusOr<hb::GraderTemplate> tmpl = hb::GraderTemplate::Load(
-        grader_options->template_path, grader_options->require_reference_template);
-    if (!tmpl.ok()) return Fail(tmpl.status());
-    template_sha256 = tmpl->sha256();
+    absl::StatusOr<std::vector<hb::ReplicaInfo>> replicas =
+        hb::AgreedReplicaInfos(grader, flags.grader_security, absl::Seconds(5));
+    if (!replicas.ok()) return Fail(absl::InvalidArgumentError(replicas.status().message()));
+    grader_info = replicas->front().info;
     absl::StatusOr<std::unique_ptr<hb::GrpcGraderClient>> created =
         hb::GrpcGraderClient::Create(grader, flags.grader_security);
     if (!created.ok()) return Fail(created.status());
@@ -183,10 +186,10 @@ int main(int argc, char** argv) {
   env_options.max_pending = flags.max_pending;
   env_options.max_upstream_in_flight = grader_options->llm.max_upstream_in_flight;
   env_options.cache_entries = static_cast<size_t>(flags.cache_entries);
-  const hb::GraderSettings& settings = grader_options->settings;
-  env_options.grader_fingerprint =
-      hb::env::GraderFingerprint(settings.model, settings.temperature, settings.max_tokens,
-                                 settings.system_message, template_sha256);
+  // Cached results are keyed by what the graders grade with, not by this process's flags.
+  env_options.grader_fingerprint = hb::env::GraderFingerprint(
+      grader_info.model(), grader_info.temperature(), grader_info.max_tokens(),
+      grader_info.system_message(), grader_info.template_sha256());
   std::unique_ptr<hb::env::SqliteResultStore> cache_store;
   if (const std::string& cache_db = flags.cache_db; !cache_db.empty()) {
     absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =

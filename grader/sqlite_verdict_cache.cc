@@ -31,10 +31,21 @@ absl::Status OpenError(sqlite3* db, int rc, const std::string& path) {
                        "cache; move away a file that is not one)"));
 }
 
+// PRAGMA journal_mode=WAL. Switching a new file to WAL can answer SQLITE_BUSY at once, without
+// the busy handler, while another process does the same: retried until `busy_ms` passed.
+int SetWalMode(sqlite3* db, int busy_ms) {
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(busy_ms);
+  for (;;) {
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    if ((rc & 0xff) != SQLITE_BUSY || absl::Now() >= give_up) return rc;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
 // Creates the table, checks its shape and that this connection can take the write lock.
 int Prepare(sqlite3* db, int busy_ms) {
   int rc = sqlite3_busy_timeout(db, busy_ms);
-  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) rc = SetWalMode(db, busy_ms);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr);

@@ -4,10 +4,13 @@
 
 #include "absl/random/random.h"
 #include "common/base/clock.h"
+#include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
 #include "grader/sqlite_verdict_cache.h"
+#include "grader_client/grader_info.h"
 #include "http/curl_http_client.h"
+#include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
 
 namespace hb {
@@ -17,6 +20,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   HB_ASSIGN_OR_RETURN(
       GraderTemplate grader_template,
       GraderTemplate::Load(options.template_path, options.require_reference_template));
+  for (const std::string& warning : ApiKeyWarnings(options.llm)) HB_LOG_WARN("{}", warning);
   std::unique_ptr<EmbeddedGrader> embedded(new EmbeddedGrader());
   embedded->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
@@ -42,18 +46,21 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   config.retry = options.retry;
   config.limits = options.limits;
   config.attempt_timeout = options.llm.attempt_timeout;
+  embedded->info_ = MakeGraderInfo(options.settings, grader_template.sha256(), options.llm.base_url,
+                                   HB_PROJECT_VERSION);
   auto bitgen = std::make_shared<absl::BitGen>();
   embedded->grader_ = std::make_unique<hb::Grader>(
       *embedded->llm_, *embedded->http_, Clock::Real(),
       [bitgen] { return absl::Uniform(absl::IntervalClosed, *bitgen, 0.0, 1.0); },
       std::move(grader_template), config, embedded->metrics_.get(), embedded->cache_.get());
-  embedded->client_ = std::make_unique<InProcessGraderClient>(*embedded->grader_, Clock::Real());
+  embedded->client_ =
+      std::make_unique<InProcessGraderClient>(*embedded->grader_, Clock::Real(), embedded->info_);
   return embedded;
 }
 
 Scheduler& EmbeddedGrader::scheduler() { return *http_; }
 
-const std::string& EmbeddedGrader::upstream_url() const { return llm_->url(); }
+std::string EmbeddedGrader::upstream_url() const { return RedactUrl(llm_->url()); }
 
 EmbeddedGrader::~EmbeddedGrader() {
   // Cancelling a Grader call completes it inline, so the client's destructor (cancel, then wait

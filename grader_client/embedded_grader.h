@@ -40,8 +40,10 @@ class EmbeddedGrader {
   // The HTTP loop's timers (for other pacing work in the same process).
   Scheduler& scheduler();
   GraderMetrics& metrics() { return *metrics_; }
-  // The chat-completions URL the grader calls (for logs).
-  const std::string& upstream_url() const;
+  // The chat-completions URL the grader calls, credentials redacted (RedactUrl), for logs.
+  std::string upstream_url() const;
+  // What this grader grades with (MakeGraderInfo of its options); also its client's GetInfo.
+  const healthbench::grader::v1::GraderInfo& info() const { return info_; }
 
  private:
   EmbeddedGrader() = default;
@@ -53,6 +55,7 @@ class EmbeddedGrader {
   std::unique_ptr<OpenAiLlmClient> llm_;
   std::unique_ptr<hb::Grader> grader_;
   std::unique_ptr<InProcessGraderClient> client_;
+  healthbench::grader::v1::GraderInfo info_;
 };
 
 }  // namespace hb

@@ -28,6 +28,12 @@ class GraderClient {
   virtual void GradeItem(const healthbench::grader::v1::GradeItemRequest& request,
                          absl::Duration timeout, Callback done) = 0;
 
+  // What the grader grades with (model, settings, template sha256, upstream, version). Blocks
+  // up to `timeout`: call it at start, never from a callback thread. For a fleet, one
+  // replica's answer (GetInfoFromEveryReplica in grpc_grader_client.h asks them all). Errors:
+  // the RPC's status mapped to absl codes; kUnimplemented from an hb-grader without GetInfo.
+  virtual absl::StatusOr<healthbench::grader::v1::GraderInfo> GetInfo(absl::Duration timeout) = 0;
+
   // Cancels every call still outstanding; their callbacks still run (with kCancelled or their
   // real outcome if it won the race). Thread-safe.
   virtual void CancelAll() = 0;

@@ -1,10 +1,18 @@
 #include "grader_client/grpc_grader_client.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/base/logging.h"
 #include "common/rpc/grpc_status.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -33,6 +41,44 @@ const char* ConnectivityName(grpc_connectivity_state state) {
   return "UNKNOWN";
 }
 
+// "host:port" (host may be "[v6]") split at the port; kInvalidArgument without a port.
+absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos || colon + 1 == address.size() ||
+      (absl::StartsWith(address, "[") && address.substr(0, colon).back() != ']')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("grader target '", address, "' has no port: write HOST:PORT"));
+  }
+  std::string host(address.substr(0, colon));
+  if (absl::StartsWith(host, "[")) host = host.substr(1, host.size() - 2);
+  return std::make_pair(std::move(host), std::string(address.substr(colon + 1)));
+}
+
+// The addresses `host` resolves to now, as "ipv4:a:port" / "ipv6:[a]:port", deduplicated.
+absl::StatusOr<std::vector<std::string>> Resolve(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve grader host '", host, "': ", gai_strerror(rc)));
+  }
+  std::vector<std::string> out;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) !=
+        0) {
+      continue;
+    }
+    std::string replica = a->ai_family == AF_INET6 ? absl::StrCat("ipv6:[", text, "]:", port)
+                                                   : absl::StrCat("ipv4:", text, ":", port);
+    if (std::find(out.begin(), out.end(), replica) == out.end()) out.push_back(replica);
+  }
+  freeaddrinfo(found);
+  return out;
+}
+
 }  // namespace
 
 struct GrpcGraderClient::Call {
@@ -43,9 +89,15 @@ struct GrpcGraderClient::Call {
 };
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(
-    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& authority) {
   if (target.empty()) return absl::InvalidArgumentError("grader target is empty");
   grpc::ChannelArguments args;
+  if (!authority.empty()) {
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority);
+    absl::StatusOr<std::pair<std::string, std::string>> host_port = SplitHostPort(authority);
+    if (host_port.ok()) args.SetSslTargetNameOverride(host_port->first);
+  }
   args.SetServiceConfigJSON(kGraderServiceConfig);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
@@ -125,6 +177,124 @@ void GrpcGraderClient::GradeItem(const GradeItemRequest& request, absl::Duration
 void GrpcGraderClient::CancelAll() {
   absl::MutexLock lock(&state_->mu);
   for (Call* call : state_->calls) call->context.TryCancel();
+}
+
+namespace {
+
+absl::StatusOr<healthbench::grader::v1::GraderInfo> CallGetInfo(
+    healthbench::grader::v1::Grader::Stub& stub, const std::string& token, absl::Duration timeout,
+    bool wait_for_ready) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+  context.set_wait_for_ready(wait_for_ready);
+  AttachCallerToken(context, token);
+  healthbench::grader::v1::GraderInfo info;
+  grpc::Status status = stub.GetInfo(&context, healthbench::grader::v1::GetInfoRequest(), &info);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return info;
+}
+
+}  // namespace
+
+absl::StatusOr<healthbench::grader::v1::GraderInfo> GrpcGraderClient::GetInfo(
+    absl::Duration timeout) {
+  return CallGetInfo(*stub_, token_, timeout, /*wait_for_ready=*/true);
+}
+
+absl::StatusOr<std::vector<ReplicaTarget>> ReplicaTargets(const std::string& target) {
+  if (target.empty()) return absl::InvalidArgumentError("grader target is empty");
+  absl::string_view rest = target;
+  for (absl::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (!absl::ConsumePrefix(&rest, scheme)) continue;
+    std::vector<ReplicaTarget> out;
+    for (absl::string_view address : absl::StrSplit(rest, ',', absl::SkipEmpty())) {
+      out.push_back({absl::StrCat(scheme, address), ""});
+    }
+    return out;
+  }
+  if (absl::ConsumePrefix(&rest, "dns:")) {
+    // "dns:///name:port" or "dns://resolver/name:port": the name follows the third slash.
+    if (absl::ConsumePrefix(&rest, "//"))
+      rest = rest.substr(std::min(rest.size(), rest.find('/') + 1));
+  } else if (absl::StrContains(target, ":/") || absl::StartsWith(target, "unix")) {
+    // Another scheme ("unix:/path", "xds:///..."): gRPC resolves it; ask it as one replica.
+    return std::vector<ReplicaTarget>{{target, ""}};
+  }
+  absl::StatusOr<std::pair<std::string, std::string>> host_port = SplitHostPort(rest);
+  if (!host_port.ok()) return host_port.status();
+  absl::StatusOr<std::vector<std::string>> addresses = Resolve(host_port->first, host_port->second);
+  if (!addresses.ok()) return addresses.status();
+  std::vector<ReplicaTarget> out;
+  for (std::string& address : *addresses) out.push_back({std::move(address), std::string(rest)});
+  return out;
+}
+
+absl::StatusOr<std::vector<ReplicaInfo>> GetInfoFromEveryReplica(
+    const std::string& target, const ClientSecurityOptions& security, absl::Duration timeout,
+    std::vector<std::string>* unreachable) {
+  absl::StatusOr<ClientCredentials> credentials = MakeClientCredentials(security);
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::vector<ReplicaTarget>> replicas = ReplicaTargets(target);
+  if (!replicas.ok()) return replicas.status();
+  std::vector<ReplicaInfo> out;
+  std::string last_error;
+  for (const ReplicaTarget& replica : *replicas) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        CreateGraderChannel(replica.target, credentials->channel, replica.authority);
+    if (!channel.ok()) return channel.status();
+    auto stub = healthbench::grader::v1::Grader::NewStub(*channel);
+    // Not wait_for_ready: a replica that refuses connections now is reported at once.
+    absl::StatusOr<healthbench::grader::v1::GraderInfo> info =
+        CallGetInfo(*stub, credentials->token, timeout, /*wait_for_ready=*/false);
+    const absl::StatusCode code = info.status().code();
+    if (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded) {
+      last_error = absl::StrCat(replica.target, ": ", info.status().message());
+      if (unreachable != nullptr) unreachable->push_back(last_error);
+      continue;
+    }
+    if (code == absl::StatusCode::kUnimplemented) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "grader replica ", replica.target,
+          " does not implement GetInfo (an hb-grader older "
+          "than this client), so its settings cannot be checked or recorded: upgrade it"));
+    }
+    if (!info.ok()) {
+      return absl::Status(code, absl::StrCat("GetInfo from grader replica ", replica.target, ": ",
+                                             info.status().message()));
+    }
+    out.push_back(ReplicaInfo{replica.target, *std::move(info)});
+  }
+  if (out.empty()) {
+    return absl::UnavailableError(absl::StrCat("no hb-grader replica behind ", target,
+                                               " answered GetInfo (", last_error, ")"));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ReplicaInfo>> AgreedReplicaInfos(const std::string& target,
+                                                            const ClientSecurityOptions& security,
+                                                            absl::Duration timeout) {
+  std::vector<std::string> unreachable;
+  absl::StatusOr<std::vector<ReplicaInfo>> replicas =
+      GetInfoFromEveryReplica(target, security, timeout, &unreachable);
+  if (!replicas.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot check the graders' settings: ", replicas.status().message()));
+  }
+  for (const std::string& replica : unreachable) {
+    HB_LOG_WARN("grader replica unreachable at start, its settings are unchecked: {}", replica);
+  }
+  std::vector<std::string> warnings;
+  if (absl::Status agree = CheckGradersAgree(*replicas, &warnings); !agree.ok()) return agree;
+  for (const std::string& warning : warnings) HB_LOG_WARN("{}", warning);
+  const healthbench::grader::v1::GraderInfo& info = replicas->front().info;
+  HB_LOG_INFO(
+      "graders: {} replica(s) grade with model {}, temperature {}, max_tokens {}, template "
+      "sha256 {}, upstream {}, hb-grader {} (recorded as provenance; this process's own --llm-* "
+      "flags do not grade)",
+      replicas->size(), info.model(), info.temperature(), info.max_tokens(), info.template_sha256(),
+      info.upstream_base_url(), info.version());
+  return replicas;
 }
 
 absl::Status GrpcGraderClient::WaitForReady(absl::Duration timeout) {

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "grader_client/grader_client.h"
+#include "grader_client/grader_info.h"
 #include "grpcpp/channel.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
 #include "security/transport_security.h"
@@ -32,8 +33,42 @@ inline constexpr char kGraderServiceConfig[] =
 // `target` is any gRPC target: "dns:///grader-headless:50051" (a headless Service: one
 // address per pod), "ipv4:127.0.0.1:50051,127.0.0.1:50052", "127.0.0.1:50051".
 // kInvalidArgument for an empty target.
+// `authority`, when not empty, is the name the server is checked against over TLS and sent as
+// :authority (a replica reached by its address, see ReplicaTargets).
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(
-    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+    const std::string& target, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+    const std::string& authority = "");
+
+// One replica behind a target: a gRPC target reaching only it, and the authority to present.
+struct ReplicaTarget {
+  std::string target;     // "ipv4:10.0.0.7:50051", "ipv6:[::1]:50051", or the target itself
+  std::string authority;  // "grader-headless:50051" when resolved from a name, else ""
+};
+
+// The replicas behind `target`: each address of an "ipv4:"/"ipv6:" list; each address a DNS
+// name resolves to now ("dns:///name:port", "dns:name:port", "name:port"); any other scheme
+// (unix:, xds:, ...) as one replica. kInvalidArgument for an empty target or a name without a
+// port; kUnavailable when the name does not resolve.
+absl::StatusOr<std::vector<ReplicaTarget>> ReplicaTargets(const std::string& target);
+
+// GetInfo from every replica behind `target` (ReplicaTargets), each with its own channel and
+// `timeout`, with the TLS and token of `security`. A replica that is unreachable now
+// (UNAVAILABLE, DEADLINE_EXCEEDED) is left out and named in `unreachable` (optional); any
+// other error (kUnauthenticated, kUnimplemented from an older hb-grader, ...) is returned
+// naming the replica. kUnavailable when no replica answered.
+absl::StatusOr<std::vector<ReplicaInfo>> GetInfoFromEveryReplica(
+    const std::string& target, const ClientSecurityOptions& security, absl::Duration timeout,
+    std::vector<std::string>* unreachable = nullptr);
+
+// What every replica behind `target` grades with, checked to agree: GetInfoFromEveryReplica,
+// then CheckGradersAgree. Logs a warning per unreachable replica and per informational
+// difference (upstream, version), and one info line with the settings. Errors:
+// kFailedPrecondition "cannot check the graders' settings: <why>" when no replica answers or
+// one cannot answer GetInfo (a wrong token included), CheckGradersAgree's kFailedPrecondition
+// when they disagree.
+absl::StatusOr<std::vector<ReplicaInfo>> AgreedReplicaInfos(const std::string& target,
+                                                            const ClientSecurityOptions& security,
+                                                            absl::Duration timeout);
 
 class GrpcGraderClient final : public GraderClient {
  public:
@@ -54,6 +89,8 @@ class GrpcGraderClient final : public GraderClient {
   void GradeItem(const healthbench::grader::v1::GradeItemRequest& request, absl::Duration timeout,
                  Callback done) override;
   void CancelAll() override;
+  // One replica's answer (round_robin picks it).
+  absl::StatusOr<healthbench::grader::v1::GraderInfo> GetInfo(absl::Duration timeout) override;
 
   // Waits up to `timeout` for the channel to connect to at least one replica.
   // kUnavailable naming the channel state when it did not.

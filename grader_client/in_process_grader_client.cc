@@ -10,8 +10,13 @@ namespace hb {
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
 
-InProcessGraderClient::InProcessGraderClient(Grader& grader, Clock& clock)
-    : grader_(grader), clock_(clock) {}
+InProcessGraderClient::InProcessGraderClient(Grader& grader, Clock& clock,
+                                             healthbench::grader::v1::GraderInfo info)
+    : grader_(grader), clock_(clock), info_(std::move(info)) {}
+
+absl::StatusOr<healthbench::grader::v1::GraderInfo> InProcessGraderClient::GetInfo(absl::Duration) {
+  return info_;
+}
 
 InProcessGraderClient::~InProcessGraderClient() {
   CancelAll();

@@ -23,8 +23,10 @@ namespace hb {
 
 class InProcessGraderClient final : public GraderClient {
  public:
-  // `grader` and `clock` are not owned and must outlive the client.
-  InProcessGraderClient(Grader& grader, Clock& clock);
+  // `grader` and `clock` are not owned and must outlive the client. `info` is what GetInfo
+  // answers (MakeGraderInfo of the grader's options).
+  InProcessGraderClient(Grader& grader, Clock& clock,
+                        healthbench::grader::v1::GraderInfo info = {});
   // Cancels outstanding calls and waits until their callbacks have returned.
   ~InProcessGraderClient() override;
 
@@ -35,6 +37,8 @@ class InProcessGraderClient final : public GraderClient {
                  Callback done) override;
   // Cancels every call outstanding now (their callbacks get kCancelled unless a result won).
   void CancelAll() override;
+  // The `info` given at construction; never fails.
+  absl::StatusOr<healthbench::grader::v1::GraderInfo> GetInfo(absl::Duration timeout) override;
 
  private:
   struct State {
@@ -44,6 +48,7 @@ class InProcessGraderClient final : public GraderClient {
   };
   Grader& grader_;
   Clock& clock_;
+  const healthbench::grader::v1::GraderInfo info_;
   const std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 

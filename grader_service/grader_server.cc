@@ -1,6 +1,7 @@
 #include "grader_service/grader_server.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -24,11 +25,13 @@ namespace grader_v1 = ::healthbench::grader::v1;
 
 // gRPC's callback API answers a request whose bytes do not parse as the method's request
 // message with UNIMPLEMENTED and no message. Clients must not retry such a request, so it
-// becomes INVALID_ARGUMENT naming the method.
+// becomes INVALID_ARGUMENT naming the method, logged through the service's rate-limited log of
+// refusals (kind "<Method> INVALID_ARGUMENT", shared with the handlers' own refusals).
 class MalformedRequestInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
-      : method_(info->method()) {}
+  MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info,
+                              std::shared_ptr<RateLimitedLog> log)
+      : method_(info->method()), log_(std::move(log)) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using Hook = grpc::experimental::InterceptionHookPoints;
@@ -41,26 +44,37 @@ class MalformedRequestInterceptor final : public grpc::experimental::Interceptor
       malformed_ = true;
     }
     if (malformed_ && methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
-      methods->ModifySendStatus(
-          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                       absl::StrCat("malformed request for ", method_,
-                                    ": the bytes do not parse as its request message")));
+      const std::string message = absl::StrCat("malformed request for ", method_,
+                                               ": the bytes do not parse as its request message");
+      const std::string kind =
+          absl::StrCat(method_.substr(method_.rfind('/') + 1), " INVALID_ARGUMENT");
+      if (std::optional<std::string> suffix = log_->Admit(kind)) {
+        HB_LOG_WARN("grader: {} refused{}: {}", kind, *suffix, message);
+      }
+      methods->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message));
     }
     methods->Proceed();
   }
 
  private:
   const std::string method_;
+  const std::shared_ptr<RateLimitedLog> log_;
   bool malformed_ = false;
 };
 
 class MalformedRequestInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
+  explicit MalformedRequestInterceptorFactory(std::shared_ptr<RateLimitedLog> log)
+      : log_(std::move(log)) {}
+
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new MalformedRequestInterceptor(info);
+    return new MalformedRequestInterceptor(info, log_);
   }
+
+ private:
+  const std::shared_ptr<RateLimitedLog> log_;
 };
 
 }  // namespace
@@ -87,6 +101,7 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
           : int64_t{options.llm.max_upstream_in_flight} + options.max_upstream_queue;
   service_options.default_deadline = options.default_deadline;
   service_options.completions = server->completions_.get();
+  service_options.info = server->stack_->info();
   server->service_ = std::make_unique<GraderServiceImpl>(server->stack_->grader(), Clock::Real(),
                                                          &server->stack_->metrics(),
                                                          &server->tokens_, service_options);
@@ -100,7 +115,8 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetOption(ReflectionOption(options.reflection));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>());
+  interceptors.push_back(
+      std::make_unique<MalformedRequestInterceptorFactory>(server->service_->refused_log()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
@@ -134,6 +150,8 @@ void GraderServer::Shutdown(absl::Duration drain) {
 void GraderServer::Wait() { server_->Wait(); }
 
 GraderMetrics& GraderServer::metrics() { return stack_->metrics(); }
+
+RateLimitedLog& GraderServer::refused_log() { return *service_->refused_log(); }
 
 hb::Grader& GraderServer::grader() { return stack_->grader(); }
 

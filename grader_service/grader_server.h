@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/rate_limited_log.h"
 #include "common/base/thread_scheduler.h"
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
@@ -57,6 +58,8 @@ class GraderServer {
   void Wait();
 
   GraderMetrics& metrics();
+  // The log of refused requests (malformed bytes included): at most 5 lines per kind per 10 s.
+  RateLimitedLog& refused_log();
   prometheus::Registry& registry() { return *registry_; }
   hb::Grader& grader();
 

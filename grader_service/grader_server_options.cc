@@ -3,10 +3,30 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "grader/grader_settings.h"
+#include "http/url_redaction.h"
 
 namespace hb {
+
+std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm) {
+  std::vector<std::string> warnings;
+  if (llm.api_key.empty()) return warnings;
+  const std::string url = RedactUrl(llm.base_url);
+  if (!llm.base_url_given) {
+    warnings.push_back(absl::StrCat(
+        "the API key ($OPENAI_API_KEY or --llm-api-key-file) goes to ", url,
+        ", the default --llm-base-url: pass --llm-base-url to choose the endpoint explicitly"));
+  }
+  if (absl::StartsWithIgnoreCase(llm.base_url, "http://") &&
+      !IsLoopbackAddress(UrlHostPort(llm.base_url))) {
+    warnings.push_back(absl::StrCat("the API key goes over plain http:// to ", url,
+                                    ", readable by anyone on the path: use https://"));
+  }
+  return warnings;
+}
 
 absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOptions options) {
   if (options.llm.base_url.empty()) return absl::InvalidArgumentError("--llm-base-url is empty");

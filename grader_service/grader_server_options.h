@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -28,7 +29,15 @@ struct LlmOptions {
   int max_upstream_in_flight = 2048;
   bool verify_tls = true;
   std::string ca_file;
+  // base_url was chosen on purpose (--llm-base-url given): only for ApiKeyWarnings.
+  bool base_url_given = false;
 };
+
+// One line per way `llm.api_key` could go somewhere its owner did not choose (empty without a
+// key): to the default base URL (api.openai.com) because --llm-base-url was not given, or over
+// plain http:// to a host that is not this machine. Never contains the key; URLs are redacted.
+// EmbeddedGrader::Start (every grader that calls upstream) logs them once at start.
+std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm);
 
 struct GraderServerOptions {
   // "host:port"; port 0 picks a free port (see GraderServer::port()).

@@ -22,6 +22,7 @@ namespace {
 
 constexpr char kGradeItem[] = "GradeItem";
 constexpr char kGradeReply[] = "GradeReply";
+constexpr char kGetInfo[] = "GetInfo";
 
 // The client's deadline, or `fallback` from now when it set none.
 absl::Time DeadlineOf(const grpc::CallbackServerContext* context, const Clock& clock,
@@ -308,6 +309,21 @@ grpc::ServerUnaryReactor* GraderServiceImpl::GradeItem(grpc::CallbackServerConte
                           }
                           reactor->Complete(verdict.status());
                         });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GraderServiceImpl::GetInfo(grpc::CallbackServerContext* context,
+                                                     const grader_v1::GetInfoRequest* /*request*/,
+                                                     grader_v1::GraderInfo* response) {
+  auto* reactor = new GraderReactor(kGetInfo, clock_, metrics_, refused_log_);
+  if (tokens_ != nullptr) {
+    if (absl::Status caller = CheckGrpcCaller(*context, *tokens_); !caller.ok()) {
+      reactor->Refuse(caller);
+      return reactor;
+    }
+  }
+  *response = options_.info;
+  reactor->Complete(absl::OkStatus());
   return reactor;
 }
 

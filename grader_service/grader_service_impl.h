@@ -52,6 +52,8 @@ struct GraderServiceOptions {
   // Log lines of refused requests (INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED
   // refusals) per method and code.
   RateLimitedLogOptions refused_log;
+  // What GetInfo answers (EmbeddedGrader::info()).
+  grader_v1::GraderInfo info;
 };
 
 class GraderServiceImpl final : public grader_v1::Grader::CallbackService {
@@ -77,6 +79,16 @@ class GraderServiceImpl final : public grader_v1::Grader::CallbackService {
   grpc::ServerUnaryReactor* GradeReply(grpc::CallbackServerContext* context,
                                        const grader_v1::GradeReplyRequest* request,
                                        grader_v1::GradeReplyResponse* response) override;
+
+  // options.info, after the same token check as the other methods (kUnauthenticated); no
+  // upstream call, no admission limit.
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const grader_v1::GetInfoRequest* request,
+                                    grader_v1::GraderInfo* response) override;
+
+  // The rate-limited log of refused requests (options.refused_log), shared with whatever else
+  // refuses requests for this service (GraderServer's malformed-request interceptor).
+  const std::shared_ptr<RateLimitedLog>& refused_log() const { return refused_log_; }
 
  private:
   // Authenticates the caller and admits the RPC and its `items` rubric items, the permits held

@@ -21,8 +21,9 @@ ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
 mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's|^\(tests/[a-z_/]*_test\): .*|\1|p')
 ci_step "$kind build" ci_build "$dir" "${targets[@]}" hb-grader hb-llm-sim hb-orchestrator
 # Any report fails its test: ASan and UBSan (-fno-sanitize-recover) abort, TSan exits 66. TSan
-# gets tests/tsan.supp through each test's ENVIRONMENT (cmake/HbHelpers.cmake), and so do the
-# servers the integration tests start.
+# gets tests/tsan.supp and ignore_noninstrumented_modules=1 through each test's ENVIRONMENT
+# (cmake/HbHelpers.cmake), and so do the servers the integration tests start; every TSan binary
+# links the absl::Mutex shim (tests/testing/tsan/absl_tsan_shim.cc).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 cd "$dir"
 ci_step "$kind tests" ctest --output-on-failure -j "$jobs" -L 'unit|integration' "$@"

@@ -410,22 +410,26 @@ int Run(int argc, char** argv) {
     }
   }
   close(fd);
-  // Before the loop threads start; the loops are thread-safe (evthread_use_pthreads).
-  StopSignals signals([&loops](int /*signal*/, int /*count*/) {
+  {
+    // Before the loop threads start; the loops are thread-safe (evthread_use_pthreads). The
+    // watcher may still be inside this callback when loop 0 has stopped: it is joined at the end
+    // of this block, before the loops are freed.
+    StopSignals signals([&loops](int /*signal*/, int /*count*/) {
+      for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
+    });
+
+    std::printf("listening on %s:%d\n", listen.substr(0, colon).c_str(), port);
+    std::fflush(stdout);
+    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", listen.substr(0, colon), port, threads);
+
+    std::vector<std::thread> workers;
+    for (int i = 1; i < threads; ++i) {
+      workers.emplace_back([&loops, i] { event_base_dispatch(loops[i].base); });
+    }
+    event_base_dispatch(loops[0].base);
     for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
-  });
-
-  std::printf("listening on %s:%d\n", listen.substr(0, colon).c_str(), port);
-  std::fflush(stdout);
-  HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", listen.substr(0, colon), port, threads);
-
-  std::vector<std::thread> workers;
-  for (int i = 1; i < threads; ++i) {
-    workers.emplace_back([&loops, i] { event_base_dispatch(loops[i].base); });
+    for (std::thread& t : workers) t.join();
   }
-  event_base_dispatch(loops[0].base);
-  for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
-  for (std::thread& t : workers) t.join();
 
   for (Loop& loop : loops) {
     evhttp_free(loop.http);

@@ -233,16 +233,33 @@ std::vector<size_t> SampleIndices(size_t n, size_t k, unsigned long seed) {
   return indices;
 }
 
+namespace {
+
+void RebuildIndex(Dataset& dataset) {
+  dataset.index.clear();
+  for (size_t i = 0; i < dataset.examples.size(); ++i) {
+    dataset.index.emplace(dataset.examples[i].prompt_id, i);
+  }
+}
+
+}  // namespace
+
+void KeepExamples(Dataset& dataset, const std::function<bool(const Example&)>& keep) {
+  std::vector<Example> kept;
+  for (Example& example : dataset.examples) {
+    if (keep(example)) kept.push_back(std::move(example));
+  }
+  dataset.examples = std::move(kept);
+  RebuildIndex(dataset);
+}
+
 void SelectExamples(Dataset& dataset, size_t k) {
   std::vector<size_t> chosen = SampleIndices(dataset.examples.size(), k);
   std::vector<Example> selected;
   selected.reserve(chosen.size());
   for (size_t i : chosen) selected.push_back(std::move(dataset.examples[i]));
   dataset.examples = std::move(selected);
-  dataset.index.clear();
-  for (size_t i = 0; i < dataset.examples.size(); ++i) {
-    dataset.index.emplace(dataset.examples[i].prompt_id, i);
-  }
+  RebuildIndex(dataset);
 }
 
 }  // namespace hb

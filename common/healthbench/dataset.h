@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,5 +84,8 @@ std::vector<size_t> SampleIndices(size_t n, size_t k, unsigned long seed = 0);
 // Keeps the examples chosen by SampleIndices(examples.size(), k), in sample order, and
 // rebuilds the index.
 void SelectExamples(Dataset& dataset, size_t k);
+
+// Keeps the examples for which `keep` is true, in file order, and rebuilds the index.
+void KeepExamples(Dataset& dataset, const std::function<bool(const Example&)>& keep);
 
 }  // namespace hb

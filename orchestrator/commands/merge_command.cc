@@ -1,5 +1,6 @@
 // `hb-orchestrator merge`: one report per checkpoint from the outputs of sharded runs.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +21,7 @@
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/summary_file.h"
 #include "orchestrator/report/checkpoint_report.h"
+#include "orchestrator/run/row_plan.h"
 
 namespace hb {
 namespace {
@@ -73,7 +76,72 @@ absl::StatusOr<ResponseSet> JoinShardResponses(const MergedCheckpoint& merged,
   return LoadResponses(path, dataset, {/*ignore_extra=*/true});
 }
 
+// Why the shards given do not cover `merged`'s tasks: shard folders without this checkpoint,
+// and, when every shard recorded its index (provenance.shard), the indices not given. Empty
+// when they cover every task. kInvalidArgument for two folders of one shard index or shards
+// of different counts.
+absl::StatusOr<std::vector<std::string>> CoverageGaps(const MergedCheckpoint& merged,
+                                                      const MergeOptions& options) {
+  std::vector<std::string> gaps;
+  std::set<std::string> present;
+  for (const ShardProvenance& shard : merged.shards) present.insert(shard.shard_dir);
+  for (const std::string& dir : options.shard_dirs) {
+    if (present.count(dir) == 0) {
+      gaps.push_back(absl::StrCat("shard '", dir, "' has no ", merged.name,
+                                  "/summary.json (did that shard stop before its reports?)"));
+    }
+  }
+  const CheckpointSummary& first = merged.shards.front().summary;
+  std::map<int, std::string> by_index;
+  for (const ShardProvenance& shard : merged.shards) {
+    const CheckpointSummary& s = shard.summary;
+    if (s.shard_count <= 0) return gaps;  // not recorded (older runs, `score`)
+    if (s.shard_count != first.shard_count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", merged.name, "': shard '", shard.shard_dir, "' is one of ", s.shard_count,
+          " shards but shard '", merged.shards.front().shard_dir, "' one of ", first.shard_count));
+    }
+    auto [it, inserted] = by_index.emplace(s.shard_index, shard.shard_dir);
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint '", merged.name, "': shards '", it->second, "' and '",
+                       shard.shard_dir, "' are both shard ", s.shard_index, " of ", s.shard_count));
+    }
+  }
+  std::vector<int> missing;
+  for (int i = 0; i < first.shard_count; ++i) {
+    if (by_index.count(i) == 0) missing.push_back(i);
+  }
+  if (!missing.empty()) {
+    gaps.push_back(absl::StrCat("shard index ", absl::StrJoin(missing, ", "), " of ",
+                                first.shard_count, " not given"));
+  }
+  return gaps;
+}
+
+// Keeps the tasks the shards of `merged` own (a partial merge): by their recorded shard
+// index, or, for shards that recorded none, the tasks of their tasks.jsonl.
+absl::Status KeepShardTasks(const MergedCheckpoint& merged, Dataset& dataset) {
+  absl::flat_hash_set<std::string> ids;
+  for (const ShardProvenance& shard : merged.shards) {
+    const CheckpointSummary& s = shard.summary;
+    if (s.shard_count > 0) {
+      HB_ASSIGN_OR_RETURN(
+          std::vector<size_t> positions,
+          ShardTaskPositions(dataset.examples.size(), s.shard_index, s.shard_count));
+      for (size_t p : positions) ids.insert(dataset.examples[p].prompt_id);
+      continue;
+    }
+    HB_ASSIGN_OR_RETURN(commands_internal::TaskScores tasks,
+                        commands_internal::ReadTaskScores(s.dir));
+    ids.insert(tasks.prompt_ids.begin(), tasks.prompt_ids.end());
+  }
+  KeepExamples(dataset, [&](const Example& e) { return ids.contains(e.prompt_id); });
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
+                                          const std::vector<std::string>& gaps,
                                           const MergeOptions& options) {
   const CheckpointSummary& first = merged.shards.front().summary;
   auto override_it = options.responses.find(merged.name);
@@ -112,15 +180,24 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
     }
   }
   commands_internal::ApplyExamples(dataset, first.examples);
+  if (!gaps.empty() && options.allow_partial_shards) {
+    HB_RETURN_IF_ERROR(KeepShardTasks(merged, dataset));
+  }
 
   std::vector<VerdictRow> verdicts;
   std::vector<RowFailure> failures;
   std::set<std::string> endpoints;
   bool simulated = false;
   for (const ShardProvenance& shard : merged.shards) {
-    HB_ASSIGN_OR_RETURN(std::vector<VerdictRow> rows,
-                        LoadVerdicts(shard.summary.dir + "/verdicts.jsonl", dataset));
-    std::move(rows.begin(), rows.end(), std::back_inserter(verdicts));
+    const std::string verdicts_path = shard.summary.dir + "/verdicts.jsonl";
+    HB_ASSIGN_OR_RETURN(VerdictFile file, ReadVerdictFile(verdicts_path, dataset));
+    HB_RETURN_IF_ERROR(CheckVerdictsHeader(verdicts_path, file.header, shard.summary.responses_path,
+                                           shard.summary.responses_sha256, dataset.sha256));
+    if (!file.header.has_value()) {
+      std::fprintf(stderr, "hb-orchestrator merge: %s\n",
+                   MissingVerdictsHeaderWarning(verdicts_path).c_str());
+    }
+    std::move(file.rows.begin(), file.rows.end(), std::back_inserter(verdicts));
     std::error_code error;
     const std::string failures_path = shard.summary.dir + "/failures.jsonl";
     if (std::filesystem::exists(failures_path, error)) {
@@ -143,8 +220,13 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.grader = first.grader;
   context.seed = first.seed;
   context.simulated = simulated;
-  // Missing rows mark the merged report incomplete by themselves (WriteCheckpointReport).
-  context.incomplete = false;
+  // Missing rows mark the merged report incomplete by themselves (WriteCheckpointReport);
+  // missing shards too, unless accepted (then `dataset` holds only the given shards' tasks).
+  context.incomplete = !gaps.empty() && !options.allow_partial_shards;
+  for (const ShardProvenance& shard : merged.shards) context.shards.push_back(shard.shard_dir);
+  context.grader_upstream = first.grader_upstream;
+  context.grader_version = first.grader_version;
+  context.grader_replicas = first.grader_replicas;
   context.grader_endpoint = absl::StrJoin(endpoints, ",");
   context.examples = first.examples;
   context.checkpoint_index = first.checkpoint_index;
@@ -159,7 +241,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
 
 }  // namespace
 
-absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
+absl::StatusOr<MergeResult> RunMerge(const MergeOptions& options) {
   HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
   if (options.shard_dirs.empty()) {
     return absl::InvalidArgumentError("merge needs at least one SHARD_DIR");
@@ -190,13 +272,24 @@ absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
                             b->shards.front().summary.checkpoint_index;
                    });
   std::vector<CheckpointResult> results;
-  std::string message;
+  MergeResult out;
+  std::string& message = out.message;
   for (const MergedCheckpoint* merged : order) {
-    HB_ASSIGN_OR_RETURN(CheckpointResult result, MergeOne(*merged, options));
+    HB_ASSIGN_OR_RETURN(std::vector<std::string> gaps, CoverageGaps(*merged, options));
+    HB_ASSIGN_OR_RETURN(CheckpointResult result, MergeOne(*merged, gaps, options));
     absl::StrAppend(&message, message.empty() ? "" : "\n", "merge: ", merged->name, ": ",
                     merged->shards.size(), " shards, ", result.graded, " of ", result.tasks,
                     " tasks graded, ", result.graded_rows, " of ", result.rows, " rows graded, ",
                     result.failed_rows, " failed");
+    for (const std::string& gap : gaps) {
+      absl::StrAppend(&message, "\nmerge: ", merged->name, ": ", gap,
+                      options.allow_partial_shards
+                          ? " (accepted: --allow-partial-shards; the report covers the given "
+                            "shards' tasks only)"
+                          : "; the report is marked INCOMPLETE. Give every shard's folder, or "
+                            "pass --allow-partial-shards to report on the given shards only");
+    }
+    out.incomplete = out.incomplete || result.incomplete;
     results.push_back(std::move(result));
   }
   if (results.size() >= 2) {
@@ -205,7 +298,7 @@ absl::StatusOr<std::string> RunMerge(const MergeOptions& options) {
     absl::StrAppend(&message, "\nmerge: wrote ", options.out, "/comparison.json");
   }
   absl::StrAppend(&message, "\nmerge: reports in ", options.out);
-  return message;
+  return out;
 }
 
 }  // namespace hb

@@ -99,13 +99,27 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options);
 // recorded sha256. Writes out/<checkpoint>/ exactly as an unsharded run would, and
 // out/comparison.{json,html} when there are several checkpoints (ordered by checkpoint index,
 // then name; the first is the baseline).
+//
+// Coverage: when a shard folder lacks a checkpoint (no <checkpoint>/summary.json), or the runs
+// recorded their shards (provenance.shard) and an index of 0..count-1 is not given, the merged
+// report is marked INCOMPLETE (its tasks are not graded) and MergeResult::incomplete is set
+// (exit 3), unless `allow_partial_shards`: then the merged report covers only the tasks of
+// the shards given and is complete. provenance.shards lists the shard folders used.
+// kInvalidArgument when two folders are the same shard index or record different counts.
 struct MergeOptions {
   std::string out;
   std::vector<std::string> shard_dirs;
   std::string dataset;                           // overrides every recorded dataset path
   std::map<std::string, std::string> responses;  // checkpoint name -> responses path
+  bool allow_partial_shards = false;
 };
-absl::StatusOr<std::string> RunMerge(const MergeOptions& options);
+struct MergeResult {
+  // What `merge` prints on stdout.
+  std::string message;
+  // Some merged report is marked INCOMPLETE (missing shards or rows): exit 3.
+  bool incomplete = false;
+};
+absl::StatusOr<MergeResult> RunMerge(const MergeOptions& options);
 
 // `compare`: one view of checkpoints graded in separate runs or Jobs. Each of `dirs` is a
 // checkpoint folder (it holds summary.json and tasks.jsonl) or a run folder (its

@@ -32,8 +32,9 @@ usage: hb-orchestrator <command> [flags] [args]
        hb-orchestrator <command> --help     (the command's flags))";
 
 constexpr char kFooter[] =
-    "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr); `run` "
-    "documents its own exit codes.";
+    "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr), 3 when "
+    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` documents its own exit "
+    "codes.";
 
 constexpr char kRunDescription[] =
     R"(grade a checkpoint through hb-grader replicas.
@@ -51,7 +52,8 @@ constexpr char kRunFooter[] = R"(exit codes:
   3  some rows failed after their attempts (their tasks are reported as not graded); run
      again to retry exactly those rows. Also: some tasks have no response (reports marked
      INCOMPLETE), unless --allow-partial-responses
-  2  bad usage or bad input, including a journal from another run (not worth retrying)
+  2  bad usage or bad input, including a journal from another run or grader replicas that
+     disagree on their settings (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
   1  internal error)";
 
@@ -97,7 +99,9 @@ constexpr char kMergeDescription[] =
 <checkpoint>/verdicts.jsonl (+ failures.jsonl). The shards' provenance must agree; the dataset
 and responses are reloaded from the recorded paths (or the overrides) and must keep their
 recorded sha256. Writes DIR/<checkpoint>/ like an unsharded run, plus DIR/comparison.json and
-comparison.html for several checkpoints.)";
+comparison.html for several checkpoints. A shard folder missing (by the shard indices the
+runs recorded) or without a checkpoint leaves that report INCOMPLETE and exits 3, unless
+--allow-partial-shards (then it covers the given shards' tasks only).)";
 
 constexpr char kCompareDescription[] =
     R"(Compare checkpoints graded in separate runs or Jobs: each DIR is a checkpoint folder
@@ -208,30 +212,41 @@ class OrchestratorCommandLine {
       response_specs_.push_back(std::move(spec));
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
-    HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
     HB_RETURN_IF_ERROR(cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options));
+    if (!policies_.empty()) {
+      HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags(options));
+    }
+    HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     return options;
   }
 
-  // The policy checkpoints of `run` (after RunOptionsFromFlags) and their sampling settings.
-  const std::vector<PolicyCheckpoint>& policies() const { return policies_; }
-  absl::StatusOr<SampleOptions> RunSamplingFromFlags() {
-    SampleOptions options;
-    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &options));
-    options.max_in_flight = run_.policy_max_in_flight;
-    if (options.max_in_flight < 1) {
+  // The policy checkpoints of `run` with their sampling settings (the flags they share).
+  absl::StatusOr<std::vector<PolicySource>> RunPoliciesFromFlags(const RunOptions& run) {
+    SampleOptions shared;
+    HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &shared));
+    shared.max_in_flight = run_.policy_max_in_flight;
+    if (shared.max_in_flight < 1) {
       return absl::InvalidArgumentError("--policy-max-in-flight must be >= 1");
     }
+    std::vector<PolicySource> sources;
     for (const PolicyCheckpoint& policy : policies_) {
-      SampleOptions one = options;
+      SampleOptions one = shared;
+      one.dataset = run.dataset;
+      one.out = PolicyResponsesPath(run, policy.name);
+      one.policy_base_url = policy.base_url;
       one.request.model = policy.model;
-      HB_RETURN_IF_ERROR(ValidatePolicyRequestSettings(one.request));
+      if (absl::Status valid = ValidateSampleOptions(one); !valid.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--policy ", policy.name, "=", policy.model,
+                                                       "@", policy.base_url, ": ",
+                                                       valid.message()));
+      }
+      sources.push_back(PolicySource{policy.name, std::move(one)});
     }
-    return options;
+    return sources;
   }
 
   absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
@@ -241,8 +256,9 @@ class OrchestratorCommandLine {
     return options;
   }
 
-  // Runs the offline `command`; returns the text to print.
-  absl::StatusOr<std::string> RunOffline(const std::string& command) {
+  // Runs the offline `command`; returns the text to print. `*exit_code` becomes 3
+  // (kRunExitRowsFailed) when a merged report is INCOMPLETE, else stays 0.
+  absl::StatusOr<std::string> RunOffline(const std::string& command, int* exit_code) {
     if (command == "tasks") return RunTasks(tasks_);
     if (command == "dry-run") {
       HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
@@ -267,7 +283,9 @@ class OrchestratorCommandLine {
             absl::StrCat("--responses names checkpoint '", value.substr(0, eq), "' twice"));
       }
     }
-    return RunMerge(merge_);
+    HB_ASSIGN_OR_RETURN(MergeResult merged, RunMerge(merge_));
+    if (merged.incomplete) *exit_code = kRunExitRowsFailed;
+    return merged.message;
   }
 
  private:
@@ -284,8 +302,9 @@ class OrchestratorCommandLine {
                ".gz/.jsonl/.json; names must be unique and use only [A-Za-z0-9._-]");
     c.Repeated("policy", &run_.policies, "NAME=MODEL@URL",
                "a checkpoint served by an OpenAI-compatible endpoint (repeatable, mixable with "
-               "--responses): its replies are sampled into DIR/NAME/responses.jsonl (journaled "
-               "in DIR/NAME/responses.jsonl.journal, resumable) and graded with the others. "
+               "--responses): its replies are sampled and each task's rows graded as soon as "
+               "its reply arrives, in one job; replies are journaled in DIR/journal.sqlite "
+               "beside the verdicts (resumable) and written to DIR/NAME/responses.jsonl. "
                "Sampling settings: the policy flags below");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
@@ -469,6 +488,10 @@ class OrchestratorCommandLine {
     c.Flag("dataset", &merge_.dataset, "PATH", "overrides every recorded dataset path");
     c.Repeated("responses", &merge_responses_, "NAME=PATH",
                "overrides the recorded responses path of checkpoint NAME (repeatable)");
+    c.Bool("allow-partial-shards", &merge_.allow_partial_shards,
+           "accept shards that do not cover every task (a shard folder missing, or one without a "
+           "checkpoint): the merged report covers the given shards' tasks only, instead of being "
+           "marked INCOMPLETE with exit 3");
     c.Positionals("SHARD_DIR", &merge_.shard_dirs, "the shards' output folders");
   }
 
@@ -526,10 +549,7 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
-    if (command_line.policies().empty()) return RunWithOptions(*options);
-    absl::StatusOr<SampleOptions> sampling = command_line.RunSamplingFromFlags();
-    if (!sampling.ok()) return program.UsageError(command, sampling.status());
-    return RunWithPolicies(*options, command_line.policies(), *sampling);
+    return RunWithOptions(*options);
   }
   if (command == "sample") {
     InitLogging("info");
@@ -537,14 +557,19 @@ int OrchestratorMain(int argc, char** argv) {
     if (!options.ok()) return program.UsageError(command, options.status());
     return RunSample(*options);
   }
-  absl::StatusOr<std::string> result = command_line.RunOffline(command);
+  int exit_code = 0;
+  absl::StatusOr<std::string> result = command_line.RunOffline(command, &exit_code);
   if (!result.ok()) {
     std::fprintf(stderr, "hb-orchestrator %s: %s\n", command.c_str(),
                  cli::OneLine(result.status()).c_str());
     return cli::kExitUsage;
   }
   std::cout << *result << std::endl;
-  return 0;
+  if (exit_code == kRunExitRowsFailed) {
+    std::fprintf(stderr, "hb-orchestrator %s: some reports are marked INCOMPLETE (exit 3)\n",
+                 command.c_str());
+  }
+  return exit_code;
 }
 
 }  // namespace hb

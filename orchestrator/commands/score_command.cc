@@ -1,4 +1,5 @@
 // `hb-orchestrator score`: a checkpoint's reports from a verdict file, without grading.
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +53,10 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(options.dataset, {}));
   HB_ASSIGN_OR_RETURN(ResponseSet responses,
                       LoadResponses(options.responses, dataset, {options.ignore_extra_responses}));
-  HB_ASSIGN_OR_RETURN(std::vector<VerdictRow> verdicts, LoadVerdicts(options.verdicts, dataset));
+  HB_ASSIGN_OR_RETURN(VerdictFile verdict_file, ReadVerdictFile(options.verdicts, dataset));
+  HB_RETURN_IF_ERROR(CheckVerdictsHeader(options.verdicts, verdict_file.header, options.responses,
+                                         responses.sha256, dataset.sha256));
+  std::vector<VerdictRow> verdicts = std::move(verdict_file.rows);
   std::vector<RowFailure> failures;
   if (!options.failures.empty()) {
     HB_ASSIGN_OR_RETURN(failures, LoadFailures(options.failures, dataset));
@@ -79,6 +83,10 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   HB_ASSIGN_OR_RETURN(
       CheckpointResult result,
       WriteCheckpointReport(dataset, responses, verdicts, failures, context, options.out));
+  if (!verdict_file.header.has_value()) {
+    std::fprintf(stderr, "hb-orchestrator score: %s\n",
+                 MissingVerdictsHeaderWarning(options.verdicts).c_str());
+  }
   std::string score = result.graded > 0 ? absl::StrFormat("%.4f (bootstrap std %.4f)", result.score,
                                                           result.score_bootstrap_std)
                                         : std::string("n/a");

@@ -60,6 +60,32 @@ class SummaryReader {
   }
   absl::StatusOr<bool> Bool(const std::string& dotted) const { return Read(dotted, JsonBool); }
 
+  // Fields added later: the value when present, `fallback` when absent; a wrong type is
+  // still an error.
+  absl::StatusOr<std::string> OptionalString(const std::string& dotted,
+                                             std::string fallback = "") const {
+    if (!Get(dotted).ok()) return fallback;
+    return String(dotted);
+  }
+  absl::StatusOr<int64_t> OptionalInt(const std::string& dotted, int64_t fallback) const {
+    if (!Get(dotted).ok()) return fallback;
+    return Int(dotted);
+  }
+  absl::StatusOr<std::vector<std::string>> OptionalStrings(const std::string& dotted) const {
+    std::vector<std::string> out;
+    absl::StatusOr<const rapidjson::Value*> value = Get(dotted);
+    if (!value.ok()) return out;
+    if (!(*value)->IsArray()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": field '", dotted, "': expected an array of strings"));
+    }
+    for (const rapidjson::Value& item : (*value)->GetArray()) {
+      HB_ASSIGN_OR_RETURN(std::string text, JsonString(item, dotted));
+      out.push_back(std::move(text));
+    }
+    return out;
+  }
+
  private:
   absl::Status Missing(const std::string& dotted) const {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": field '", dotted, "': missing"));
@@ -136,6 +162,15 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   p.grader.max_tokens = static_cast<int>(max_tokens);
   HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
   HB_ASSIGN_OR_RETURN(p.grader_endpoint, reader.String("provenance.grader_endpoint"));
+  HB_ASSIGN_OR_RETURN(p.grader_upstream,
+                      reader.OptionalString("provenance.grader.upstream_base_url"));
+  HB_ASSIGN_OR_RETURN(p.grader_version, reader.OptionalString("provenance.grader.version"));
+  HB_ASSIGN_OR_RETURN(p.grader_replicas, reader.OptionalStrings("provenance.grader.replicas"));
+  // provenance.shard is null when no shard was recorded (`score`, `merge`): Get fails on it.
+  HB_ASSIGN_OR_RETURN(const int64_t shard_index, reader.OptionalInt("provenance.shard.index", 0));
+  HB_ASSIGN_OR_RETURN(const int64_t shard_count, reader.OptionalInt("provenance.shard.count", 0));
+  p.shard_index = static_cast<int>(shard_index);
+  p.shard_count = static_cast<int>(shard_count);
   HB_ASSIGN_OR_RETURN(int64_t seed, reader.Int("provenance.seed"));
   if (seed < 0 || seed > 0xFFFFFFFFLL) {
     return absl::InvalidArgumentError(

@@ -29,6 +29,11 @@ struct CheckpointSummary {
   int64_t examples = -1;
   GraderSettings grader;
   std::string grader_endpoint;
+  // What the graders reported (GetInfo); empty in summaries written before it existed.
+  std::string grader_upstream, grader_version;
+  std::vector<std::string> grader_replicas;
+  // The shard the run graded; shard_count 0 in summaries written before it was recorded.
+  int shard_index = 0, shard_count = 0;
   uint32_t seed = 0;
   int checkpoint_index = 0;
   bool simulated = false;

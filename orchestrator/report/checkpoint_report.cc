@@ -175,6 +175,9 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
                       AtomicFileWriter::Open(dir + "/failures.jsonl"));
   HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> tasks_out,
                       AtomicFileWriter::Open(dir + "/tasks.jsonl"));
+  verdicts_out->Append(FormatVerdictsHeader({context.checkpoint, context.responses_sha256,
+                                             context.dataset_sha256, context.template_sha256}));
+  verdicts_out->Append("\n");
   bool missing_rows = false;
   std::vector<OrderedMetrics> graded_metrics;
   for (TaskState& task : tasks) {

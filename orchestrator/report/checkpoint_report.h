@@ -55,6 +55,15 @@ struct ReportContext {
   // Responses for tasks outside the dataset that were ignored (ResponseSet::ignored_extra).
   int64_t responses_ignored_extra = 0;
   GraderSettings grader;
+  // What the grader reported through GetInfo (empty when unknown: `score`, older runs): its
+  // upstream base URL, its build, and the replicas that answered (a gRPC --grader).
+  std::string grader_upstream, grader_version;
+  std::vector<std::string> grader_replicas;
+  // The shard a run graded (`run --shard-index/--shard-count`; 0 of 1 unsharded);
+  // shard_count 0 records none (provenance.shard null: `score`, `merge`).
+  int shard_index = 0, shard_count = 0;
+  // `merge`: the shard folders joined (provenance.shards); empty otherwise.
+  std::vector<std::string> shards;
   // numpy seed of the bootstrap (AggregateOptions::seed).
   uint32_t seed = 0;
   // The verdicts came from the bundled simulator, not a real grader model (red banner).
@@ -62,6 +71,8 @@ struct ReportContext {
   // The run stopped before every row was attempted. The report also marks itself incomplete
   // when some row of a task with a response has neither a verdict nor a failure.
   bool incomplete = false;
+  // Where the grader was reached. Every URL shown (this, grader_upstream) is written through
+  // RedactUrl (http/url_redaction.h): credentials never reach summary.json or report.html.
   std::string grader_endpoint;
   // `--examples N` of the run, or -1 for the whole dataset.
   int64_t examples = -1;

@@ -8,11 +8,30 @@
 #include "absl/strings/str_format.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
+#include "http/url_redaction.h"
 #include "rapidjson/prettywriter.h"
 #include "rapidjson/stringbuffer.h"
 
 namespace hb::report_internal {
 namespace {
+
+template <typename Writer>
+void WriteStringArray(Writer& writer, const std::vector<std::string>& values) {
+  writer.StartArray();
+  for (const std::string& value : values) WriteJsonString(writer, value);
+  writer.EndArray();
+}
+
+// "https://api.openai.com/v1 (hb-grader 0.1.0, 2 replicas)", or "not reported".
+std::string GraderUpstreamFact(const ReportContext& context) {
+  if (context.grader_upstream.empty()) return "not reported";
+  std::string fact =
+      absl::StrCat(RedactUrl(context.grader_upstream), " (hb-grader ", context.grader_version);
+  if (!context.grader_replicas.empty()) {
+    absl::StrAppend(&fact, ", ", context.grader_replicas.size(), " replica(s)");
+  }
+  return fact + ")";
+}
 
 // summary.json "usage": what the grading spent and what the verdict cache saved.
 void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
@@ -69,8 +88,11 @@ std::string CostFact(const ReportContext& context, const Usage& usage) {
                                     usage.from_cache_rows, CostUsd(usage.saved, context.prices)));
   }
   if (context.wall_time.has_value()) {
+    // Whole seconds, but tenths under a minute: a 0.9 s run is not "0".
+    const absl::Duration unit =
+        *context.wall_time < absl::Minutes(1) ? absl::Milliseconds(100) : absl::Seconds(1);
     absl::StrAppend(&text, "; wall time ",
-                    absl::FormatDuration(absl::Trunc(*context.wall_time, absl::Seconds(1))));
+                    absl::FormatDuration(absl::Trunc(*context.wall_time, unit)));
   }
   return text;
 }
@@ -170,9 +192,28 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Int(context.grader.max_tokens);
   writer.Key("system_message");
   WriteJsonString(writer, context.grader.system_message);
+  writer.Key("upstream_base_url");
+  WriteJsonString(writer, RedactUrl(context.grader_upstream));
+  writer.Key("version");
+  WriteJsonString(writer, context.grader_version);
+  writer.Key("replicas");
+  WriteStringArray(writer, context.grader_replicas);
   writer.EndObject();
   writer.Key("grader_endpoint");
-  WriteJsonString(writer, context.grader_endpoint);
+  WriteJsonString(writer, RedactUrl(context.grader_endpoint));
+  writer.Key("shard");
+  if (context.shard_count > 0) {
+    writer.StartObject();
+    writer.Key("index");
+    writer.Int(context.shard_index);
+    writer.Key("count");
+    writer.Int(context.shard_count);
+    writer.EndObject();
+  } else {
+    writer.Null();
+  }
+  writer.Key("shards");
+  WriteStringArray(writer, context.shards);
   writer.Key("seed");
   writer.Uint(context.seed);
   writer.Key("bootstrap_samples");
@@ -221,7 +262,8 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
                               PythonFloatRepr(context.grader.temperature), ", max_tokens ",
                               context.grader.max_tokens, ", system message \"",
                               context.grader.system_message, "\"")},
-      {"grader endpoint", context.grader_endpoint},
+      {"grader endpoint", RedactUrl(context.grader_endpoint)},
+      {"grader upstream", GraderUpstreamFact(context)},
       {"bootstrap", absl::StrCat(kBootstrapSamples, " samples, seed ", context.seed)},
       {"tool version", ToolVersion()},
       {"generated at", generated_at},

@@ -127,12 +127,61 @@ class RowFileReader {
 
 }  // namespace
 
+namespace {
+
+constexpr char kHeaderKey[] = "verdicts_header";
+
+absl::StatusOr<VerdictsHeader> ParseHeader(const RowFileReader& reader,
+                                           const rapidjson::Value& object, int line) {
+  const rapidjson::Value& fields = *FindJsonMember(object, kHeaderKey);
+  if (!fields.IsObject()) return reader.TypeError(line, kHeaderKey, "an object", fields);
+  VerdictsHeader header;
+  const std::pair<const char*, std::string*> named[] = {
+      {"checkpoint", &header.checkpoint},
+      {"responses_sha256", &header.responses_sha256},
+      {"dataset_sha256", &header.dataset_sha256},
+      {"grader_template_sha256", &header.grader_template_sha256}};
+  for (const auto& [name, value] : named) {
+    const std::string field = absl::StrCat(kHeaderKey, ".", name);
+    const rapidjson::Value* member = FindJsonMember(fields, name);
+    if (member == nullptr) {
+      if (value == &header.grader_template_sha256) continue;  // optional
+      return reader.Error(line, absl::StrCat("field '", field, "': missing"));
+    }
+    absl::StatusOr<std::string> text = JsonString(*member, field);
+    if (!text.ok()) return reader.At(line, text.status());
+    *value = *std::move(text);
+  }
+  return header;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<VerdictRow>> LoadVerdicts(const std::string& path,
                                                      const Dataset& dataset) {
+  absl::StatusOr<VerdictFile> file = ReadVerdictFile(path, dataset);
+  if (!file.ok()) return file.status();
+  return std::move(file->rows);
+}
+
+absl::StatusOr<VerdictFile> ReadVerdictFile(const std::string& path, const Dataset& dataset) {
   RowFileReader reader(path, dataset);
-  std::vector<VerdictRow> rows;
+  VerdictFile file;
+  std::vector<VerdictRow>& rows = file.rows;
+  bool first = true;
   absl::Status status =
       reader.ForEachLine([&](const rapidjson::Value& object, int line) -> absl::Status {
+        const bool first_line = first;
+        first = false;
+        if (FindJsonMember(object, kHeaderKey) != nullptr) {
+          if (!first_line) {
+            return reader.Error(line, "a verdicts_header may only be the first line");
+          }
+          absl::StatusOr<VerdictsHeader> header = ParseHeader(reader, object, line);
+          if (!header.ok()) return header.status();
+          file.header = *std::move(header);
+          return absl::OkStatus();
+        }
         VerdictRow row;
         absl::Status key = reader.Key(object, line, row.prompt_id, row.rubric_index);
         if (!key.ok()) return key;
@@ -162,7 +211,55 @@ absl::StatusOr<std::vector<VerdictRow>> LoadVerdicts(const std::string& path,
         return absl::OkStatus();
       });
   if (!status.ok()) return status;
-  return rows;
+  return file;
+}
+
+absl::Status CheckVerdictsHeader(const std::string& path,
+                                 const std::optional<VerdictsHeader>& header,
+                                 const std::string& responses_path,
+                                 const std::string& responses_sha256,
+                                 const std::string& dataset_sha256) {
+  if (!header.has_value()) return absl::OkStatus();
+  if (header->responses_sha256 != responses_sha256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " grades responses with sha256 ", header->responses_sha256, " (checkpoint '",
+        header->checkpoint, "'), but ", responses_path, " has sha256 ", responses_sha256,
+        ": pass the responses file that run graded (its summary.json names it under "
+        "provenance.responses), or grade these responses"));
+  }
+  if (header->dataset_sha256 != dataset_sha256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " grades the dataset with sha256 ", header->dataset_sha256, " (checkpoint '",
+        header->checkpoint, "'), but the dataset given has sha256 ", dataset_sha256,
+        ": pass the dataset that run graded (its summary.json names it under "
+        "provenance.dataset)"));
+  }
+  return absl::OkStatus();
+}
+
+std::string MissingVerdictsHeaderWarning(const std::string& path) {
+  return absl::StrCat("warning: ", path,
+                      " has no verdicts_header line (written before verdict files named their "
+                      "responses): cannot check that it grades these responses");
+}
+
+std::string FormatVerdictsHeader(const VerdictsHeader& header) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter writer(buffer);
+  writer.StartObject();
+  writer.Key(kHeaderKey);
+  writer.StartObject();
+  writer.Key("checkpoint");
+  WriteJsonString(writer, header.checkpoint);
+  writer.Key("responses_sha256");
+  WriteJsonString(writer, header.responses_sha256);
+  writer.Key("dataset_sha256");
+  WriteJsonString(writer, header.dataset_sha256);
+  writer.Key("grader_template_sha256");
+  WriteJsonString(writer, header.grader_template_sha256);
+  writer.EndObject();
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 absl::StatusOr<std::vector<RowFailure>> LoadFailures(const std::string& path,

@@ -3,18 +3,24 @@
 // and `merge` write them; `score --verdicts` and `merge` read them back, so a checkpoint can be
 // re-scored without re-grading.
 //
-//   verdicts.jsonl: {"prompt_id":"p","rubric_index":0,"criteria_met":true,"explanation":"...",
+//   verdicts.jsonl: {"verdicts_header":{"checkpoint":"a","responses_sha256":"...",
+//                                       "dataset_sha256":"...","grader_template_sha256":"..."}}
+//                   {"prompt_id":"p","rubric_index":0,"criteria_met":true,"explanation":"...",
 //                    "attempts":1,"prompt_tokens":812,"cached_tokens":0,"completion_tokens":41,
 //                    "from_cache":false}
 //   failures.jsonl: {"prompt_id":"p","rubric_index":3,"reason":"..."}
 //
-// Only prompt_id, rubric_index, criteria_met and explanation (resp. reason) are required; the
-// usage fields default to attempts 1 and 0 tokens, from_cache to false. Unknown keys are
-// ignored. A `from_cache` row was answered from the grader's verdict cache: its tokens are the
-// cached grading's, saved rather than spent (`attempts` counts grader calls, as for any row).
+// The header ties the verdicts to the responses and dataset they grade: a reader refuses
+// verdicts of other responses (CheckVerdictsHeader). Files written before the header existed
+// have none and still load (the caller warns). Only prompt_id, rubric_index, criteria_met and
+// explanation (resp. reason) are required; the usage fields default to attempts 1 and 0
+// tokens, from_cache to false. Unknown keys are ignored. A `from_cache` row was answered from
+// the grader's verdict cache: its tokens are the cached grading's, saved rather than spent
+// (`attempts` counts grader calls, as for any row).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +47,46 @@ struct RowFailure {
   std::string reason;
 };
 
+// What the verdicts of one verdicts.jsonl grade (its first line).
+struct VerdictsHeader {
+  std::string checkpoint;
+  std::string responses_sha256;
+  std::string dataset_sha256;
+  std::string grader_template_sha256;  // "" when unknown
+};
+
+// A verdicts.jsonl read back.
+struct VerdictFile {
+  std::optional<VerdictsHeader> header;  // absent in files written before headers existed
+  std::vector<VerdictRow> rows;
+};
+
+// Reads verdicts.jsonl: the optional header line (first non-blank line only; fields
+// checkpoint, responses_sha256, dataset_sha256 required strings, grader_template_sha256
+// optional) and the rows, checked as LoadVerdicts does. Besides LoadVerdicts' errors:
+//   "<path>:1: field 'verdicts_header.responses_sha256': missing"
+//   "<path>:7: a verdicts_header may only be the first line"
+absl::StatusOr<VerdictFile> ReadVerdictFile(const std::string& path, const Dataset& dataset);
+
+// OK when `header` is absent (an older file: see MissingVerdictsHeaderWarning) or names the
+// responses of sha256 `responses_sha256` and the dataset of sha256 `dataset_sha256`.
+// Otherwise kInvalidArgument naming `path`, the field, both sha256 and the fix:
+//   "<path> grades responses with sha256 <x> (checkpoint 'a'), but <responses_path> has sha256
+//    <y>: pass the responses file that run graded (its summary.json names it under
+//    provenance.responses), or grade these responses"
+absl::Status CheckVerdictsHeader(const std::string& path,
+                                 const std::optional<VerdictsHeader>& header,
+                                 const std::string& responses_path,
+                                 const std::string& responses_sha256,
+                                 const std::string& dataset_sha256);
+
+// The warning for a verdicts.jsonl without a header at `path`.
+std::string MissingVerdictsHeaderWarning(const std::string& path);
+
+// The header line of verdicts.jsonl, without the trailing newline.
+std::string FormatVerdictsHeader(const VerdictsHeader& header);
+
+// Reads verdicts.jsonl (ReadVerdictFile) and returns its rows; the header is not checked.
 // Reads verdicts.jsonl and checks every row against `dataset`. Whitespace-only lines are
 // skipped. Errors are kInvalidArgument with the form "<path>:<line>: <what>":
 //   "<path>:3: invalid JSON: <why> at offset 12"

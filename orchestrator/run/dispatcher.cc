@@ -106,14 +106,35 @@ DispatchStats Dispatcher::StatsLocked() const {
   return stats;
 }
 
+void Dispatcher::AddRows(std::vector<PlannedRow> rows) {
+  if (rows.empty()) return;
+  absl::MutexLock lock(&mu_);
+  rows_.insert(rows_.end(), std::make_move_iterator(rows.begin()),
+               std::make_move_iterator(rows.end()));
+  state_.resize(rows_.size());
+  changed_ = true;
+  cv_.SignalAll();
+}
+
+void Dispatcher::CloseInput() {
+  absl::MutexLock lock(&mu_);
+  input_closed_ = true;
+  changed_ = true;
+  cv_.SignalAll();
+}
+
 DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
+  AddRows(std::move(rows));
+  CloseInput();
+  return Run();
+}
+
+DispatchStats Dispatcher::Run() {
   const int max_in_flight = std::max(1, options_.max_in_flight);
   absl::Time next_progress;
   bool cancelled = false;
   {
     absl::MutexLock lock(&mu_);
-    rows_ = std::move(rows);
-    state_.assign(rows_.size(), RowState{});
     started_ = options_.clock->Now();
     next_progress = started_ + options_.progress_interval;
   }
@@ -158,8 +179,8 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
         }
       }
       if (to_start.empty()) {
-        const bool all_recorded =
-            next_row_ >= rows_.size() && retries_.empty() && ready_retries_.empty();
+        const bool all_recorded = input_closed_ && next_row_ >= rows_.size() && retries_.empty() &&
+                                  ready_retries_.empty();
         if (in_flight_ == 0 && awaiting_commit_ == 0 && (stopping || all_recorded)) {
           snapshot = StatsLocked();
           break;

@@ -3,11 +3,13 @@
 // dispatch from the upstream rate-limit signals the graders relay, job-wide), retries rows that
 // failed with a retryable code (after a backoff kept on a timer queue, never a sleeping thread),
 // and records every outcome in a VerdictStore. A row counts as done only once the store committed
-// it.
+// it. Rows may arrive while it runs (AddRows, then CloseInput: `run --policy` grades a task's rows
+// as soon as its reply is sampled).
 //
 //   Dispatcher dispatcher(&client, &store, options);
 //   std::thread watcher([&] { WaitForSignal(); dispatcher.RequestStop(); });
 //   DispatchStats stats = dispatcher.Run(std::move(rows));
+//   // or: dispatcher.AddRows(...) from any thread, ..., dispatcher.CloseInput(); Run() meanwhile.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,7 @@ namespace hb {
 
 // Counters of one Run, as seen at one moment. Rows count once committed.
 struct DispatchStats {
-  // Rows planned by this run (rows already ok in the journal excluded).
+  // Rows given to this dispatcher so far (rows already ok in the journal excluded).
   int64_t planned_rows = 0;
   int64_t ok_rows = 0;
   int64_t failed_rows = 0;
@@ -121,16 +123,27 @@ class Dispatcher {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // Grades `rows` and returns when each is recorded (ok or failed), or, after RequestStop,
+  // Grades the rows added (AddRows) and returns once the input is closed (CloseInput) and each
+  // row is recorded (ok or failed), or, after RequestStop,
   // once the calls in flight finished or were cancelled at the drain deadline (rows not
   // finished are not recorded: the next run grades them). Rows are sent in order; a retry
   // goes first once its backoff expired. A row that fails with a non-retryable code, or
   // exhausts `row_attempts`, is recorded as failed with the reason
-  // "<CODE>: <message> (attempt N of M)". Call once.
+  // "<CODE>: <message> (attempt N of M)". While the input is open and every row is recorded, Run
+  // waits for more. Call once.
   //
   // Returns the final stats; `status()` afterwards holds the first journal write error (the run
   // stops dispatching at once when a commit fails).
+  DispatchStats Run();
+  // AddRows(rows), CloseInput(), Run().
   DispatchStats Run(std::vector<PlannedRow> rows);
+
+  // Queues `rows` behind those added before. Thread-safe, non-blocking; callable before, during
+  // or after Run (rows added after Run returned are never sent). The rows' pointers must stay
+  // valid until Run returned.
+  void AddRows(std::vector<PlannedRow> rows);
+  // No rows will be added any more. Thread-safe, non-blocking.
+  void CloseInput();
 
   // Stops dispatching (see Run). Thread-safe, non-blocking; callable from any thread.
   void RequestStop();
@@ -183,6 +196,7 @@ class Dispatcher {
   int live_timers_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<PlannedRow> rows_ ABSL_GUARDED_BY(mu_);
   std::vector<RowState> state_ ABSL_GUARDED_BY(mu_);
+  bool input_closed_ ABSL_GUARDED_BY(mu_) = false;
   size_t next_row_ ABSL_GUARDED_BY(mu_) = 0;
   std::priority_queue<Retry, std::vector<Retry>, std::greater<Retry>> retries_ ABSL_GUARDED_BY(mu_);
   std::deque<size_t> ready_retries_ ABSL_GUARDED_BY(mu_);

@@ -49,7 +49,13 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
       absl::StrAppend(&in_flight, absl::StrFormat(", paced %.1f/s", s.paced_rate));
     absl::StrAppend(&in_flight, ")");
   }
-  std::string line = absl::StrFormat(
+  std::string line;
+  if (s.sample_total > 0) {
+    line = absl::StrFormat("sampled %d/%d (%d in flight) | graded ", s.sampled, s.sample_total,
+                           s.sampling_in_flight);
+  }
+  absl::StrAppendFormat(
+      &line,
       "rows %d/%d (%.1f%%) | %s rows/s | ETA %s | in flight %s | retries %d | failed %d | "
       "tokens in %s (cached %s) out %s | est. $%.2f",
       s.done_rows, s.total_rows, pct, rate, eta, in_flight, s.retries, s.failed_rows,

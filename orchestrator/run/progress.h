@@ -33,6 +33,11 @@ struct ProgressSnapshot {
   int64_t from_cache_rows = 0;
   absl::Duration elapsed;
   bool stopping = false;
+  // run --policy: tasks x policy checkpoints to sample (0: no sampling), those with a reply or
+  // failed for good (journaled replies of earlier runs included), and policy calls in flight.
+  int64_t sample_total = 0;
+  int64_t sampled = 0;
+  int64_t sampling_in_flight = 0;
 };
 
 // Estimated spend: uncached input, cached input and output tokens at `prices`.
@@ -44,7 +49,9 @@ double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& pri
 // (one line). With an adaptive window, "in flight 20" reads "in flight 20 (window 44)", or
 // "in flight 20 (window 44, paced 100.0/s)" while pacing. Before the first row the rate and ETA
 // print as "-". With verdict-cache hits, " | from cache N" follows the cost. When stopping, the
-// line ends with " | stopping: draining in-flight rows".
+// line ends with " | stopping: draining in-flight rows". While policies are sampled
+// (sample_total > 0) the line starts with "sampled 120/5000 (64 in flight) | " and the rows
+// read "graded rows 1200/5000 (24.0%)".
 std::string FormatProgressLine(const ProgressSnapshot& snapshot, const TokenPrices& prices);
 
 // Token counts: "950", "45.6k", "1.25M", "3.40B".

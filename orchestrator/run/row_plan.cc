@@ -36,7 +36,7 @@ std::string CheckName(const std::string& name) {
 absl::StatusOr<std::vector<CheckpointSpec>> ParseCheckpointSpecs(
     const std::vector<std::string>& specs) {
   if (specs.empty()) {
-    return absl::InvalidArgumentError("no --responses given: name at least one responses file");
+    return absl::InvalidArgumentError(kNoCheckpointsError);
   }
   std::vector<CheckpointSpec> out;
   absl::flat_hash_map<std::string, std::string> seen;  // name -> entry

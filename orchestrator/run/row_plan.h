@@ -21,6 +21,11 @@ struct CheckpointSpec {
   std::string path;
 };
 
+// The error of a run given no checkpoint at all.
+inline constexpr char kNoCheckpointsError[] =
+    "no --responses or --policy given: name at least one responses file (--responses "
+    "NAME=FILE) or served checkpoint to sample (--policy NAME=MODEL@URL)";
+
 // Parses `--responses` values: "NAME=PATH", or "PATH" whose name is the file name without its
 // folder and without a trailing ".gz" and then ".jsonl"/".json" ("runs/step-100.jsonl.gz" ->
 // "step-100"). A name must be 1-100 characters of [A-Za-z0-9._-], must not start with '.' and

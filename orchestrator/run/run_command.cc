@@ -22,17 +22,22 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "grader_client/grader_info.h"
 #include "grader_client/grpc_grader_client.h"
 #include "http/curl_http_client.h"
+#include "http/url_redaction.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/batch_api.h"
 #include "orchestrator/run/batch_grader.h"
 #include "orchestrator/run/dispatcher.h"
 #include "orchestrator/run/output_lock.h"
+#include "orchestrator/run/row_feed.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb {
 namespace {
+
+using healthbench::grader::v1::GraderInfo;
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
@@ -51,8 +56,19 @@ absl::Status AsUsage(const absl::Status& status) {
 
 struct LoadedCheckpoint {
   CheckpointSpec spec;
+  // For a policy checkpoint: its journaled replies until the reports, then the responses file
+  // written from them (its sha256 is the identity of the policy until then).
   ResponseSet responses;
+  // Set for a checkpoint sampled by this run (--policy).
+  const PolicySource* policy = nullptr;
 };
+
+const PolicySource* FindPolicy(const RunOptions& options, const std::string& name) {
+  for (const PolicySource& policy : options.policies) {
+    if (policy.checkpoint == name) return &policy;
+  }
+  return nullptr;
+}
 
 // The tasks of `dataset` at `positions` (ascending, distinct), in that order. The examples are
 // moved out of `dataset` (no copy of the largest data the run holds); its examples and index
@@ -90,6 +106,13 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
   }
   std::vector<LoadedCheckpoint> checkpoints;
   for (const CheckpointSpec& spec : options.checkpoints) {
+    if (const PolicySource* policy = FindPolicy(options, spec.name); policy != nullptr) {
+      ResponseSet journaled;
+      journaled.path = spec.path;
+      journaled.sha256 = PolicyJournalIdentity(*policy);
+      checkpoints.push_back(LoadedCheckpoint{spec, std::move(journaled), policy});
+      continue;
+    }
     HB_ASSIGN_OR_RETURN(ResponseSet responses,
                         LoadResponses(spec.path, full, {options.ignore_extra_responses}));
     if (responses.ignored_extra > 0) {
@@ -98,7 +121,7 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
                    spec.name.c_str(), static_cast<long long>(responses.ignored_extra),
                    options.dataset.c_str());
     }
-    checkpoints.push_back(LoadedCheckpoint{spec, std::move(responses)});
+    checkpoints.push_back(LoadedCheckpoint{spec, std::move(responses), nullptr});
   }
   if (options.examples > 0) SelectExamples(full, static_cast<size_t>(options.examples));
   absl::StatusOr<std::vector<size_t>> positions =
@@ -113,18 +136,41 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
                    std::move(grader_template)};
 }
 
+// Whether some task of this run has a response: otherwise nothing is graded, and no grader is
+// needed (nor asked what it grades with).
+bool HasRows(const RunInputs& inputs) {
+  for (const LoadedCheckpoint& c : inputs.checkpoints) {
+    for (const Example& e : inputs.dataset.examples) {
+      if (c.responses.Find(e.prompt_id) != nullptr) return true;
+    }
+  }
+  return false;
+}
+
+// The grader of a run with nothing to grade: no connection; what it would grade with is this
+// command's own settings.
+absl::StatusOr<std::unique_ptr<GraderConnection>> NoGrader(const RunOptions& options,
+                                                           const RunInputs& inputs) {
+  auto connection = std::make_unique<GraderConnection>();
+  const GraderServerOptions& grader = options.grader_options;
+  connection->info = MakeGraderInfo(grader.settings, inputs.grader_template.sha256(),
+                                    grader.llm.base_url, HB_PROJECT_VERSION);
+  return connection;
+}
+
 // ---- Phase 2: the journal. A journal from another run is the caller's problem (exit 2); any
 // other failure to open it is ours.
 absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions& options,
-                                                                const RunInputs& inputs) {
+                                                                const RunInputs& inputs,
+                                                                const GraderInfo& grader) {
   const std::string run_dir = options.RunDir();
   SqliteVerdictStoreOptions journal_options;
   journal_options.path = JoinPath(run_dir, kJournalFileName);
   journal_options.force_new = options.force_new;
   JournalMeta& meta = journal_options.meta;
-  const GraderSettings& settings = options.grader_options.settings;
+  const GraderSettings settings = SettingsOf(grader);
   meta.dataset_sha256 = inputs.dataset_sha256;
-  meta.template_sha256 = inputs.grader_template.sha256();
+  meta.template_sha256 = grader.template_sha256();
   meta.grader_model = settings.model;
   meta.grader_temperature = settings.temperature;
   meta.grader_max_tokens = settings.max_tokens;
@@ -144,11 +190,58 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions
   return journal;
 }
 
+// The replies of a policy checkpoint the journal holds, for this run's tasks, in journal order.
+absl::StatusOr<std::vector<SampledReply>> JournaledReplies(const RunInputs& inputs,
+                                                           const LoadedCheckpoint& c,
+                                                           ReplyJournal& journal) {
+  absl::StatusOr<std::vector<ReplyRecord>> records = journal.Replies(c.spec.name);
+  HB_RETURN_IF_ERROR(AsInternal(records.status()));
+  std::vector<SampledReply> replies;
+  for (const ReplyRecord& record : *records) {
+    if (inputs.dataset.Find(record.prompt_id) == nullptr) continue;  // another --examples
+    absl::StatusOr<SampledReply> reply = ParseSampledReply(record.reply);
+    if (!reply.ok()) {
+      return absl::DataLossError(absl::StrCat("journal: reply of checkpoint '", c.spec.name,
+                                              "' for task ", record.prompt_id, ": ",
+                                              reply.status().message()));
+    }
+    replies.push_back(*std::move(reply));
+  }
+  return replies;
+}
+
+// Policy checkpoints start with the replies journaled by earlier runs.
+absl::Status LoadJournaledReplies(RunInputs& inputs, ReplyJournal& journal) {
+  for (LoadedCheckpoint& c : inputs.checkpoints) {
+    if (c.policy == nullptr) continue;
+    HB_ASSIGN_OR_RETURN(std::vector<SampledReply> replies, JournaledReplies(inputs, c, journal));
+    c.responses.responses.reserve(replies.size());
+    for (SampledReply& reply : replies) {
+      c.responses.index[reply.prompt_id] = c.responses.responses.size();
+      c.responses.responses.push_back(
+          Response{reply.prompt_id, std::move(reply.response), std::move(reply.system_prompt), 0});
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ---- Phase 3: the plan. The rows still to grade, after those the journal holds as graded.
 struct RunPlan {
   std::vector<PlannedRow> rows;
   int64_t total_rows = 0;
   int64_t already_done = 0;
+  // Rows graded in the journal (rows arriving with a policy's replies are checked against it).
+  absl::flat_hash_set<RowKey> done;
+  // Per policy checkpoint (index into RunInputs::checkpoints): the tasks without a reply yet.
+  std::vector<std::pair<size_t, std::vector<const Example*>>> to_sample;
+  int64_t replies_journaled = 0;
+
+  bool HasTasksToSample() const {
+    for (const auto& [index, missing] : to_sample) {
+      if (!missing.empty()) return true;
+    }
+    return false;
+  }
 };
 
 absl::StatusOr<RunPlan> Plan(const RunOptions& options, const RunInputs& inputs,
@@ -165,23 +258,43 @@ absl::StatusOr<RunPlan> Plan(const RunOptions& options, const RunInputs& inputs,
   for (const Example& e : inputs.dataset.examples) tasks.push_back(&e);
   std::vector<CheckpointRows> plan_inputs;
   RunPlan plan;
-  for (const LoadedCheckpoint& c : inputs.checkpoints) {
+  int64_t rows_to_sample = 0;
+  for (size_t i = 0; i < inputs.checkpoints.size(); ++i) {
+    const LoadedCheckpoint& c = inputs.checkpoints[i];
     const ResponseSet* responses = &c.responses;
     plan_inputs.push_back(CheckpointRows{
         &c.spec.name, [responses](const std::string& id) { return responses->Find(id); }});
+    if (c.policy != nullptr) {
+      plan.to_sample.emplace_back(i, std::vector<const Example*>());
+      plan.replies_journaled += static_cast<int64_t>(responses->responses.size());
+    }
     for (const Example* e : tasks) {
-      if (responses->Find(e->prompt_id) != nullptr) {
+      const bool sampled_later = c.policy != nullptr && responses->Find(e->prompt_id) == nullptr;
+      if (sampled_later) {
+        plan.to_sample.back().second.push_back(e);
+        rows_to_sample += static_cast<int64_t>(e->rubrics.size());
+      }
+      if (sampled_later || responses->Find(e->prompt_id) != nullptr) {
         plan.total_rows += static_cast<int64_t>(e->rubrics.size());
       }
     }
   }
   plan.rows = PlanRows(tasks, plan_inputs, done);
-  plan.already_done = plan.total_rows - static_cast<int64_t>(plan.rows.size());
+  plan.already_done = plan.total_rows - rows_to_sample - static_cast<int64_t>(plan.rows.size());
+  plan.done = std::move(done);
   HB_LOG_INFO(
       "run: {} checkpoint(s), {} task(s) in shard {}/{}, {} rows: {} already graded in the "
       "journal, {} to grade; writing to {}",
       inputs.checkpoints.size(), inputs.dataset.examples.size(), options.shard_index,
-      options.shard_count, plan.total_rows, plan.already_done, plan.rows.size(), options.RunDir());
+      options.shard_count, plan.total_rows, plan.already_done, plan.total_rows - plan.already_done,
+      options.RunDir());
+  for (const auto& [index, missing] : plan.to_sample) {
+    HB_LOG_INFO("run: {}: {} task(s) with a reply in the journal, {} to sample from {} (model {})",
+                inputs.checkpoints[index].spec.name,
+                inputs.dataset.examples.size() - missing.size(), missing.size(),
+                inputs.checkpoints[index].policy->sampling.policy_base_url,
+                inputs.checkpoints[index].policy->sampling.request.model);
+  }
   return plan;
 }
 
@@ -212,8 +325,17 @@ class StopSwitch {
   bool requested_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// What the progress line shows of the sampling (run --policy). Read on the dispatcher's
+// thread, which is the thread that sets `feed`.
+struct SamplingProgress {
+  int64_t journaled = 0;  // replies from earlier runs
+  int64_t total = 0;      // tasks x policy checkpoints; 0 without policies
+  const PolicyFeed* feed = nullptr;
+};
+
 DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan& plan,
-                                        ProgressReporter& reporter) {
+                                        ProgressReporter& reporter,
+                                        const SamplingProgress& sampling) {
   DispatcherOptions dispatcher_options;
   dispatcher_options.max_in_flight = options.max_in_flight;
   dispatcher_options.adaptive_concurrency = options.adaptive_concurrency;
@@ -230,9 +352,16 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
   const int64_t total_rows = plan.total_rows;
   const int64_t already_done = plan.already_done;
   const bool adaptive = options.adaptive_concurrency;
-  dispatcher_options.on_progress = [&reporter, total_rows, already_done,
+  dispatcher_options.on_progress = [&reporter, &sampling, total_rows, already_done,
                                     adaptive](const DispatchStats& s) {
     ProgressSnapshot snapshot;
+    snapshot.sample_total = sampling.total;
+    snapshot.sampled = sampling.journaled;
+    if (sampling.feed != nullptr) {
+      const PolicyFeed::Progress sampled = sampling.feed->progress();
+      snapshot.sampled += sampled.done;
+      snapshot.sampling_in_flight = sampled.in_flight;
+    }
     snapshot.total_rows = total_rows;
     snapshot.done_this_run = s.ok_rows + s.failed_rows;
     snapshot.done_rows = already_done + snapshot.done_this_run;
@@ -261,12 +390,10 @@ struct Dispatched {
   absl::Status last_failure;  // the last failed row's error
 };
 
-Dispatched Dispatch(GraderClient& client, VerdictStore& store, DispatcherOptions options,
-                    std::vector<PlannedRow> rows, StopSwitch& stop) {
-  Dispatcher dispatcher(&client, &store, std::move(options));
+Dispatched Dispatch(Dispatcher& dispatcher, StopSwitch& stop) {
   stop.Attach(&dispatcher);
   Dispatched out;
-  out.stats = dispatcher.Run(std::move(rows));
+  out.stats = dispatcher.Run();
   stop.Attach(nullptr);
   out.journal = dispatcher.status();
   out.last_failure = dispatcher.last_failure();
@@ -294,7 +421,7 @@ absl::Status CheckProbe(const Dispatched& probe) {
 }
 
 // Why a dispatch that gave up (DispatchStats::gave_up) stopped, and what it left unsent.
-void PrintGaveUp(const RunOptions& options, const Dispatched& dispatched, int64_t rows) {
+void PrintGaveUp(const RunOptions& options, const Dispatched& dispatched) {
   const DispatchStats& stats = dispatched.stats;
   std::fprintf(stderr,
                "hb-orchestrator run: stopped dispatching: the last %d finished rows all failed "
@@ -302,41 +429,106 @@ void PrintGaveUp(const RunOptions& options, const Dispatched& dispatched, int64_
                options.stop_after_same_failures,
                absl::StatusCodeToString(dispatched.last_failure.code()).c_str(),
                std::string(dispatched.last_failure.message()).c_str(),
-               static_cast<long long>(rows - stats.ok_rows - stats.failed_rows));
+               static_cast<long long>(stats.planned_rows - stats.ok_rows - stats.failed_rows));
+}
+
+// Starts sampling plan.to_sample: each committed reply's rows go to `feed` at once; the feed
+// closes when every task is done. Errors: PolicyFeed::Start's.
+absl::StatusOr<std::unique_ptr<PolicyFeed>> StartSampling(const RunInputs& inputs,
+                                                          const RunPlan& plan,
+                                                          SqliteVerdictStore& journal,
+                                                          ArrivingResponses& arriving,
+                                                          RowFeed& feed) {
+  std::vector<PolicySource> sources;
+  std::vector<std::vector<const Example*>> tasks;
+  std::vector<const std::string*> names;
+  for (const auto& [index, missing] : plan.to_sample) {
+    sources.push_back(*inputs.checkpoints[index].policy);
+    tasks.push_back(missing);
+    names.push_back(&inputs.checkpoints[index].spec.name);
+  }
+  return PolicyFeed::Start(
+      std::move(sources), std::move(tasks), journal,
+      [&arriving, &feed, names](size_t source, SampledReply reply) {
+        feed.Add(arriving.Add(names[source], Response{reply.prompt_id, std::move(reply.response),
+                                                      std::move(reply.system_prompt), 0}));
+      },
+      [&feed] { feed.Close(); });
+}
+
+// Lists the tasks a policy could not answer; returns how many.
+int64_t PrintSamplingFailures(const RunInputs& inputs, const RunPlan& plan,
+                              const PolicyFeed& sampling) {
+  const std::vector<std::vector<PolicySampleResult>> failures = sampling.Failures();
+  int64_t count = 0;
+  for (size_t i = 0; i < failures.size(); ++i) {
+    const std::string& name = inputs.checkpoints[plan.to_sample[i].first].spec.name;
+    for (const PolicySampleResult& failure : failures[i]) {
+      if (++count <= 20) {
+        std::fprintf(stderr, "hb-orchestrator run: %s: task %s not sampled: %s\n", name.c_str(),
+                     failure.prompt_id.c_str(), failure.reply.status().ToString().c_str());
+      }
+    }
+  }
+  if (count > 20) {
+    std::fprintf(stderr, "hb-orchestrator run: ... %lld task(s) not sampled in all\n",
+                 static_cast<long long>(count));
+  }
+  return count;
 }
 
 // Grades the first row alone (the probe: the whole grader path on one real row, journaled
-// like any other), then the rest. Returns whether the run was interrupted. Errors: CheckProbe's,
-// or kInternal for a journal failure.
-absl::StatusOr<bool> GradeRows(const RunOptions& options, RunPlan plan, GraderClient& client,
-                               VerdictStore& store, ProgressReporter& reporter, StopSwitch& stop) {
-  std::vector<PlannedRow> probe_rows;
-  probe_rows.push_back(std::move(plan.rows.front()));
-  plan.rows.erase(plan.rows.begin());
-  const Dispatched probe = Dispatch(client, store, MakeDispatcherOptions(options, plan, reporter),
-                                    std::move(probe_rows), stop);
-  HB_RETURN_IF_ERROR(AsInternal(probe.journal));
-  if (probe.stats.stopping) return true;
-  HB_RETURN_IF_ERROR(CheckProbe(probe));
-  if (plan.rows.empty()) return false;
-  plan.already_done += 1;  // the probe row, for the progress line
-  const int64_t rest_rows = static_cast<int64_t>(plan.rows.size());
-  const Dispatched rest = Dispatch(client, store, MakeDispatcherOptions(options, plan, reporter),
-                                   std::move(plan.rows), stop);
-  HB_RETURN_IF_ERROR(AsInternal(rest.journal));
-  if (rest.stats.gave_up) PrintGaveUp(options, rest, rest_rows);
-  return rest.stats.stopping;
+// like any other), then the rest, as they come: plan.rows at once, and each policy's rows as
+// its replies are journaled. Returns whether the run was interrupted; counts the tasks a policy
+// could not answer in `unsampled`. Errors: PolicyFeed::Start's, CheckProbe's, or kInternal for a
+// journal failure.
+absl::StatusOr<bool> GradeRows(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
+                               GraderClient& client, SqliteVerdictStore& store,
+                               ProgressReporter& reporter, StopSwitch& stop, int64_t& unsampled) {
+  SamplingProgress sampling;
+  sampling.journaled = plan.replies_journaled;
+  sampling.total = static_cast<int64_t>(plan.to_sample.size() * inputs.dataset.examples.size());
+  Dispatcher probe(&client, &store, MakeDispatcherOptions(options, plan, reporter, sampling));
+  RunPlan after_probe;
+  after_probe.total_rows = plan.total_rows;
+  after_probe.already_done = plan.already_done + 1;  // the probe row, for the progress line
+  Dispatcher rest(&client, &store, MakeDispatcherOptions(options, after_probe, reporter, sampling));
+  RowFeed feed(&probe, &rest);
+  feed.Add(std::move(plan.rows));
+  ArrivingResponses arriving(inputs.dataset, plan.done);
+  std::unique_ptr<PolicyFeed> sampler;
+  if (!plan.HasTasksToSample()) {
+    feed.Close();
+  } else {
+    HB_ASSIGN_OR_RETURN(sampler, StartSampling(inputs, plan, store, arriving, feed));
+    sampling.feed = sampler.get();
+  }
+  const Dispatched probed = Dispatch(probe, stop);
+  bool interrupted = probed.stats.stopping;
+  absl::Status status = AsInternal(probed.journal);
+  if (status.ok() && !interrupted) status = CheckProbe(probed);
+  if (status.ok() && !interrupted) {
+    const Dispatched graded = Dispatch(rest, stop);
+    status = AsInternal(graded.journal);
+    interrupted = graded.stats.stopping;
+    if (graded.stats.gave_up) PrintGaveUp(options, graded);
+  }
+  if (sampler != nullptr) {
+    sampler->Stop();  // at once when the rows are done, else (stopped early) mid-sampling
+    unsampled = PrintSamplingFailures(inputs, plan, *sampler);
+  }
+  HB_RETURN_IF_ERROR(status);
+  return interrupted;
 }
 
-// Grades `rows` online: connects the grader and dispatches them (probe first).
-absl::StatusOr<bool> GradeOnline(const RunOptions& options, RunPlan plan, VerdictStore& store,
-                                 StopSwitch& stop) {
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(options));
+// Grades the plan online on `grader` (sampling the policies' replies as it goes).
+absl::StatusOr<bool> GradeOnline(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
+                                 GraderConnection& grader, SqliteVerdictStore& store,
+                                 StopSwitch& stop, int64_t& unsampled) {
   ProgressReporter reporter(options.progress, stderr, options.prices);
-  absl::StatusOr<bool> interrupted =
-      GradeRows(options, std::move(plan), grader->grader_client(), store, reporter, stop);
+  absl::StatusOr<bool> interrupted = GradeRows(
+      options, inputs, std::move(plan), grader.grader_client(), store, reporter, stop, unsampled);
   reporter.Finish();
-  grader->Close();
   return interrupted;
 }
 
@@ -382,7 +574,8 @@ BatchGradingOptions MakeBatchGradingOptions(const RunOptions& options) {
 // Grades `plan.rows` through the Batch API (or, with --batch-cancel, cancels the journal's
 // unfinished batches). Rows to re-send online (--batch-fallback online) go to GradeOnline.
 absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
-                                SqliteVerdictStore& journal, StopSwitch& stop) {
+                                GraderConnection& online_grader, SqliteVerdictStore& journal,
+                                StopSwitch& stop) {
   const LlmOptions& llm = options.grader_options.llm;
   CurlHttpClientOptions http_options;
   http_options.max_in_flight = 4;
@@ -412,30 +605,63 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
                outcome->fallback_rows.size());
   std::vector<RowKey> keys;
   for (const PlannedRow& row : outcome->fallback_rows) keys.push_back(row.Key());
-  RunPlan online{std::move(outcome->fallback_rows), plan.total_rows,
-                 plan.total_rows - static_cast<int64_t>(keys.size())};
-  absl::StatusOr<bool> interrupted = GradeOnline(options, std::move(online), journal, stop);
+  RunPlan online;
+  online.rows = std::move(outcome->fallback_rows);
+  online.total_rows = plan.total_rows;
+  online.already_done = plan.total_rows - static_cast<int64_t>(keys.size());
+  int64_t unsampled = 0;  // batch mode samples nothing (ValidateBatchOptions)
+  absl::StatusOr<bool> interrupted =
+      GradeOnline(options, inputs, std::move(online), online_grader, journal, stop, unsampled);
   HB_RETURN_IF_ERROR(interrupted.status());
   HB_RETURN_IF_ERROR(AsInternal(journal.Flush()));
   HB_RETURN_IF_ERROR(AsInternal(journal.ForgetBatchRows(keys)));
   return interrupted;
 }
 
-// Grades plan.rows (online or through the Batch API); returns whether the run was interrupted.
-// Errors: ConnectGrader's, GradeRows' and GradeBatch's (exit code by RunExitCode). The journal
-// is flushed whatever happened.
+// Grades the plan online on `grader` (sampling the policies' replies as it goes) or through the
+// Batch API, then closes the grader; returns whether the run was interrupted. Errors:
+// GradeRows' and GradeBatch's (exit code by RunExitCode). The journal is flushed whatever
+// happened.
 absl::StatusOr<bool> Grade(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
-                           SqliteVerdictStore& store, StopSwitch& stop) {
+                           GraderConnection& grader, SqliteVerdictStore& store, StopSwitch& stop,
+                           int64_t& unsampled) {
   absl::StatusOr<bool> interrupted = false;
   if (options.grader_mode == "batch" && (!plan.rows.empty() || options.batch.cancel)) {
-    interrupted = GradeBatch(options, inputs, std::move(plan), store, stop);
-  } else if (!plan.rows.empty()) {
-    interrupted = GradeOnline(options, std::move(plan), store, stop);
+    interrupted = GradeBatch(options, inputs, std::move(plan), grader, store, stop);
+  } else if (!plan.rows.empty() || plan.HasTasksToSample()) {
+    interrupted = GradeOnline(options, inputs, std::move(plan), grader, store, stop, unsampled);
   }
+  grader.Close();
   const absl::Status flushed = store.Flush();  // even after a dispatch failure
   HB_RETURN_IF_ERROR(interrupted.status());
   HB_RETURN_IF_ERROR(AsInternal(flushed));
   return interrupted;
+}
+
+// Writes each policy checkpoint's journaled replies to its responses file (RUN_DIR/NAME/
+// responses.jsonl, in task order, as `sample` writes it) and loads that file as the
+// checkpoint's responses, so the reports record it as they record a --responses file.
+absl::Status WriteSampledResponses(RunInputs& inputs, ReplyJournal& journal) {
+  for (LoadedCheckpoint& c : inputs.checkpoints) {
+    if (c.policy == nullptr) continue;
+    HB_ASSIGN_OR_RETURN(std::vector<SampledReply> replies, JournaledReplies(inputs, c, journal));
+    absl::flat_hash_map<std::string, const SampledReply*> by_id;
+    for (const SampledReply& reply : replies) by_id.emplace(reply.prompt_id, &reply);
+    std::string text;
+    for (const Example& example : inputs.dataset.examples) {
+      auto it = by_id.find(example.prompt_id);
+      if (it != by_id.end()) absl::StrAppend(&text, FormatSampledReply(*it->second), "\n");
+    }
+    const size_t slash = c.spec.path.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      HB_RETURN_IF_ERROR(AsInternal(MakeDirs(c.spec.path.substr(0, slash))));
+    }
+    HB_RETURN_IF_ERROR(AsInternal(WriteFileAtomically(c.spec.path, text)));
+    absl::StatusOr<ResponseSet> written = LoadResponses(c.spec.path, inputs.dataset);
+    HB_RETURN_IF_ERROR(AsInternal(written.status()));
+    c.responses = *std::move(written);
+  }
+  return absl::OkStatus();
 }
 
 // ---- Phase 5: the reports, from the journal.
@@ -511,8 +737,8 @@ void PrintCheckpointLine(const std::string& name, const CheckpointResult& result
 
 // `wall_time`: of every run that wrote to the journal (this one included).
 absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunInputs& inputs,
-                                          VerdictStore& store, bool interrupted,
-                                          absl::Duration wall_time) {
+                                          const GraderConnection& grader, VerdictStore& store,
+                                          bool interrupted, absl::Duration wall_time) {
   const std::string run_dir = options.RunDir();
   std::vector<CheckpointResult> results;
   ReportTotals totals;
@@ -529,18 +755,22 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.responses_sha256 = c.responses.sha256;
     context.subset = options.subset;
     context.responses_ignored_extra = c.responses.ignored_extra;
-    context.template_sha256 = inputs.grader_template.sha256();
-    context.grader = options.grader_options.settings;
+    context.template_sha256 = grader.info.template_sha256();
+    context.grader = SettingsOf(grader.info);
+    context.grader_upstream = grader.info.upstream_base_url();
+    context.grader_version = grader.info.version();
+    context.grader_replicas = grader.replicas;
     context.seed = options.seed;
     context.simulated = options.simulated_verdicts;
     const int64_t without_response = TasksWithoutResponse(inputs, c);
     if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
     context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
-    context.grader_endpoint =
-        options.grader == "embedded"
-            ? absl::StrCat("embedded (", options.grader_options.llm.base_url, ")")
-            : options.grader;
+    context.grader_endpoint = options.grader == "embedded"
+                                  ? absl::StrCat("embedded (", grader.info.upstream_base_url(), ")")
+                                  : options.grader;
     context.examples = options.examples;
+    context.shard_index = options.shard_index;
+    context.shard_count = options.shard_count;
     context.checkpoint_index = static_cast<int>(i);
     context.prices = options.prices;
     context.wall_time = wall_time;
@@ -614,24 +844,40 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
                       OutputLock::Acquire(options.RunDir()));
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal, OpenJournal(options, inputs));
+  // Before the journal: it records what the grader grades with (GetInfo), not our own flags.
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader,
+                      HasRows(inputs) || !options.policies.empty() ? ConnectGrader(options)
+                                                                   : NoGrader(options, inputs));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal,
+                      OpenJournal(options, inputs, grader->info));
+  HB_RETURN_IF_ERROR(LoadJournaledReplies(inputs, *journal));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
+  int64_t unsampled = 0;
   HB_ASSIGN_OR_RETURN(const bool interrupted,
-                      Grade(options, inputs, std::move(plan), *journal, stop));
+                      Grade(options, inputs, std::move(plan), *grader, *journal, stop, unsampled));
   const absl::Duration this_run = absl::Now() - started;
   HB_RETURN_IF_ERROR(AsInternal(journal->AddRunTime(started, this_run)));
   const absl::StatusOr<absl::Duration> wall_time = journal->TotalRunTime();
   HB_RETURN_IF_ERROR(AsInternal(wall_time.status()));
+  HB_RETURN_IF_ERROR(WriteSampledResponses(inputs, *journal));
   HB_ASSIGN_OR_RETURN(ReportTotals totals,
-                      WriteReports(options, inputs, *journal, interrupted, *wall_time));
+                      WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time));
   PrintCostLine(options, totals, *wall_time, this_run);
   if (options.simulated_verdicts) PrintSimulatedBanner();
   PrintTopFailureReasons(totals.errors);
   if (interrupted) {
-    std::fprintf(stderr,
-                 "hb-orchestrator run: interrupted; partial reports (marked incomplete) written. "
-                 "Run the same command again to grade the %lld missing row(s).\n",
-                 static_cast<long long>(totals.missing_rows));
+    int64_t not_sampled = 0;
+    for (const auto& [name, count] : totals.without_response) {
+      if (FindPolicy(options, name) != nullptr) not_sampled += count;
+    }
+    std::fprintf(
+        stderr,
+        "hb-orchestrator run: interrupted; partial reports (marked incomplete) written. "
+        "Run the same command again to grade the %lld missing row(s)%s.\n",
+        static_cast<long long>(totals.missing_rows),
+        not_sampled == 0
+            ? ""
+            : absl::StrCat(" and sample the ", not_sampled, " task(s) without a reply").c_str());
     return kRunExitInterrupted;
   }
   const bool partial = !totals.without_response.empty() && !options.allow_partial_responses;
@@ -652,7 +898,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
                  static_cast<long long>(totals.missing_rows));
     return kRunExitRowsFailed;
   }
-  return partial ? kRunExitRowsFailed : kRunExitOk;
+  return partial || unsampled > 0 ? kRunExitRowsFailed : kRunExitOk;
 }
 
 }  // namespace
@@ -678,6 +924,12 @@ absl::Status ValidateBatchOptions(const RunOptions& options) {
         "--grader-mode batch sends the requests to --llm-base-url itself: use --grader embedded "
         "(the default) with the --llm-* flags, not a gRPC --grader target");
   }
+  if (!options.policies.empty()) {
+    return absl::InvalidArgumentError(
+        "--grader-mode batch grades once every reply exists, --policy samples while grading "
+        "online: sample first (hb-orchestrator sample ... --out FILE), then run --grader-mode "
+        "batch --responses NAME=FILE");
+  }
   if (batch.max_requests < 1 || batch.max_requests > 50000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--batch-max-requests must be in [1, 50000] (the Batch API's limit), got ",
@@ -702,8 +954,7 @@ absl::Status ValidateBatchOptions(const RunOptions& options) {
 absl::Status ValidateRunOptions(const RunOptions& options) {
   if (options.dataset.empty()) return absl::InvalidArgumentError("--dataset is required");
   if (options.out.empty()) return absl::InvalidArgumentError("--out is required");
-  if (options.checkpoints.empty())
-    return absl::InvalidArgumentError("no --responses given: name at least one responses file");
+  if (options.checkpoints.empty()) return absl::InvalidArgumentError(kNoCheckpointsError);
   if (options.grader.empty()) {
     return absl::InvalidArgumentError("--grader must be 'embedded' or a gRPC target");
   }
@@ -785,6 +1036,7 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions
   if (options.grader == "embedded") {
     HB_ASSIGN_OR_RETURN(connection->embedded, EmbeddedGrader::Start(options.grader_options));
     HB_LOG_INFO("embedded grader in process (upstream {})", connection->embedded->upstream_url());
+    connection->info = connection->embedded->info();
     return connection;
   }
   absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client =
@@ -797,6 +1049,11 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions
                      absl::FormatDuration(options.grader_ready_timeout), ": ", ready.message()));
   }
   connection->client = *std::move(client);
+  HB_ASSIGN_OR_RETURN(
+      std::vector<ReplicaInfo> replicas,
+      AgreedReplicaInfos(options.grader, options.grader_security, options.grader_ready_timeout));
+  connection->info = replicas.front().info;
+  for (ReplicaInfo& replica : replicas) connection->replicas.push_back(std::move(replica.replica));
   return connection;
 }
 

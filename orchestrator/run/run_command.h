@@ -11,7 +11,8 @@
 //      again retries exactly those rows. Also: some tasks have no response (the reports are
 //      marked incomplete), unless allow_partial_responses.
 //   2  bad usage or bad input (flags, dataset, responses, template, a journal from another
-//      run): retrying cannot help, so a Kubernetes podFailurePolicy should not retry it.
+//      run, grader replicas that disagree on their settings): retrying cannot help, so a
+//      Kubernetes podFailurePolicy should not retry it.
 //   4  interrupted by SIGTERM/SIGINT: in-flight rows drained (up to --drain-timeout), the
 //      journal flushed, partial reports written and marked incomplete.
 //   1  internal error (journal write failure, grader could not start, ...).
@@ -30,6 +31,7 @@
 #include "grader_service/grader_server_options.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
+#include "orchestrator/sample/policy_feed.h"
 #include "security/transport_security.h"
 
 namespace hb {
@@ -65,6 +67,10 @@ struct RunOptions {
   // Send each task's prompt_id upstream as `prompt_cache_key`.
   bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;
+  // Checkpoints sampled from a served policy while the run grades them (--policy), each also in
+  // `checkpoints` under its name with the path its replies are written to at the end
+  // (RUN_DIR/NAME/responses.jsonl). A task's rows are graded as soon as its reply is journaled.
+  std::vector<PolicySource> policies;
   // Output folder as given; with shard_count > 1 the run writes to <out>/shard-<index>.
   std::string out;
   // "embedded" or a gRPC target.
@@ -136,6 +142,10 @@ struct GraderConnection {
   std::unique_ptr<EmbeddedGrader> embedded;
   // Set for a gRPC target.
   std::unique_ptr<GraderClient> client;
+  // What the grader grades with: the embedded grader's, or the replicas' (which agree).
+  healthbench::grader::v1::GraderInfo info;
+  // The replicas that answered GetInfo (empty for embedded).
+  std::vector<std::string> replicas;
   GraderClient& grader_client() { return embedded != nullptr ? embedded->client() : *client; }
   ~GraderConnection() { Close(); }
   void Close();
@@ -146,10 +156,19 @@ struct GraderConnection {
 // target of hb-grader replicas reached with options.grader_security, which must connect to one
 // replica within options.grader_ready_timeout. Errors: EmbeddedGrader::Start's, or
 // kInvalidArgument for a bad target or credential file, or "no hb-grader replica reachable at
-// <target> within <timeout>: ...".
+// <target> within <timeout>: ...". For a gRPC target it then asks every replica what it grades
+// with (GetInfoFromEveryReplica) and fails with kFailedPrecondition (exit 2) naming two
+// replicas and the field when they disagree (CheckGradersAgree), or when a replica cannot
+// answer GetInfo.
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
 
-// Runs `options` (valid) in phases: load inputs, open the journal, plan, grade, write reports.
+// Runs `options` (valid) in phases: load inputs, connect the grader (ConnectGrader: what it
+// grades with is what the journal and the reports record), open the journal, plan, grade,
+// write reports. With policies, grading and sampling overlap: the output folder is locked first,
+// each policy is probed (PolicyFeed), and every reply is journaled in OUT/journal.sqlite beside
+// the verdicts and its rows are dispatched at once; a resumed run samples only the tasks without
+// a journaled reply and grades the journaled replies' missing rows. Tasks a policy could not
+// answer are listed and graded as missing (exit code at least 3).
 // Grading sends the first planned row alone (the probe): when it fails with a final error that
 // every row would meet (kUnauthenticated, kPermissionDenied, kNotFound, kFailedPrecondition,
 // kInvalidArgument: a bad key, URL or model), the run stops with exit 2 ("the grader cannot

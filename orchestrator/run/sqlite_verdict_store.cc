@@ -228,6 +228,10 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     " rubric_index INTEGER NOT NULL, batch TEXT NOT NULL,"
                     " attempts INTEGER NOT NULL,"
                     " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+                    "CREATE TABLE IF NOT EXISTS replies("
+                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL, reply TEXT NOT NULL,"
+                    " time_unix_ms INTEGER NOT NULL,"
+                    " PRIMARY KEY (checkpoint, prompt_id)) WITHOUT ROWID;"
                     "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
                     " wall_ms INTEGER NOT NULL);");
     }
@@ -285,8 +289,16 @@ SqliteVerdictStore::~SqliteVerdictStore() {
 }
 
 void SqliteVerdictStore::Append(RowRecord row, CommitCallback on_commit) {
+  Enqueue(Queued{std::move(row), std::nullopt, std::move(on_commit)});
+}
+
+void SqliteVerdictStore::AppendReply(ReplyRecord reply, CommitCallback on_commit) {
+  Enqueue(Queued{std::nullopt, std::move(reply), std::move(on_commit)});
+}
+
+void SqliteVerdictStore::Enqueue(Queued entry) {
   absl::MutexLock lock(&mu_);
-  queue_.emplace_back(std::move(row), std::move(on_commit));
+  queue_.push_back(std::move(entry));
   ++appended_;
   if (static_cast<int>(queue_.size()) == 1 ||
       static_cast<int>(queue_.size()) >= options_.batch_rows) {
@@ -310,7 +322,7 @@ int64_t SqliteVerdictStore::transactions_committed() const {
 
 void SqliteVerdictStore::WriterLoop() {
   while (true) {
-    std::vector<std::pair<RowRecord, CommitCallback>> batch;
+    std::vector<Queued> batch;
     {
       absl::MutexLock lock(&mu_);
       while (queue_.empty() && !shutting_down_) queue_cv_.Wait(&mu_);
@@ -330,10 +342,7 @@ void SqliteVerdictStore::WriterLoop() {
       }
       if (queue_.empty()) flush_requested_ = false;
     }
-    std::vector<RowRecord> rows;
-    rows.reserve(batch.size());
-    for (auto& entry : batch) rows.push_back(entry.first);
-    absl::Status status = WriteBatch(rows);
+    absl::Status status = WriteBatch(batch);
     {
       absl::MutexLock lock(&mu_);
       if (status.ok()) {
@@ -343,8 +352,8 @@ void SqliteVerdictStore::WriterLoop() {
       }
     }
     // Callbacks run without our locks held: they take the dispatcher's.
-    for (auto& entry : batch) {
-      if (entry.second) entry.second(status);
+    for (Queued& entry : batch) {
+      if (entry.on_commit) entry.on_commit(status);
     }
     absl::MutexLock lock(&mu_);
     completed_ += static_cast<int64_t>(batch.size());
@@ -352,57 +361,78 @@ void SqliteVerdictStore::WriterLoop() {
   }
 }
 
-absl::Status SqliteVerdictStore::WriteBatch(const std::vector<RowRecord>& rows) {
+absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
   absl::MutexLock lock(&db_mu_);
-  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
-  // An ok row is final: a later failure of the same row (e.g. a duplicate delivery) never
-  // replaces it. Attempts add up across runs.
-  Statement stmt(db_,
-                 "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
-                 " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens, error,"
-                 " time_unix_ms, from_cache)"
-                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                 " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
-                 " status = excluded.status, criteria_met = excluded.criteria_met,"
-                 " explanation = excluded.explanation,"
-                 " attempts = rows.attempts + excluded.attempts,"
-                 " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
-                 " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
-                 " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
-                 " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
-                 " from_cache = excluded.from_cache"
-                 " WHERE rows.status != 'ok'");
-  absl::Status status;
-  if (stmt.rc() != SQLITE_OK) status = SqliteError(db_, stmt.rc(), path_, "preparing insert");
-  for (size_t i = 0; status.ok() && i < rows.size(); ++i) {
-    const RowRecord& row = rows[i];
-    sqlite3_stmt* s = stmt.get();
-    sqlite3_reset(s);
-    BindText(s, 1, row.key.checkpoint);
-    BindText(s, 2, row.key.prompt_id);
-    sqlite3_bind_int(s, 3, row.key.rubric_index);
-    BindText(s, 4, row.ok ? "ok" : "failed");
-    if (row.ok) {
-      sqlite3_bind_int(s, 5, row.criteria_met ? 1 : 0);
-    } else {
-      sqlite3_bind_null(s, 5);
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
+    // An ok row is final: a later failure of the same row (e.g. a duplicate delivery) never
+    // replaces it. Attempts add up across runs.
+    Statement insert_row(
+        db_,
+        "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
+        " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens,"
+        " error, time_unix_ms, from_cache)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
+        " status = excluded.status, criteria_met = excluded.criteria_met,"
+        " explanation = excluded.explanation,"
+        " attempts = rows.attempts + excluded.attempts,"
+        " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
+        " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
+        " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
+        " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
+        " from_cache = excluded.from_cache"
+        " WHERE rows.status != 'ok'");
+    // A task's first reply is the one its rows were graded on: never replace it.
+    Statement insert_reply(db_,
+                           "INSERT OR IGNORE INTO replies(checkpoint, prompt_id, reply,"
+                           " time_unix_ms) VALUES (?1, ?2, ?3, ?4)");
+    if (insert_row.rc() != SQLITE_OK) {
+      return SqliteError(db_, insert_row.rc(), path_, "preparing insert");
     }
-    BindText(s, 6, row.explanation);
-    sqlite3_bind_int(s, 7, row.attempts);
-    sqlite3_bind_int64(s, 8, row.prompt_tokens);
-    sqlite3_bind_int64(s, 9, row.cached_tokens);
-    sqlite3_bind_int64(s, 10, row.completion_tokens);
-    BindText(s, 11, row.error);
-    sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
-    sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
-    const int rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) status = SqliteError(db_, rc, path_, "inserting a row");
+    if (insert_reply.rc() != SQLITE_OK) {
+      return SqliteError(db_, insert_reply.rc(), path_, "preparing reply insert");
+    }
+    for (const Queued& entry : batch) {
+      HB_RETURN_IF_ERROR(entry.row.has_value() ? WriteRow(insert_row.get(), *entry.row)
+                                               : WriteReply(insert_reply.get(), *entry.reply));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteVerdictStore::WriteReply(sqlite3_stmt* s, const ReplyRecord& reply) {
+  sqlite3_reset(s);
+  BindText(s, 1, reply.checkpoint);
+  BindText(s, 2, reply.prompt_id);
+  BindText(s, 3, reply.reply);
+  sqlite3_bind_int64(s, 4, absl::ToUnixMillis(reply.time));
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a reply");
+  return absl::OkStatus();
+}
+
+absl::Status SqliteVerdictStore::WriteRow(sqlite3_stmt* s, const RowRecord& row) {
+  sqlite3_reset(s);
+  BindText(s, 1, row.key.checkpoint);
+  BindText(s, 2, row.key.prompt_id);
+  sqlite3_bind_int(s, 3, row.key.rubric_index);
+  BindText(s, 4, row.ok ? "ok" : "failed");
+  if (row.ok) {
+    sqlite3_bind_int(s, 5, row.criteria_met ? 1 : 0);
+  } else {
+    sqlite3_bind_null(s, 5);
   }
-  if (!status.ok()) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return status;
-  }
-  return Exec(db_, path_, "COMMIT");
+  BindText(s, 6, row.explanation);
+  sqlite3_bind_int(s, 7, row.attempts);
+  sqlite3_bind_int64(s, 8, row.prompt_tokens);
+  sqlite3_bind_int64(s, 9, row.cached_tokens);
+  sqlite3_bind_int64(s, 10, row.completion_tokens);
+  BindText(s, 11, row.error);
+  sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
+  sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a row");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::string& checkpoint) {
@@ -467,7 +497,7 @@ absl::StatusOr<std::vector<BatchRecord>> SqliteVerdictStore::Batches() {
 absl::Status SqliteVerdictStore::SaveBatch(const BatchRecord& batch,
                                            const std::vector<BatchRowEntry>& rows) {
   absl::MutexLock lock(&db_mu_);
-  return InTransaction([&]() -> absl::Status {
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
     Statement b(db_,
                 "INSERT OR REPLACE INTO batches(name, input_path, requests, file_id, batch_id,"
                 " state) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
@@ -519,7 +549,7 @@ absl::StatusOr<std::vector<BatchRowEntry>> SqliteVerdictStore::BatchRows() {
 absl::Status SqliteVerdictStore::ForgetBatchRows(const std::vector<RowKey>& keys) {
   if (keys.empty()) return absl::OkStatus();
   absl::MutexLock lock(&db_mu_);
-  return InTransaction([&]() -> absl::Status {
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
     Statement d(db_,
                 "DELETE FROM batch_rows WHERE checkpoint = ?1 AND prompt_id = ?2 AND"
                 " rubric_index = ?3");
@@ -535,6 +565,24 @@ absl::Status SqliteVerdictStore::ForgetBatchRows(const std::vector<RowKey>& keys
     }
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::vector<ReplyRecord>> SqliteVerdictStore::Replies(
+    const std::string& checkpoint) {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT prompt_id, reply, time_unix_ms FROM replies WHERE checkpoint = ?1"
+                 " ORDER BY prompt_id");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading replies");
+  BindText(stmt.get(), 1, checkpoint);
+  std::vector<ReplyRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    out.push_back(ReplyRecord{checkpoint, ColumnText(stmt.get(), 0), ColumnText(stmt.get(), 1),
+                              absl::FromUnixMillis(sqlite3_column_int64(stmt.get(), 2))});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading replies");
+  return out;
 }
 
 absl::Status SqliteVerdictStore::AddRunTime(absl::Time started, absl::Duration wall) {

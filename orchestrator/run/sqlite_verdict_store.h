@@ -24,11 +24,14 @@
 //   batch_rows(checkpoint, prompt_id, rubric_index, batch, attempts,
 //              PRIMARY KEY (checkpoint, prompt_id, rubric_index))
 // The batch tables are written synchronously by the calling thread (not batched).
+//   replies(checkpoint, prompt_id, reply, time_unix_ms, PRIMARY KEY (checkpoint, prompt_id))
+//        (run --policy: the sampled replies, ReplyJournal; same batching and durability)
 #pragma once
 
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +46,7 @@
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace hb {
 
@@ -62,7 +66,7 @@ struct SqliteVerdictStoreOptions {
   absl::Duration batch_interval = absl::Milliseconds(50);
 };
 
-class SqliteVerdictStore final : public VerdictStore, public BatchJournal {
+class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, public BatchJournal {
  public:
   // Opens or creates the journal and starts the writer thread.
   //
@@ -85,6 +89,8 @@ class SqliteVerdictStore final : public VerdictStore, public BatchJournal {
   void Append(RowRecord row, CommitCallback on_commit) override;
   absl::Status Flush() override;
   absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) override;
+  void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
+  absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
 
   absl::StatusOr<std::vector<BatchRecord>> Batches() override;
   absl::Status SaveBatch(const BatchRecord& batch, const std::vector<BatchRowEntry>& rows) override;
@@ -103,8 +109,19 @@ class SqliteVerdictStore final : public VerdictStore, public BatchJournal {
 
  private:
   SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
+  // A queued row or reply (exactly one of them) and its callback.
+  struct Queued {
+    std::optional<RowRecord> row;
+    std::optional<ReplyRecord> reply;
+    CommitCallback on_commit;
+  };
+  void Enqueue(Queued entry);
   void WriterLoop();
-  absl::Status WriteBatch(const std::vector<RowRecord>& rows);
+  absl::Status WriteBatch(const std::vector<Queued>& batch);
+  absl::Status WriteRow(sqlite3_stmt* insert, const RowRecord& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  absl::Status WriteReply(sqlite3_stmt* insert, const ReplyRecord& reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   // Runs `body` (statements on db_) in one IMMEDIATE transaction; rolls back on error.
   absl::Status InTransaction(const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
@@ -122,7 +139,7 @@ class SqliteVerdictStore final : public VerdictStore, public BatchJournal {
   absl::CondVar queue_cv_;
   // Signalled when a batch completed.
   absl::CondVar completed_cv_;
-  std::deque<std::pair<RowRecord, CommitCallback>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   // Rows appended / completed (committed or failed) so far; Flush waits for equality.
   int64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,7 +1,5 @@
 #include "orchestrator/sample/policy_checkpoints.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 
 namespace hb {
@@ -30,28 +28,6 @@ std::vector<std::string> PolicyResponseSpecs(const RunOptions& run,
     specs.push_back(absl::StrCat(policy.name, "=", PolicyResponsesPath(run, policy.name)));
   }
   return specs;
-}
-
-int RunWithPolicies(const RunOptions& run, const std::vector<PolicyCheckpoint>& policies,
-                    const SampleOptions& sampling) {
-  int sample_code = kSampleExitOk;
-  for (const PolicyCheckpoint& policy : policies) {
-    SampleOptions options = sampling;
-    options.dataset = run.dataset;
-    options.examples = run.examples;
-    options.shard_index = run.shard_index;
-    options.shard_count = run.shard_count;
-    options.out = PolicyResponsesPath(run, policy.name);
-    options.policy_base_url = policy.base_url;
-    options.request.model = policy.model;
-    options.log_name = absl::StrCat("sample ", policy.name);
-    const int code = RunSample(options);
-    if (code != kSampleExitOk && code != kSampleExitTasksFailed) return code;
-    sample_code = std::max(sample_code, code);
-  }
-  const int run_code = RunWithOptions(run);
-  if (run_code == kRunExitOk && sample_code == kSampleExitTasksFailed) return kRunExitRowsFailed;
-  return run_code;
 }
 
 }  // namespace hb

@@ -1,11 +1,8 @@
 // `hb-orchestrator run --policy NAME=MODEL@URL`: checkpoints that are served models rather than
-// responses files. Each is sampled (SampleToFile, with its journal) into
-// RUN_DIR/NAME/responses.jsonl, which then joins the run as `--responses NAME=that file`; the
-// grading run journals its verdicts as usual. Running the same command again resumes both: the
-// sampling journal skips the tasks that have a reply, the grading journal the rows graded.
-//
-// Today the policies are sampled one after the other, then graded (correct and resumable; not
-// yet pipelined into the grading dispatcher).
+// responses files. Parsing and naming only: each joins the run's checkpoints as
+// `--responses NAME=RUN_DIR/NAME/responses.jsonl` (written by the run from its journaled
+// replies) and as a PolicySource (RunOptions::policies), which the run samples while it grades
+// (run_command.h).
 #pragma once
 
 #include <string>
@@ -13,7 +10,6 @@
 
 #include "absl/status/statusor.h"
 #include "orchestrator/run/run_command.h"
-#include "orchestrator/sample/sample_command.h"
 
 namespace hb {
 
@@ -34,12 +30,5 @@ std::string PolicyResponsesPath(const RunOptions& run, const std::string& name);
 // ParseCheckpointSpecs (which rejects a name used twice, across --responses and --policy).
 std::vector<std::string> PolicyResponseSpecs(const RunOptions& run,
                                              const std::vector<PolicyCheckpoint>& policies);
-
-// Samples every policy (settings from `sampling`: request shape, key, retries, in flight),
-// then runs `run` (whose checkpoints already include PolicyResponseSpecs). Returns the exit
-// code: a sampling configuration error stops before grading (2); tasks a policy could not
-// answer are graded as missing, and the code is at least 3.
-int RunWithPolicies(const RunOptions& run, const std::vector<PolicyCheckpoint>& policies,
-                    const SampleOptions& sampling);
 
 }  // namespace hb

@@ -51,6 +51,13 @@ void PolicySampler::Start() {
   Pump();
 }
 
+void PolicySampler::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  pending_ -= static_cast<int64_t>(queue_.size());
+  queue_.clear();
+}
+
 int64_t PolicySampler::Pending() const {
   absl::MutexLock lock(&mu_);
   return pending_;
@@ -71,7 +78,7 @@ void PolicySampler::Pump() {
   std::vector<std::pair<Entry, DispatchTicket>> launch;
   {
     absl::MutexLock lock(&mu_);
-    if (!started_) return;
+    if (!started_ || stopped_) return;
     const absl::Time now = options_.clock->Now();
     while (!queue_.empty()) {
       const int window = options_.adaptive ? limiter_.Window() : options_.max_in_flight;
@@ -136,7 +143,7 @@ void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
       const RetryDecision decision =
           Decide(options_.retry, entry.attempts, outcome, now, absl::InfiniteFuture(),
                  options_.jitter ? options_.jitter() : 1.0);
-      if (decision.retry) {
+      if (decision.retry && !stopped_) {
         ++retries_;
         ++waiting_retry_;
         auto requeue = std::make_shared<Entry>(std::move(entry));
@@ -144,7 +151,11 @@ void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
           {
             absl::MutexLock timer_lock(&mu_);
             --waiting_retry_;
-            queue_.push_front(std::move(*requeue));
+            if (stopped_) {
+              --pending_;
+            } else {
+              queue_.push_front(std::move(*requeue));
+            }
           }
           Pump();
         });

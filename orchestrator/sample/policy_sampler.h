@@ -73,6 +73,10 @@ class PolicySampler {
   void Add(PolicySampleTask task);
   // Starts dispatching (and dispatches tasks added later as slots free up).
   void Start();
+  // Stops dispatching for good: tasks not started (queued, or waiting for a retry) are dropped
+  // without a call to `on_done`, and a failed attempt is not retried (its task is done with that
+  // failure). Calls in flight still end in `on_done`.
+  void Stop();
   // Tasks added and not yet done.
   int64_t Pending() const;
   PolicySamplerStats Stats() const;
@@ -94,6 +98,7 @@ class PolicySampler {
   mutable absl::Mutex mu_;
   AdaptiveLimiter limiter_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   Scheduler::TimerId pace_timer_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
   int64_t pending_ ABSL_GUARDED_BY(mu_) = 0;

@@ -16,6 +16,7 @@
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "http/curl_http_client.h"
+#include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
 #include "orchestrator/run/progress.h"
 #include "orchestrator/run/row_plan.h"
@@ -24,68 +25,6 @@
 
 namespace hb {
 namespace {
-
-SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
-                            ChatResult result) {
-  SampledReply reply;
-  reply.prompt_id = prompt_id;
-  reply.response = std::move(result.content);
-  reply.system_prompt = options.request.system_prompt;
-  reply.model = result.model.empty() ? options.request.model : std::move(result.model);
-  reply.finish_reason = std::move(result.finish_reason);
-  reply.usage = result.usage;
-  return reply;
-}
-
-// The probe's verdict on the configuration: a failure that no retry can fix.
-absl::Status ProbeConfigError(const SampleOptions& options, const absl::Status& status) {
-  const FailureKind kind = AttemptOutcomeOf(status).kind;
-  std::string hint;
-  switch (kind) {
-    case FailureKind::kConnection:
-      hint =
-          "the policy endpoint is unreachable; check --policy-base-url and that the server is "
-          "up";
-      break;
-    case FailureKind::kHttp401:
-    case FailureKind::kHttp403:
-      hint =
-          "the policy endpoint refused the API key; set POLICY_API_KEY or "
-          "--policy-api-key-file";
-      break;
-    case FailureKind::kHttp404:
-      hint = absl::StrCat("the endpoint does not serve model '", options.request.model,
-                          "' (or --policy-base-url lacks the /v1 part); check --policy-model");
-      break;
-    case FailureKind::kHttp400:
-    case FailureKind::kOtherHttp4xx:
-      hint =
-          "the policy endpoint rejected the request; check --policy-extra-body and the "
-          "sampling flags";
-      break;
-    default:
-      return absl::OkStatus();  // transient: the sampler retries it
-  }
-  return absl::FailedPreconditionError(absl::StrCat("probe request to ", options.policy_base_url,
-                                                    " failed: ", status.message(), " (", hint,
-                                                    ")"));
-}
-
-// One request, waited for. The first task goes alone so a misconfiguration fails in seconds.
-absl::StatusOr<ChatResult> Probe(LlmClient& llm, const SampleOptions& options,
-                                 const std::string& body) {
-  absl::Notification done;
-  absl::StatusOr<ChatResult> out = absl::UnknownError("probe not answered");
-  ChatRequest request;
-  request.body = body;
-  request.timeout = std::min(options.probe_timeout, options.attempt_timeout);
-  llm.Complete(std::move(request), [&](absl::StatusOr<ChatResult> result) {
-    out = std::move(result);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  return out;
-}
 
 // Replies and failures from the sampler's threads, flushed to the journal by the main thread.
 struct Inbox {
@@ -114,7 +53,7 @@ std::string FormatSummary(const SampleOptions& options, const SampleSummary& s) 
     w.Key("policy_model");
     WriteJsonString(w, options.request.model);
     w.Key("policy_base_url");
-    WriteJsonString(w, options.policy_base_url);
+    WriteJsonString(w, RedactUrl(options.policy_base_url));
     w.Key("settings");
     WriteRawJson(w, PolicySettingsFingerprint(options.request), rapidjson::kObjectType);
     w.Key("dataset");
@@ -159,22 +98,17 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
     std::vector<PolicySampleTask> tasks, int64_t done_before, int64_t total,
     std::vector<SampledReply>& received, SampleSummary& summary, std::FILE* log) {
   Inbox inbox;
-  PolicySamplerOptions sampler_options;
-  sampler_options.max_in_flight = options.max_in_flight;
-  sampler_options.adaptive = options.adaptive_concurrency;
-  sampler_options.retry = options.retry;
-  sampler_options.attempt_timeout = options.attempt_timeout;
-  auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
-  sampler_options.jitter = [rng] { return std::uniform_real_distribution<double>(0, 1)(*rng); };
-  PolicySampler sampler(llm, scheduler, sampler_options, [&](PolicySampleResult result) {
-    absl::MutexLock lock(&inbox.mu);
-    if (result.reply.ok()) {
-      inbox.replies.push_back(ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
-    } else {
-      inbox.failures.push_back(std::move(result));
-    }
-    inbox.ready = true;
-  });
+  PolicySampler sampler(
+      llm, scheduler, MakePolicySamplerOptions(options), [&](PolicySampleResult result) {
+        absl::MutexLock lock(&inbox.mu);
+        if (result.reply.ok()) {
+          inbox.replies.push_back(
+              ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
+        } else {
+          inbox.failures.push_back(std::move(result));
+        }
+        inbox.ready = true;
+      });
   for (PolicySampleTask& task : tasks) sampler.Add(std::move(task));
   const absl::Time start = absl::Now();
   sampler.Start();
@@ -237,6 +171,77 @@ absl::Status WriteOutputs(const SampleOptions& options, const Dataset& dataset,
 
 }  // namespace
 
+SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
+                            ChatResult result) {
+  SampledReply reply;
+  reply.prompt_id = prompt_id;
+  reply.response = std::move(result.content);
+  reply.system_prompt = options.request.system_prompt;
+  reply.model = result.model.empty() ? options.request.model : std::move(result.model);
+  reply.finish_reason = std::move(result.finish_reason);
+  reply.usage = result.usage;
+  return reply;
+}
+
+absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& status) {
+  const FailureKind kind = AttemptOutcomeOf(status).kind;
+  std::string hint;
+  switch (kind) {
+    case FailureKind::kConnection:
+      hint =
+          "the policy endpoint is unreachable; check --policy-base-url and that the server is "
+          "up";
+      break;
+    case FailureKind::kHttp401:
+    case FailureKind::kHttp403:
+      hint =
+          "the policy endpoint refused the API key; set POLICY_API_KEY or "
+          "--policy-api-key-file";
+      break;
+    case FailureKind::kHttp404:
+      hint = absl::StrCat("the endpoint does not serve model '", options.request.model,
+                          "' (or --policy-base-url lacks the /v1 part); check --policy-model");
+      break;
+    case FailureKind::kHttp400:
+    case FailureKind::kOtherHttp4xx:
+      hint =
+          "the policy endpoint rejected the request; check --policy-extra-body and the "
+          "sampling flags";
+      break;
+    default:
+      return absl::OkStatus();  // transient: the sampler retries it
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("probe request to ", RedactUrl(options.policy_base_url),
+                   " failed: ", status.message(), " (", hint, ")"));
+}
+
+absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
+                                       const std::string& body) {
+  absl::Notification done;
+  absl::StatusOr<ChatResult> out = absl::UnknownError("probe not answered");
+  ChatRequest request;
+  request.body = body;
+  request.timeout = std::min(options.probe_timeout, options.attempt_timeout);
+  llm.Complete(std::move(request), [&](absl::StatusOr<ChatResult> result) {
+    out = std::move(result);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+PolicySamplerOptions MakePolicySamplerOptions(const SampleOptions& options) {
+  PolicySamplerOptions sampler_options;
+  sampler_options.max_in_flight = options.max_in_flight;
+  sampler_options.adaptive = options.adaptive_concurrency;
+  sampler_options.retry = options.retry;
+  sampler_options.attempt_timeout = options.attempt_timeout;
+  auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
+  sampler_options.jitter = [rng] { return std::uniform_real_distribution<double>(0, 1)(*rng); };
+  return sampler_options;
+}
+
 absl::Status ValidateSampleOptions(const SampleOptions& options) {
   if (options.dataset.empty()) return absl::InvalidArgumentError("--dataset is required");
   if (options.out.empty()) return absl::InvalidArgumentError("--out is required");
@@ -247,7 +252,7 @@ absl::Status ValidateSampleOptions(const SampleOptions& options) {
       !absl::StartsWith(options.policy_base_url, "https://")) {
     return absl::InvalidArgumentError(
         absl::StrCat("--policy-base-url must start with http:// or https://, got '",
-                     options.policy_base_url, "'"));
+                     RedactUrl(options.policy_base_url), "'"));
   }
   if (options.examples < -1 || options.examples == 0) {
     return absl::InvalidArgumentError(
@@ -298,12 +303,12 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
   std::fprintf(log, "%s: %zu tasks, %lld from the journal, %zu to sample from %s (model %s)\n",
                options.log_name.c_str(), dataset.examples.size(),
                static_cast<long long>(summary.from_journal), tasks.size(),
-               options.policy_base_url.c_str(), options.request.model.c_str());
+               RedactUrl(options.policy_base_url).c_str(), options.request.model.c_str());
 
   std::vector<PolicySampleResult> failures;
   if (!tasks.empty()) {
-    absl::StatusOr<ChatResult> probe = Probe(llm, options, tasks.front().body);
-    if (!probe.ok()) HB_RETURN_IF_ERROR(ProbeConfigError(options, probe.status()));
+    absl::StatusOr<ChatResult> probe = ProbePolicy(llm, options, tasks.front().body);
+    if (!probe.ok()) HB_RETURN_IF_ERROR(PolicyProbeError(options, probe.status()));
     if (probe.ok()) {
       summary.usage += probe->usage;
       replies.push_back(ToSampledReply(tasks.front().prompt_id, options, *std::move(probe)));

@@ -27,6 +27,8 @@
 #include "common/retry/retry_policy.h"
 #include "llm/llm_client.h"
 #include "orchestrator/sample/policy_request.h"
+#include "orchestrator/sample/policy_sampler.h"
+#include "orchestrator/sample/sample_journal.h"
 
 namespace hb {
 
@@ -82,6 +84,24 @@ struct SampleSummary {
 // SampleSummary::failed.
 absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClient& llm,
                                            Scheduler& scheduler, std::FILE* log);
+
+// The sampler settings of `options` (in flight, adaptive, retries, attempt timeout, a seeded
+// jitter source).
+PolicySamplerOptions MakePolicySamplerOptions(const SampleOptions& options);
+
+// The probe: `body` sent alone through `llm`, waited for (timeout: the smaller of
+// probe_timeout and attempt_timeout), so a misconfiguration fails in seconds.
+absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
+                                       const std::string& body);
+
+// The probe's verdict on the configuration: kFailedPrecondition "probe request to URL failed:
+// ... (<what to check>)" for a failure no retry can fix (unreachable, 400/401/403/404); OK for
+// a transient one (the task is then sampled again like any other).
+absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& status);
+
+// A policy reply as written to the responses file (the model as reported, else as requested).
+SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
+                            ChatResult result);
 
 // The whole command: a libcurl client for the policy, SampleToFile, and the exit code.
 int RunSample(const SampleOptions& options);

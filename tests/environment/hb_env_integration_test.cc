@@ -1,7 +1,10 @@
 // The hb-env binary against hb-llm-sim on loopback: it prints its listening line, serves the
 // splits, grades a reply end to end and answers the resubmission from its cache.
+#include <sys/wait.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -73,6 +76,50 @@ TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
   EXPECT_TRUE(second.from_cache());
   EXPECT_EQ(second.reward(), first.reward());
   EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
+}
+
+// An hb-grader on 127.0.0.1:0 with `extra` flags; its port in `*port`.
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartGrader(const std::string& base_url,
+                                                          const std::vector<std::string>& extra,
+                                                          int* port) {
+  std::vector<std::string> args = {BinaryDir() + "/grader_service/hb-grader",
+                                   "--listen=127.0.0.1:0",
+                                   "--metrics-listen=",
+                                   "--llm-base-url=" + base_url,
+                                   "--grader-template=" + testing::ReferenceTemplatePath(),
+                                   "--log-level=warn"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(args);
+  if (!grader.ok()) return grader.status();
+  absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
+  if (!line.ok()) return line.status();
+  if (!absl::SimpleAtoi(line->substr(line->rfind(':') + 1), port)) {
+    return absl::InternalError("hb-grader printed: " + *line);
+  }
+  return grader;
+}
+
+TEST(HbEnvIntegrationTest, GraderReplicasThatDisagreeAreRefusedAtStart) {
+  absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim({});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  int port_a = 0, port_b = 0;
+  auto a = StartGrader(sim->base_url, {}, &port_a);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = StartGrader(sim->base_url, {"--llm-max-tokens=99"}, &port_b);
+  ASSERT_TRUE(b.ok()) << b.status();
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env =
+      ChildProcess::Spawn({BinaryDir() + "/environment/hb-env",
+                           "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+                           absl::StrCat("--grader=ipv4:127.0.0.1:", port_a, ",127.0.0.1:", port_b),
+                           "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+                           "--metrics-listen=", "--log-level=warn"});
+  ASSERT_TRUE(env.ok()) << env.status();
+  // It exits before listening, with the code of a configuration error.
+  EXPECT_EQ((*env)->ReadFirstLine(absl::Seconds(30)).status().code(),
+            absl::StatusCode::kUnavailable);
+  const int status = (*env)->Stop(SIGTERM, absl::Seconds(30));
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
 }  // namespace

@@ -557,6 +557,66 @@ TEST(GraderServerTest, MalformedRequestBytesAreInvalidArgument) {
   }
 }
 
+TEST(GraderServerTest, MalformedRequestsAreLoggedThroughTheRateLimitedLog) {
+  auto server = StartServerWithoutUpstream();
+  ASSERT_NE(server, nullptr);
+  auto channel = ChannelTo(*server);
+  const std::string path = "/healthbench.grader.v1.Grader/GradeItem";
+  for (int i = 0; i < 8; ++i) {
+    std::string response;
+    EXPECT_EQ(RawUnaryCall(*channel, path, "\x08\xff\xff", &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // 5 lines per kind per 10 s are written, the other 3 counted as suppressed.
+  EXPECT_EQ(server->refused_log().suppressed_total("GradeItem INVALID_ARGUMENT"), 3);
+}
+
+TEST(GraderServerTest, GetInfoReportsWhatTheGraderGradesWithAndNoCredentials) {
+  GraderServerOptions options =
+      Options("https://alice:s3cret@127.0.0.1:1/v1?api-version=2024&api-key=k3y");
+  options.settings.model = "grader-side-model";
+  options.settings.temperature = 0.25;
+  options.settings.max_tokens = 77;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Grader::NewStub(ChannelTo(*server));
+  grpc::ClientContext context;
+  v1::GraderInfo info;
+  grpc::Status status = stub->GetInfo(&context, v1::GetInfoRequest(), &info);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(info.model(), "grader-side-model");
+  EXPECT_EQ(info.temperature(), 0.25);
+  EXPECT_EQ(info.max_tokens(), 77);
+  EXPECT_EQ(info.system_message(), "You are a helpful assistant.");
+  absl::StatusOr<GraderTemplate> tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath());
+  ASSERT_TRUE(tmpl.ok());
+  EXPECT_EQ(info.template_sha256(), tmpl->sha256());
+  EXPECT_EQ(info.upstream_base_url(),
+            "https://[redacted]@127.0.0.1:1/v1?api-version=2024&api-key=[redacted]");
+  EXPECT_FALSE(info.version().empty());
+  EXPECT_THAT(info.DebugString(), Not(HasSubstr("s3cret")));
+  EXPECT_THAT(info.DebugString(), Not(HasSubstr("k3y")));
+}
+
+TEST(GraderServerTest, GetInfoNeedsTheTokenLikeEveryMethod) {
+  GraderServerOptions options = Options("http://127.0.0.1:1/v1");
+  absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({"0123456789abcdef-token"}, "test");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  options.security.tokens = *tokens;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Grader::NewStub(ChannelTo(*server));
+  v1::GraderInfo info;
+  grpc::ClientContext anonymous;
+  EXPECT_EQ(stub->GetInfo(&anonymous, v1::GetInfoRequest(), &info).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext with_token;
+  AttachCallerToken(with_token, "0123456789abcdef-token");
+  grpc::Status status = stub->GetInfo(&with_token, v1::GetInfoRequest(), &info);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(info.model(), GraderSettings{}.model);
+}
+
 TEST(GraderServerTest, StartFailsOnAWrongTemplate) {
   std::string dir = hb::testing::MakeTempDir();
   GraderServerOptions options = Options("http://127.0.0.1:1/v1");

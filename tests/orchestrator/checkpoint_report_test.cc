@@ -179,6 +179,11 @@ TEST_F(CheckpointReportTest, UsageSeparatesWhatWasSpentFromWhatTheVerdictCacheSa
               HasSubstr("$2.24: 800000 input tokens (0 cached), 80000 output tokens; 2 rows from "
                         "the verdict cache saved $0.56; wall time 1m35s"));
   EXPECT_THAT(Read(out + "/verdicts.jsonl"), HasSubstr("\"from_cache\":true"));
+  // Under a minute, tenths of a second: a 0.95 s run is not "0".
+  context_.wall_time = absl::Milliseconds(950);
+  HB_ASSERT_OK(
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out).status());
+  EXPECT_THAT(Read(out + "/report.html"), HasSubstr("; wall time 900ms"));
 
   // Unknown wall time (score, merge) is null.
   context_.wall_time.reset();

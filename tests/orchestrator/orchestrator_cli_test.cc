@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
 #include "common/base/json.h"
@@ -26,6 +27,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
@@ -109,6 +112,17 @@ rapidjson::Document ParseJson(const std::string& text) {
   doc.Parse<rapidjson::kParseFullPrecisionFlag>(text.c_str());
   EXPECT_FALSE(doc.HasParseError()) << text.substr(0, 300);
   return doc;
+}
+
+// summary.json without provenance.shards (the shard folders a merge used), compact.
+std::string SummaryWithoutShards(const std::string& text) {
+  rapidjson::Document doc = ParseJson(text);
+  if (!doc.IsObject() || !doc.HasMember("provenance")) return text;
+  doc["provenance"].RemoveMember("shards");
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  doc.Accept(writer);
+  return buffer.GetString();
 }
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -510,6 +524,43 @@ TEST_F(OrchestratorCliTest, ScoreOnTheExample) {
   EXPECT_EQ(Read(out + "/tasks.jsonl"), Read(dir_ + "/again/tasks.jsonl"));
 }
 
+TEST_F(OrchestratorCliTest, ScoreRefusesVerdictsOfOtherResponses) {
+  const std::string r = examples_ + "/responses.jsonl";
+  auto score = [&](const std::string& responses, const std::string& verdicts,
+                   const std::string& out) {
+    return RunCli({"score", "--dataset", examples_ + "/dataset.jsonl", "--responses", responses,
+                   "--verdicts", verdicts, "--out", dir_ + "/" + out, "--grader-template",
+                   synthetic_template_, "--require-reference-template=false"});
+  };
+  // The example's verdicts predate headers: they load, with a warning.
+  RunResult first = score(r, examples_ + "/verdicts.jsonl", "first");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.err, HasSubstr(examples_ + "/verdicts.jsonl has no verdicts_header line"));
+  const std::string verdicts = dir_ + "/first/verdicts.jsonl";
+  EXPECT_THAT(Lines(Read(verdicts))[0],
+              StartsWith("{\"verdicts_header\":{\"checkpoint\":\"responses\","
+                         "\"responses_sha256\":\"" +
+                         Sha256Hex(Read(r)) + "\""));
+
+  // The written verdicts name their responses: others (same answers, other bytes) are refused.
+  const std::string other = dir_ + "/other.jsonl";
+  Write(other, absl::StrReplaceAll(Read(r), {{"\"response\": ", "\"response\":  "}}));
+  RunResult refused = score(other, verdicts, "mixed");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err,
+            absl::StrCat("hb-orchestrator score: ", verdicts, " grades responses with sha256 ",
+                         Sha256Hex(Read(r)), " (checkpoint 'responses'), but ", other,
+                         " has sha256 ", Sha256Hex(Read(other)),
+                         ": pass the responses file that run graded (its "
+                         "summary.json names it under provenance.responses), or "
+                         "grade these responses\n"));
+
+  // With its own responses they re-score, without a warning.
+  RunResult again = score(r, verdicts, "again");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, Not(HasSubstr("verdicts_header")));
+}
+
 // Per-task metrics computed here from SPEC §7-§8, independently of hb::ScoreTask.
 std::vector<std::pair<std::string, double>> ExpectedTaskMetrics(const Example& example,
                                                                 const std::vector<bool>& met) {
@@ -700,15 +751,22 @@ TEST_F(MergeTest, ShardsMergeToTheUnshardedReportsByteForByte) {
   EXPECT_THAT(merged.out, HasSubstr("merge: a_base: 2 shards, 29 of 30 tasks graded"));
   EXPECT_THAT(merged.out, HasSubstr("merge: b_new: 2 shards, 28 of 30 tasks graded"));
   for (const std::string ckpt : {"a_base", "b_new"}) {
-    for (const char* file :
-         {"tasks.jsonl", "summary.json", "verdicts.jsonl", "failures.jsonl", "report.html"}) {
+    for (const char* file : {"tasks.jsonl", "verdicts.jsonl", "failures.jsonl", "report.html"}) {
       EXPECT_EQ(Read(dir_ + "/merged/" + ckpt + "/" + file),
                 Read(dir_ + "/full/" + ckpt + "/" + file))
           << ckpt << "/" << file;
     }
+    // The same summary, plus the shards it was merged from.
+    EXPECT_EQ(SummaryWithoutShards(Read(dir_ + "/merged/" + ckpt + "/summary.json")),
+              SummaryWithoutShards(Read(dir_ + "/full/" + ckpt + "/summary.json")));
   }
   rapidjson::Document summary = ParseJson(Read(dir_ + "/merged/b_new/summary.json"));
   EXPECT_FALSE(summary["provenance"]["incomplete"].GetBool());
+  const rapidjson::Value& shards = summary["provenance"]["shards"];
+  ASSERT_TRUE(shards.IsArray());
+  ASSERT_EQ(shards.Size(), 2u);
+  EXPECT_EQ(Str(shards[0]), dir_ + "/shard0");
+  EXPECT_EQ(Str(shards[1]), dir_ + "/shard1");
   EXPECT_EQ(summary["counts"]["failed_rows"].GetInt(), 1);
 
   // The comparison of the merge equals the comparison of the unsharded outputs.
@@ -752,6 +810,71 @@ TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {
   RunResult empty = RunCli({"merge", "--out", dir_ + "/m", dir_});
   EXPECT_EQ(empty.err,
             "hb-orchestrator merge: shard '" + dir_ + "' has no <checkpoint>/summary.json\n");
+}
+
+// Marks the checkpoint folder `dir` as shard `index` of `count`, as `run --shard-index
+// --shard-count` records it (`score` records no shard).
+void RecordShard(const std::string& dir, int index, int count) {
+  std::string text = Read(dir + "/summary.json");
+  const std::string none = "\"shard\": null";
+  const size_t at = text.find(none);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, none.size(),
+               absl::StrFormat("\"shard\": {\"index\": %d, \"count\": %d}", index, count));
+  Write(dir + "/summary.json", text);
+}
+
+TEST_F(MergeTest, AMissingShardIsIncompleteAndExits3UnlessAccepted) {
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".shard0.jsonl", "", dir_ + "/shard0").exit_code, 0);
+    RecordShard(dir_ + "/shard0/" + ckpt, 0, 2);
+  }
+  // Shard 1 of 2 is not given.
+  RunResult partial = RunCli({"merge", "--out", dir_ + "/m", dir_ + "/shard0"});
+  EXPECT_EQ(partial.exit_code, 3) << partial.err;
+  EXPECT_THAT(partial.out, HasSubstr("merge: a_base: shard index 1 of 2 not given; the report is "
+                                     "marked INCOMPLETE"));
+  EXPECT_THAT(partial.err, HasSubstr("INCOMPLETE (exit 3)"));
+  rapidjson::Document summary = ParseJson(Read(dir_ + "/m/a_base/summary.json"));
+  EXPECT_TRUE(summary["provenance"]["incomplete"].GetBool());
+  EXPECT_EQ(summary["counts"]["tasks"].GetInt(), 30);
+  EXPECT_EQ(Str(summary["provenance"]["shards"][0]), dir_ + "/shard0");
+
+  // Accepted: the report covers shard 0's 15 tasks and is complete.
+  RunResult accepted =
+      RunCli({"merge", "--out", dir_ + "/m2", "--allow-partial-shards", dir_ + "/shard0"});
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
+  EXPECT_THAT(accepted.out, HasSubstr("(accepted: --allow-partial-shards"));
+  summary = ParseJson(Read(dir_ + "/m2/a_base/summary.json"));
+  EXPECT_FALSE(summary["provenance"]["incomplete"].GetBool());
+  EXPECT_EQ(summary["counts"]["tasks"].GetInt(), 15);
+}
+
+TEST_F(MergeTest, AShardWithoutACheckpointIsIncomplete) {
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".shard0.jsonl", "", dir_ + "/shard0").exit_code, 0);
+    RecordShard(dir_ + "/shard0/" + ckpt, 0, 2);
+  }
+  // Shard 1 stopped before writing b_new's reports.
+  ASSERT_EQ(Score("a_base", dir_ + "/a_base.shard1.jsonl", "", dir_ + "/shard1").exit_code, 0);
+  RecordShard(dir_ + "/shard1/a_base", 1, 2);
+  RunResult merged = RunCli({"merge", "--out", dir_ + "/m", dir_ + "/shard0", dir_ + "/shard1"});
+  EXPECT_EQ(merged.exit_code, 3) << merged.err;
+  EXPECT_THAT(merged.out, HasSubstr("merge: b_new: shard '" + dir_ +
+                                    "/shard1' has no "
+                                    "b_new/summary.json"));
+  EXPECT_FALSE(
+      ParseJson(Read(dir_ + "/m/a_base/summary.json"))["provenance"]["incomplete"].GetBool());
+  EXPECT_TRUE(
+      ParseJson(Read(dir_ + "/m/b_new/summary.json"))["provenance"]["incomplete"].GetBool());
+
+  // Two folders of one shard index are refused (exit 2).
+  const std::string text = Read(dir_ + "/shard1/a_base/summary.json");
+  Write(dir_ + "/shard1/a_base/summary.json",
+        absl::StrReplaceAll(text, {{"\"index\": 1", "\"index\": 0"}}));
+  RunResult twice = RunCli({"merge", "--out", dir_ + "/m3", dir_ + "/shard0", dir_ + "/shard1"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_THAT(twice.err, HasSubstr("are both shard 0 of 2"));
 }
 
 // --- subsets and compare, graded for real against hb-llm-sim ------------------------------

@@ -154,5 +154,58 @@ TEST_F(VerdictFileTest, LoadsFailuresWithTheSameChecks) {
                                 "line 1)")));
 }
 
+TEST_F(VerdictFileTest, TheHeaderTiesTheVerdictsToTheirResponses) {
+  const VerdictsHeader header{"ckpt", "sha-r", dataset_.sha256, "sha-t"};
+  EXPECT_EQ(FormatVerdictsHeader(header),
+            R"({"verdicts_header":{"checkpoint":"ckpt","responses_sha256":"sha-r",)"
+            R"("dataset_sha256":")" +
+                dataset_.sha256 + R"(","grader_template_sha256":"sha-t"}})");
+  const std::string path = Write(FormatVerdictsHeader(header) + "\n" +
+                                 FormatVerdictLine({"b", 0, true, "ok", 1, 0, 0, 0}) + "\n");
+  HB_ASSERT_OK_AND_ASSIGN(VerdictFile file, ReadVerdictFile(path, dataset_));
+  ASSERT_TRUE(file.header.has_value());
+  EXPECT_EQ(file.header->checkpoint, "ckpt");
+  EXPECT_EQ(file.header->responses_sha256, "sha-r");
+  EXPECT_EQ(file.header->grader_template_sha256, "sha-t");
+  ASSERT_EQ(file.rows.size(), 1u);
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<VerdictRow> rows, LoadVerdicts(path, dataset_));
+  EXPECT_EQ(rows.size(), 1u);
+
+  EXPECT_THAT(CheckVerdictsHeader(path, file.header, "r.jsonl", "sha-r", dataset_.sha256),
+              ::hb::testing::IsOk());
+  EXPECT_THAT(
+      CheckVerdictsHeader(path, file.header, "other.jsonl", "sha-x", dataset_.sha256),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq(path + " grades responses with sha256 sha-r (checkpoint 'ckpt'), but "
+                         "other.jsonl has sha256 sha-x: pass the responses file that run graded "
+                         "(its summary.json names it under provenance.responses), or grade these "
+                         "responses")));
+  EXPECT_THAT(CheckVerdictsHeader(path, file.header, "r.jsonl", "sha-r", "sha-d"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("grades the dataset with sha256 " + dataset_.sha256)));
+}
+
+TEST_F(VerdictFileTest, FilesWithoutAHeaderStillLoad) {
+  const std::string path = Write(FormatVerdictLine({"b", 0, true, "ok", 1, 0, 0, 0}) + "\n");
+  HB_ASSERT_OK_AND_ASSIGN(VerdictFile file, ReadVerdictFile(path, dataset_));
+  EXPECT_FALSE(file.header.has_value());
+  EXPECT_EQ(file.rows.size(), 1u);
+  EXPECT_THAT(CheckVerdictsHeader(path, file.header, "r.jsonl", "any", "any"),
+              ::hb::testing::IsOk());
+  EXPECT_THAT(MissingVerdictsHeaderWarning(path), HasSubstr(path + " has no verdicts_header"));
+}
+
+TEST_F(VerdictFileTest, AMalformedOrMisplacedHeaderIsAnError) {
+  EXPECT_EQ(VerdictError(R"({"verdicts_header":{"checkpoint":"c","dataset_sha256":"d"}})"
+                         "\n"),
+            ":1: field 'verdicts_header.responses_sha256': missing");
+  EXPECT_EQ(VerdictError(R"({"verdicts_header":[]})"
+                         "\n"),
+            ":1: field 'verdicts_header': expected an object, got array");
+  EXPECT_EQ(VerdictError(FormatVerdictLine({"b", 0, true, "ok", 1, 0, 0, 0}) + "\n" +
+                         FormatVerdictsHeader({"c", "r", "d", ""}) + "\n"),
+            ":2: a verdicts_header may only be the first line");
+}
+
 }  // namespace
 }  // namespace hb

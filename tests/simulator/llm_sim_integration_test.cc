@@ -307,6 +307,17 @@ TEST_F(LlmSimIntegrationTest, FaultResetClosesTheConnectionWithoutAResponse) {
   EXPECT_EQ(other.Get(sim.Url("/healthz")).status, 200);
 }
 
+// On SIGTERM the watcher thread stops every loop while the main thread, once loop 0 has
+// stopped, frees them: the loops must outlive the watcher's callback (a use-after-free that
+// ASan and TSan report as a non-zero exit otherwise). Many loops widen the window.
+TEST_F(LlmSimIntegrationTest, SigtermWithManyLoopsExitsCleanly) {
+  for (int i = 0; i < 3; ++i) {
+    SimProcess sim({"--threads", "16"});
+    ASSERT_GT(sim.port(), 0);
+    EXPECT_EQ(sim.Terminate(), 0);
+  }
+}
+
 TEST_F(LlmSimIntegrationTest, FaultHangHoldsUntilTheClientGivesUp) {
   SimProcess sim({"--fault-hang", "1"});
   ASSERT_GT(sim.port(), 0);

@@ -22,6 +22,7 @@ namespace hb::testing {
 
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
+using healthbench::grader::v1::GraderInfo;
 
 // A GraderClient that records every call. With a responder set, each call is answered inline
 // (before GradeItem returns) with the responder's result; otherwise calls stay pending until
@@ -56,6 +57,21 @@ class FakeGraderClient final : public GraderClient {
       --outstanding_;
     }
     done(std::move(result));
+  }
+
+  // What GetInfo answers (set_info); by default the reference settings (SPEC §5), no template.
+  void set_info(absl::StatusOr<GraderInfo> info) {
+    absl::MutexLock lock(&mu_);
+    info_ = std::move(info);
+  }
+  absl::StatusOr<GraderInfo> GetInfo(absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    ++get_info_calls_;
+    return info_;
+  }
+  int get_info_calls() const {
+    absl::MutexLock lock(&mu_);
+    return get_info_calls_;
   }
 
   void CancelAll() override {
@@ -120,6 +136,15 @@ class FakeGraderClient final : public GraderClient {
  private:
   mutable absl::Mutex mu_;
   Responder responder_ ABSL_GUARDED_BY(mu_);
+  absl::StatusOr<GraderInfo> info_ ABSL_GUARDED_BY(mu_) = [] {
+    GraderInfo info;
+    info.set_model("gpt-4.1-2025-04-14");
+    info.set_temperature(0.5);
+    info.set_max_tokens(2048);
+    info.set_system_message("You are a helpful assistant.");
+    return info;
+  }();
+  int get_info_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::pair<GradeItemRequest, Callback>> pending_ ABSL_GUARDED_BY(mu_);
   std::vector<GradeItemRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Duration> timeouts_ ABSL_GUARDED_BY(mu_);

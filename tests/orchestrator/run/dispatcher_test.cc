@@ -136,6 +136,60 @@ TEST(DispatcherTest, GradesEveryRowAndRecordsVerdicts) {
   for (absl::Duration timeout : client.timeouts()) EXPECT_EQ(timeout, absl::Seconds(42));
 }
 
+TEST(DispatcherTest, GradesRowsThatArriveWhileItRunsUntilTheInputCloses) {
+  Fixture fixture(3, 2);
+  const std::vector<PlannedRow> all = fixture.Rows();
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
+  Dispatcher dispatcher(&client, &store, options);
+  dispatcher.AddRows({all[0], all[1]});  // before Run: queued
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(); });
+  // Every row so far recorded, the input still open: Run waits for more instead of returning.
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.ok_rows == 2 && s.in_flight == 0; });
+  int64_t seen = watcher.reports();
+  dispatcher.AddRows({all[2], all[3], all[4]});
+  watcher.AwaitIdle([](const DispatchStats& s) { return s.ok_rows == 5; }, seen);
+  dispatcher.AddRows({all[5]});
+  dispatcher.CloseInput();
+  runner.join();
+  EXPECT_EQ(stats.planned_rows, 6);
+  EXPECT_EQ(stats.ok_rows, 6);
+  EXPECT_THAT(store.rows(), SizeIs(6));
+  const std::vector<GradeItemRequest> requests = client.requests();
+  ASSERT_THAT(requests, SizeIs(6));
+  EXPECT_EQ(requests[2].request_id(), "base/task1/0/1");  // in the order added
+  EXPECT_EQ(requests[5].request_id(), "base/task2/1/1");
+}
+
+TEST(DispatcherTest, ClosedInputWithoutRowsAndStopBothEndRun) {
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  DispatchWatcher watcher;
+  watcher.Attach(options);
+  {
+    Dispatcher dispatcher(&client, &store, options);
+    std::thread runner([&] { dispatcher.Run(); });
+    watcher.AwaitIdle([](const DispatchStats& s) { return s.planned_rows == 0; });
+    dispatcher.CloseInput();
+    runner.join();
+  }
+  Dispatcher stopped(&client, &store, options);
+  std::thread runner([&] { stopped.Run(); });
+  stopped.RequestStop();  // the input never closes: a stop still ends Run
+  runner.join();
+  EXPECT_THAT(client.requests(), SizeIs(0));
+}
+
 // A verdict-cache hit is journaled with its saved tokens and marked, and spends nothing.
 TEST(DispatcherTest, VerdictCacheHitsAreMarkedAndSpendNoTokens) {
   Fixture fixture(2, 3);

@@ -48,6 +48,18 @@ TEST(ProgressTest, BeforeTheFirstRowAndWhenStopping) {
             "tokens in 0 (cached 0) out 0 | est. $0.00 | stopping: draining in-flight rows");
 }
 
+TEST(ProgressTest, WhileSamplingShowsSampledTasksThenGradedRows) {
+  ProgressSnapshot s;
+  s.total_rows = 58500;
+  s.done_rows = 9800;
+  s.sample_total = 5000;
+  s.sampled = 1200;
+  s.sampling_in_flight = 100;
+  EXPECT_THAT(FormatProgressLine(s, TokenPrices{}),
+              ::testing::StartsWith(
+                  "sampled 1200/5000 (100 in flight) | graded rows 9800/58500 (16.8%) | - rows/s"));
+}
+
 TEST(ProgressTest, VerdictCacheHitsAreShownAfterTheCost) {
   ProgressSnapshot s;
   s.total_rows = 10;

@@ -134,6 +134,33 @@ TEST(TokenPricesTest, BatchCostIsTheOnlineCostTimesTheFactor) {
   EXPECT_FALSE(ValidateBatchPriceFactor(-0.1).ok());
 }
 
+TEST(ParseRunArgsTest, PoliciesBecomeCheckpointsSampledWhileTheRunGrades) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(
+      RunOptions options,
+      ParseRunArgs(Base({"--policy=step-1=m1@http://vllm:8000/v1", "--responses=b=b.jsonl",
+                         "--policy-max-in-flight=7", "--policy-max-tokens=600"})));
+  ASSERT_EQ(options.checkpoints.size(), 2u);
+  EXPECT_EQ(options.checkpoints[1].name, "step-1");
+  EXPECT_EQ(options.checkpoints[1].path, "o/step-1/responses.jsonl");
+  ASSERT_EQ(options.policies.size(), 1u);
+  const PolicySource& policy = options.policies[0];
+  EXPECT_EQ(policy.checkpoint, "step-1");
+  EXPECT_EQ(policy.sampling.policy_base_url, "http://vllm:8000/v1");
+  EXPECT_EQ(policy.sampling.request.model, "m1");
+  EXPECT_EQ(policy.sampling.max_in_flight, 7);
+  EXPECT_EQ(policy.sampling.request.max_tokens, 600);
+  EXPECT_THAT(PolicyJournalIdentity(policy), HasSubstr("\"model\":\"m1\""));
+
+  EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@ftp://x/v1"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--policy a=m@ftp://x/v1: --policy-base-url must start with "
+                                 "http:// or https://")));
+  EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@http://x/v1", "--policy-max-in-flight=0"})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--policy-max-in-flight must be >= 1")));
+}
+
 // "--flag=" is an empty value, never the next argument (--grader-template= records none).
 // auto sends the task's prompt_id only where the endpoint is OpenAI's; explicit modes win.
 TEST(ParseRunArgsTest, PromptCacheKeyAutoFollowsTheEndpointHost) {
@@ -170,6 +197,7 @@ TEST(ParseRunArgsTest, VerdictCacheBelongsToTheEmbeddedGrader) {
                        HasSubstr("give --verdict-cache to the hb-grader replicas")));
 }
 
+// "--flag=" is an empty value, never the next argument (--grader-template= records none).
 TEST(ParseRunArgsTest, EmptyValueDoesNotTakeTheNextArgument) {
   ::unsetenv("JOB_COMPLETION_INDEX");
   HB_ASSERT_OK_AND_ASSIGN(RunOptions options,
@@ -229,7 +257,7 @@ TEST(ParseRunArgsTest, Errors) {
   const std::vector<Case> cases = {
       {{"--out=o", "--responses=r.jsonl"}, "--dataset is required"},
       {{"--dataset=d", "--responses=r.jsonl"}, "--out is required"},
-      {Base(), "no --responses given"},
+      {Base(), "no --responses or --policy given"},
       {Base({"--responses=r.jsonl", "extra"}), "unexpected argument 'extra'"},
       {Base({"--responses=r.jsonl", "--bogus=1"}), "unknown flag --bogus=1"},
       {Base({"--responses=r.jsonl", "--verdicts=v"}), "flag --verdicts does not apply to 'run'"},
@@ -265,6 +293,8 @@ TEST(ParseRunArgsTest, Errors) {
       {Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-fallback=never"}),
        "--batch-fallback: expected batch or online, got 'never'"},
       {Base({"--responses=r.jsonl", "--batch-cancel"}), "--batch-cancel needs --grader-mode batch"},
+      {Base({"--policy=a=m@http://x/v1", "--grader-mode=batch"}),
+       "--grader-mode batch grades once every reply exists"},
       {Base({"--responses=r.jsonl", "--batch-price-factor=2"}),
        "--batch-price-factor must be in [0, 1], got 2"},
   };
@@ -326,8 +356,8 @@ TEST(RunCommandTest, ValidateRunOptionsChecksTheStructItself) {
   RunOptions options;
   options.dataset = "d";
   options.out = "o";
-  EXPECT_THAT(ValidateRunOptions(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no --responses given")));
+  EXPECT_THAT(ValidateRunOptions(options), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("no --responses or --policy given")));
   options.checkpoints.push_back(CheckpointSpec{"a", "a.jsonl"});
   HB_EXPECT_OK(ValidateRunOptions(options));
   options.prices.output_per_mtok = -1;

@@ -3,11 +3,11 @@
 // against hb::SimulatedVerdict, the simulator's documented rule.
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
@@ -38,6 +39,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "simulator/sim_verdict.h"
+#include "tests/testing/journal_query.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
@@ -147,10 +149,12 @@ struct Cluster {
   }
 };
 
-// `grader_flags` are added to every hb-grader's command line.
+// `grader_flags` are added to every hb-grader's command line; `replica_flags[i]`, when given,
+// to replica i's only.
 absl::StatusOr<std::unique_ptr<Cluster>> StartCluster(
     int replicas, const std::vector<std::string>& sim_flags,
-    const std::vector<std::string>& grader_flags = {}) {
+    const std::vector<std::string>& grader_flags = {},
+    const std::vector<std::vector<std::string>>& replica_flags = {}) {
   auto cluster = std::make_unique<Cluster>();
   absl::StatusOr<LlmSim> sim = hb::testing::StartLlmSim(sim_flags);
   if (!sim.ok()) return sim.status();
@@ -163,6 +167,9 @@ absl::StatusOr<std::unique_ptr<Cluster>> StartCluster(
                                      "--grader-template=" + ReferenceTemplatePath(),
                                      "--log-level=warn"};
     argv.insert(argv.end(), grader_flags.begin(), grader_flags.end());
+    if (static_cast<size_t>(i) < replica_flags.size()) {
+      argv.insert(argv.end(), replica_flags[i].begin(), replica_flags[i].end());
+    }
     absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(argv);
     if (!grader.ok()) return grader.status();
     absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
@@ -202,22 +209,8 @@ std::string WriteResponses(const std::string& dataset_path, const std::string& f
 // The rows of `table` in `journal` with `where` (SQL) true; 0 when it cannot be read.
 int64_t CountJournalTable(const std::string& journal, const std::string& table,
                           const std::string& where) {
-  struct stat st;
-  if (::stat(journal.c_str(), &st) != 0) return 0;
-  sqlite3* db = nullptr;
-  int64_t n = 0;
-  if (sqlite3_open_v2(journal.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_busy_timeout(db, 1000);
-    sqlite3_stmt* stmt = nullptr;
-    const std::string query = "SELECT COUNT(*) FROM " + table + " WHERE " + where;
-    if (sqlite3_prepare_v2(db, query.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      n = sqlite3_column_int64(stmt, 0);
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return n;
+  return std::max<int64_t>(0, ::hb::testing::QueryJournalInt(
+                                  journal, "SELECT COUNT(*) FROM " + table + " WHERE " + where));
 }
 
 int64_t CountJournalRows(const std::string& journal, const std::string& where) {
@@ -246,6 +239,16 @@ std::vector<std::string> Lines(const std::string& text) {
     out.emplace_back(line);
   }
   return out;
+}
+
+// The rows of a checkpoint's verdicts.jsonl: its lines after the verdicts_header line.
+std::vector<std::string> VerdictRows(const std::string& path) {
+  std::vector<std::string> lines = Lines(ReadText(path));
+  EXPECT_FALSE(lines.empty()) << path;
+  if (lines.empty()) return lines;
+  EXPECT_THAT(lines.front(), HasSubstr("{\"verdicts_header\":")) << path;
+  lines.erase(lines.begin());
+  return lines;
 }
 
 // summary.json without what legitimately differs between runs of the same inputs: the usage
@@ -279,7 +282,7 @@ int64_t LoggedRequests(const std::string& log) {
 
 // Every row of `verdicts_path` has from_cache == `expected`; returns the rows.
 size_t ExpectFromCache(const std::string& verdicts_path, bool expected) {
-  const std::vector<std::string> lines = Lines(ReadText(verdicts_path));
+  const std::vector<std::string> lines = VerdictRows(verdicts_path);
   for (const std::string& line : lines) {
     rapidjson::Document row;
     row.Parse(line.c_str());
@@ -301,8 +304,8 @@ void ExpectSameReports(const std::string& a, const std::string& b,
     EXPECT_EQ(ReadText(a + "/" + c + "/tasks.jsonl"), ReadText(b + "/" + c + "/tasks.jsonl"));
     EXPECT_EQ(StableSummary(a + "/" + c + "/summary.json"),
               StableSummary(b + "/" + c + "/summary.json"));
-    EXPECT_EQ(Lines(ReadText(a + "/" + c + "/verdicts.jsonl")).size(),
-              Lines(ReadText(b + "/" + c + "/verdicts.jsonl")).size());
+    EXPECT_EQ(VerdictRows(a + "/" + c + "/verdicts.jsonl").size(),
+              VerdictRows(b + "/" + c + "/verdicts.jsonl").size());
   }
 }
 
@@ -345,7 +348,7 @@ class RunIntegrationTest : public ::testing::Test {
     EXPECT_TRUE(dataset.ok() && responses.ok() && tmpl.ok());
     if (!dataset.ok() || !responses.ok() || !tmpl.ok()) return 0;
     size_t checked = 0;
-    for (const std::string& line : Lines(ReadText(out + "/" + checkpoint + "/verdicts.jsonl"))) {
+    for (const std::string& line : VerdictRows(out + "/" + checkpoint + "/verdicts.jsonl")) {
       rapidjson::Document row;
       row.Parse(line.c_str());
       EXPECT_FALSE(row.HasParseError()) << line;
@@ -460,8 +463,8 @@ TEST_F(RunIntegrationTest, ShardedRunsMergeToTheUnshardedResult) {
               0);
   }
   // Each shard graded its own half of the tasks.
-  const size_t shard0 = Lines(ReadText(sharded + "/shard-0/base/verdicts.jsonl")).size();
-  const size_t shard1 = Lines(ReadText(sharded + "/shard-1/base/verdicts.jsonl")).size();
+  const size_t shard0 = VerdictRows(sharded + "/shard-0/base/verdicts.jsonl").size();
+  const size_t shard1 = VerdictRows(sharded + "/shard-1/base/verdicts.jsonl").size();
   EXPECT_GT(shard0, 0u);
   EXPECT_GT(shard1, 0u);
   EXPECT_EQ(shard0 + shard1, rows_per_checkpoint_);
@@ -517,7 +520,8 @@ TEST_F(RunIntegrationTest, BadUsageExitsWithTwo) {
   EXPECT_EQ(
       RunOrchestrator({"run", "--dataset=" + dataset_, "--out=" + dir_ + "/o"}, dir_, &stderr_text),
       2);
-  EXPECT_THAT(stderr_text, HasSubstr("no --responses given"));
+  EXPECT_THAT(stderr_text, HasSubstr("no --responses or --policy given"));
+  EXPECT_THAT(stderr_text, HasSubstr("--policy NAME=MODEL@URL"));
   EXPECT_EQ(RunOrchestrator({"run", "--dataset=" + dataset_, "--responses=a b=" + base_,
                              "--out=" + dir_ + "/o"},
                             dir_, &stderr_text),
@@ -676,11 +680,74 @@ TEST_F(RunIntegrationTest, AnEmptyJournalExitsWithTwo) {
   HB_ASSERT_OK(MakeDirs(out));
   HB_ASSERT_OK(WriteFileAtomically(out + "/journal.sqlite", ""));
   std::string stderr_text;
-  EXPECT_EQ(RunOrchestrator(RunArgs(out, "ipv4:127.0.0.1:1", {}, /*two_checkpoints=*/false), dir_,
-                            &stderr_text),
+  // The grader is connected first (the journal records what it grades with): embedded, so no
+  // replica is needed; nothing is sent upstream.
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded", {"--llm-base-url=http://127.0.0.1:1/v1"},
+                                    /*two_checkpoints=*/false),
+                            dir_, &stderr_text),
             2);
   EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: journal " + out +
                                      "/journal.sqlite is empty (0 bytes)"));
+}
+
+TEST_F(RunIntegrationTest, GradersThatDisagreeAreRefusedNamingBothReplicas) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster,
+                          StartCluster(2, {}, {}, {{}, {"--llm-model=other-model"}}));
+  std::string err;
+  EXPECT_EQ(RunOrchestrator(RunArgs(dir_ + "/out", cluster->Target()), dir_, &err), 2);
+  EXPECT_THAT(err, HasSubstr(absl::StrCat(
+                       "graders disagree on model: replica ipv4:127.0.0.1:", cluster->ports[0],
+                       " has 'gpt-4.1-2025-04-14', replica ipv4:127.0.0.1:", cluster->ports[1],
+                       " has 'other-model'")));
+  EXPECT_THAT(err, HasSubstr("start every hb-grader replica with the same --llm-model"));
+  EXPECT_EQ(JournalRows(dir_ + "/out/journal.sqlite"), 0);
+}
+
+TEST_F(RunIntegrationTest, ProvenanceRecordsWhatTheGradersGradeWith) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Cluster> cluster,
+      StartCluster(2, {},
+                   std::vector<std::string>{"--llm-model=grader-side", "--llm-temperature=0.25"}));
+  const std::string out = dir_ + "/out";
+  std::string err;
+  ASSERT_EQ(RunOrchestrator(
+                RunArgs(out, cluster->Target(), {"--llm-model=orchestrator-flag", "--examples=2"},
+                        /*two_checkpoints=*/false),
+                dir_, &err),
+            0)
+      << err;
+  rapidjson::Document summary;
+  summary.Parse(ReadText(out + "/base/summary.json").c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  EXPECT_STREQ(grader["model"].GetString(), "grader-side");
+  EXPECT_EQ(grader["temperature"].GetDouble(), 0.25);
+  EXPECT_STREQ(grader["upstream_base_url"].GetString(), cluster->sim.base_url.c_str());
+  EXPECT_STRNE(grader["version"].GetString(), "");
+  ASSERT_EQ(grader["replicas"].Size(), 2u);
+  EXPECT_EQ(std::string(grader["replicas"][0].GetString()),
+            absl::StrCat("ipv4:127.0.0.1:", cluster->ports[0]));
+  EXPECT_EQ(summary["provenance"]["shard"]["count"].GetInt(), 1);
+  EXPECT_THAT(ReadText(out + "/base/summary.json"), Not(HasSubstr("orchestrator-flag")));
+}
+
+TEST_F(RunIntegrationTest, CredentialsInTheBaseUrlNeverReachLogsOrReports) {
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Cluster> cluster, StartCluster(0, {}));
+  const std::string url =
+      absl::StrReplaceAll(cluster->sim.base_url, {{"http://", "http://alice:pa55word@"}});
+  const std::string out = dir_ + "/out";
+  std::string err;
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, "embedded", {"--llm-base-url=" + url, "--examples=2"},
+                                    /*two_checkpoints=*/false),
+                            dir_, &err),
+            0)
+      << err;
+  EXPECT_THAT(err, HasSubstr("http://[redacted]@127.0.0.1:"));  // the upstream is logged...
+  for (const std::string& text :
+       {err, ReadText(out + "/base/summary.json"), ReadText(out + "/base/report.html")}) {
+    EXPECT_THAT(text, Not(HasSubstr("pa55word")));  // ...never its credentials
+  }
+  EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("http://[redacted]@127.0.0.1:"));
 }
 
 TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
@@ -695,7 +762,7 @@ TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
   EXPECT_THAT(ReadText(orch.stderr_path), HasSubstr("SIGTERM received: stopping"));
   EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("\"incomplete\": true"));
   const int64_t committed = JournalOkRows(out + "/journal.sqlite");
-  EXPECT_EQ(static_cast<int64_t>(Lines(ReadText(out + "/base/verdicts.jsonl")).size()), committed);
+  EXPECT_EQ(static_cast<int64_t>(VerdictRows(out + "/base/verdicts.jsonl").size()), committed);
 }
 
 // ---- --grader-mode batch: the Batch API of hb-llm-sim ---------------------------------------
@@ -729,7 +796,7 @@ int64_t SimCounter(const hb::testing::LlmSim& sim, const std::string& name) {
 std::map<std::pair<std::string, int>, std::pair<bool, std::string>> VerdictMap(
     const std::string& path) {
   std::map<std::pair<std::string, int>, std::pair<bool, std::string>> out;
-  for (const std::string& line : Lines(ReadText(path))) {
+  for (const std::string& line : VerdictRows(path)) {
     rapidjson::Document row;
     row.Parse(line.c_str());
     if (row.HasParseError()) continue;

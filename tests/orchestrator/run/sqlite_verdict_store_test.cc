@@ -114,6 +114,35 @@ TEST(SqliteVerdictStoreTest, RowsSurviveReopen) {
   EXPECT_THAT(other, SizeIs(0));
 }
 
+TEST(SqliteVerdictStoreTest, RepliesShareTheJournalAndTheFirstOneIsKept) {
+  const std::string dir = hb::testing::MakeTempDir();
+  {
+    HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+    absl::Status committed = absl::UnknownError("no callback");
+    store->AppendReply(
+        ReplyRecord{"base", "p2", "{\"response\":\"two\"}", absl::FromUnixMillis(1700000000123)},
+        [&](const absl::Status& status) { committed = status; });
+    store->Append(OkRow("p2", 0, true), nullptr);  // one transaction may hold both kinds
+    store->AppendReply(ReplyRecord{"base", "p1", "one", absl::UnixEpoch()}, nullptr);
+    HB_ASSERT_OK(store->Flush());
+    HB_EXPECT_OK(committed);
+    // A second reply for a task never replaces the first (its rows were graded on it).
+    store->AppendReply(ReplyRecord{"base", "p1", "one again", absl::UnixEpoch()}, nullptr);
+    HB_ASSERT_OK(store->Flush());
+  }
+  HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> replies, store->Replies("base"));
+  ASSERT_THAT(replies, SizeIs(2));
+  EXPECT_EQ(replies[0].prompt_id, "p1");
+  EXPECT_EQ(replies[0].reply, "one");
+  EXPECT_EQ(replies[1].reply, "{\"response\":\"two\"}");
+  EXPECT_EQ(replies[1].time, absl::FromUnixMillis(1700000000123));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
+  EXPECT_THAT(rows, SizeIs(1));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> other, store->Replies("other"));
+  EXPECT_THAT(other, SizeIs(0));
+}
+
 // What the reports' totals need across resumes: which rows came from the verdict cache, and
 // the wall time of every run.
 TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {

@@ -16,8 +16,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/base/file.h"
+#include "common/base/json_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/journal_query.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 
@@ -69,15 +71,43 @@ std::string Text(const std::string& path) {
 
 // `path`'s text without the "cached_tokens" counts, which depend on what the simulator's prompt
 // cache saw before (another job's identical prompts), not on the job.
+// Also without the responses' sha256 in a verdicts.jsonl header (the responses files differ in
+// their cached tokens).
 std::string WithoutCachedTokens(const std::string& path) {
   static const std::regex kCached("\"cached_tokens\":[0-9]+");
-  return std::regex_replace(Text(path), kCached, "\"cached_tokens\":_");
+  static const std::regex kResponsesSha("\"responses_sha256\":\"[0-9a-f]+\"");
+  return std::regex_replace(std::regex_replace(Text(path), kCached, "\"cached_tokens\":_"),
+                            kResponsesSha, "\"responses_sha256\":_");
 }
 
 int Lines(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return 0;
   return static_cast<int>(std::count(text->begin(), text->end(), '\n'));
+}
+
+// The "metrics" member of a summary.json, as compact JSON (every score, with all its digits).
+std::string Metrics(const std::string& summary_path) {
+  rapidjson::Document doc;
+  doc.Parse(Text(summary_path).c_str());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("metrics")) {
+    return "<no metrics in " + summary_path + ">";
+  }
+  return WriteJson([&](JsonWriter& w) { doc["metrics"].Accept(w); });
+}
+
+// The simulator's --request-log lines, in arrival order: policy requests have "verdict":null,
+// grader requests a verdict.
+std::vector<std::string> RequestLog(const std::string& path) {
+  return absl::StrSplit(Text(path), '\n', absl::SkipEmpty());
+}
+bool IsPolicyRequest(const std::string& line) {
+  return absl::StrContains(line, "\"verdict\":null");
+}
+int CountRequests(const std::vector<std::string>& log, bool policy, size_t from = 0) {
+  int n = 0;
+  for (size_t i = from; i < log.size(); ++i) n += IsPolicyRequest(log[i]) == policy ? 1 : 0;
+  return n;
 }
 
 std::vector<std::string> SampleArgs(const LlmSim& sim, const std::string& model,
@@ -192,14 +222,14 @@ TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
   const std::string grader = absl::StrCat("--llm-base-url=", sim.base_url);
   const std::string tmpl = "--grader-template=" + ::hb::testing::ReferenceTemplatePath();
   const std::string policy = absl::StrCat("a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1");
-  const std::vector<std::string> common = {"run",  "--dataset=" + Dataset(), "--examples=5",  tmpl,
+  // Every real record: the scores must agree bit for bit, not just on a few tasks.
+  const std::vector<std::string> common = {"run",  "--dataset=" + Dataset(), tmpl,
                                            grader, "--simulated-verdicts",   "--progress=off"};
   std::vector<std::string> one_job = common;
   one_job.insert(one_job.end(), {"--policy=" + policy, "--out=" + dir + "/one"});
   ASSERT_EQ(RunOrchestrator(one_job, dir + "/one.stderr"), 0) << Text(dir + "/one.stderr");
 
   std::vector<std::string> sample = SampleArgs(sim, "ckpt-a", dir + "/a.jsonl");
-  sample.push_back("--examples=5");
   ASSERT_EQ(RunOrchestrator(sample, dir + "/sample.stderr"), 0);
   std::vector<std::string> two_steps = common;
   two_steps.insert(two_steps.end(), {"--responses=a=" + dir + "/a.jsonl", "--out=" + dir + "/two"});
@@ -211,10 +241,14 @@ TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
             WithoutCachedTokens(dir + "/two/a/verdicts.jsonl"));
   EXPECT_EQ(WithoutCachedTokens(dir + "/one/a/tasks.jsonl"),
             WithoutCachedTokens(dir + "/two/a/tasks.jsonl"));
+  EXPECT_EQ(Metrics(dir + "/one/a/summary.json"), Metrics(dir + "/two/a/summary.json"));
+  EXPECT_THAT(Metrics(dir + "/one/a/summary.json"), HasSubstr("\"overall_score\""));
 
   // Resumable: the same command again asks the policy nothing and grades nothing new.
   ASSERT_EQ(RunOrchestrator(one_job, dir + "/again.stderr"), 0) << Text(dir + "/again.stderr");
-  EXPECT_THAT(Text(dir + "/again.stderr"), HasSubstr("5 from the journal, 0 to sample"));
+  EXPECT_THAT(Text(dir + "/again.stderr"),
+              HasSubstr("30 task(s) with a reply in the journal, 0 to sample"));
+  EXPECT_THAT(Text(dir + "/again.stderr"), HasSubstr("0 to grade"));
 
   // A checkpoint name used twice, across --policy and --responses.
   std::vector<std::string> twice = common;
@@ -257,6 +291,138 @@ TEST(SampleIntegrationTest, ShardedRunPolicyMergesToTheUnshardedResult) {
   EXPECT_EQ(Lines(dir + "/merged/a/responses.jsonl"), 6);
   EXPECT_EQ(WithoutCachedTokens(dir + "/merged/a/tasks.jsonl"),
             WithoutCachedTokens(dir + "/whole/a/tasks.jsonl"));
+}
+
+std::vector<std::string> PolicyRunArgs(const LlmSim& sim, const std::string& out) {
+  return {"run",
+          "--dataset=" + Dataset(),
+          "--grader-template=" + ::hb::testing::ReferenceTemplatePath(),
+          absl::StrCat("--llm-base-url=", sim.base_url),
+          "--simulated-verdicts",
+          absl::StrCat("--policy=a=ckpt-a@http://127.0.0.1:", sim.port, "/policy/v1"),
+          "--out=" + out};
+}
+
+TEST(SampleIntegrationTest, RunPolicyGradesATasksRowsBeforeTheLastTaskIsSampled) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({"--policy-latency-ms=300", "--request-log=" + dir + "/requests.log"});
+  std::vector<std::string> args = PolicyRunArgs(sim, dir + "/out");
+  // One policy call at a time: the last task is asked for only after 5 replies (1.5 s).
+  args.insert(args.end(), {"--examples=6", "--policy-max-in-flight=1", "--progress=log",
+                           "--progress-interval=100ms"});
+  ASSERT_EQ(RunOrchestrator(args, dir + "/stderr"), 0) << Text(dir + "/stderr");
+
+  const std::vector<std::string> log = RequestLog(dir + "/requests.log");
+  ASSERT_EQ(CountRequests(log, /*policy=*/true), 6);
+  size_t first_grader = log.size();
+  size_t last_policy = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (IsPolicyRequest(log[i])) {
+      last_policy = i;
+    } else if (first_grader == log.size()) {
+      first_grader = i;
+    }
+  }
+  // The simulator logs requests as they arrive: grading started while sampling went on.
+  EXPECT_LT(first_grader, last_policy);
+  EXPECT_GT(CountRequests(log, /*policy=*/false), 0);
+  // The progress line shows both halves.
+  EXPECT_THAT(Text(dir + "/stderr"), HasSubstr("sampled "));
+  EXPECT_THAT(Text(dir + "/stderr"), HasSubstr("/6 (0 in flight) | graded rows "));
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), 6);
+}
+
+TEST(SampleIntegrationTest, RunPolicySigkillThenResumeNeitherResamplesNorRegrades) {
+  const std::string dir = MakeTempDir();
+  // Grading lags sampling (400 ms vs 150 ms a call), so a kill leaves replies not yet graded.
+  LlmSim sim = StartSim(
+      {"--policy-latency-ms=150", "--latency-ms=400", "--request-log=" + dir + "/requests.log"});
+  std::vector<std::string> args = PolicyRunArgs(sim, dir + "/out");
+  args.insert(args.end(), {"--policy-max-in-flight=2", "--progress=off"});
+  std::unique_ptr<ChildProcess> first = Spawn(args, dir + "/first.stderr");
+  ASSERT_NE(first, nullptr);
+  // Poll the simulator's log (a file's state, not synchronisation) until sampling is under way.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 10 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  first->Stop(SIGKILL, absl::Seconds(10));
+  const std::string journal = dir + "/out/journal.sqlite";
+  const int64_t replies = ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM replies");
+  const int64_t graded =
+      ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM rows WHERE status = 'ok'");
+  const int64_t replied_not_graded = ::hb::testing::QueryJournalInt(
+      journal,
+      "SELECT COUNT(*) FROM replies r WHERE (SELECT COUNT(*) FROM rows w WHERE w.checkpoint = "
+      "r.checkpoint AND w.prompt_id = r.prompt_id AND w.status = 'ok') = 0");
+  ASSERT_GE(replies, 5);
+  ASSERT_LT(replies, 30) << "the job finished before it was killed";
+  EXPECT_GT(replied_not_graded, 0);
+  const size_t before = RequestLog(dir + "/requests.log").size();
+
+  ASSERT_EQ(RunOrchestrator(args, dir + "/second.stderr"), 0) << Text(dir + "/second.stderr");
+  const std::vector<std::string> log = RequestLog(dir + "/requests.log");
+  // Only the tasks without a journaled reply were sampled again ...
+  EXPECT_EQ(CountRequests(log, /*policy=*/true, before), 30 - replies);
+  // ... and only the rows not graded were graded (those of journaled replies included).
+  const int64_t total =
+      ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM rows WHERE status = 'ok'");
+  EXPECT_EQ(CountRequests(log, /*policy=*/false, before), total - graded);
+  EXPECT_EQ(::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM replies"), 30);
+
+  // The same reports as a run never interrupted.
+  std::vector<std::string> clean = PolicyRunArgs(sim, dir + "/clean");
+  clean.push_back("--progress=off");
+  ASSERT_EQ(RunOrchestrator(clean, dir + "/clean.stderr"), 0) << Text(dir + "/clean.stderr");
+  for (const char* file : {"responses.jsonl", "verdicts.jsonl", "tasks.jsonl"}) {
+    EXPECT_EQ(WithoutCachedTokens(absl::StrCat(dir, "/out/a/", file)),
+              WithoutCachedTokens(absl::StrCat(dir, "/clean/a/", file)))
+        << file;
+  }
+  EXPECT_EQ(Metrics(dir + "/out/a/summary.json"), Metrics(dir + "/clean/a/summary.json"));
+}
+
+TEST(SampleIntegrationTest, RunPolicySigtermStopsSamplingWritesWhatItHasAndResumes) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim(
+      {"--policy-latency-ms=300", "--latency-ms=300", "--request-log=" + dir + "/requests.log"});
+  std::vector<std::string> args = PolicyRunArgs(sim, dir + "/out");
+  args.insert(args.end(), {"--policy-max-in-flight=2", "--progress=off"});
+  std::unique_ptr<ChildProcess> run = Spawn(args, dir + "/first.stderr");
+  ASSERT_NE(run, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 6 &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const int status = run->Stop(SIGTERM, absl::Seconds(30));
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 4) << Text(dir + "/first.stderr");
+  const int64_t replies =
+      ::hb::testing::QueryJournalInt(dir + "/out/journal.sqlite", "SELECT COUNT(*) FROM replies");
+  ASSERT_LT(replies, 30);
+  // What was sampled is written, and the message says what is left.
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), replies);
+  EXPECT_THAT(Text(dir + "/first.stderr"),
+              HasSubstr(absl::StrCat("and sample the ", 30 - replies, " task(s) without a reply")));
+  ASSERT_EQ(RunOrchestrator(args, dir + "/second.stderr"), 0) << Text(dir + "/second.stderr");
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), 30);
+}
+
+TEST(SampleIntegrationTest, RunPolicyGradesASubset) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({});
+  std::vector<std::string> args = PolicyRunArgs(sim, dir + "/out");
+  args.insert(args.end(),
+              {"--subset=hard",
+               "--subset-dataset=" + ::hb::testing::SharedDataFile(::hb::testing::kHardHead4),
+               "--progress=off"});
+  ASSERT_EQ(RunOrchestrator(args, dir + "/stderr"), 0) << Text(dir + "/stderr");
+  // Only the subset's tasks were sampled and graded.
+  EXPECT_EQ(Lines(dir + "/out/a/responses.jsonl"), 4);
+  EXPECT_EQ(Lines(dir + "/out/a/tasks.jsonl"), 4);
+  EXPECT_THAT(Text(dir + "/out/a/summary.json"), HasSubstr("\"subset\": \"hard\""));
 }
 
 }  // namespace
