@@ -203,6 +203,7 @@ absl::StatusOr<std::vector<size_t>> BatchGrader::ReadyRows() {
       RowRecord record;
       record.key = rows_[i].Key();
       record.attempts = attempts_[i];
+      record.batch = true;
       record.error = absl::StrCat("UNAVAILABLE: no usable batch answer (attempt ", attempts_[i],
                                   " of ", options_.max_attempts, ")");
       record.time = absl::Now();
@@ -406,6 +407,7 @@ absl::Status BatchGrader::Record(Active& a, std::vector<size_t>& retry) {
     RowRecord record;
     record.key = rows_[i].Key();
     record.attempts = attempts_[i];
+    record.batch = true;
     record.time = now;
     if (it != answers.end()) {
       record.prompt_tokens = it->second.usage.prompt_tokens;

@@ -677,6 +677,9 @@ struct ReportTotals {
   TokenCounts tokens;
   int64_t from_cache_rows = 0;
   TokenCounts saved_tokens;
+  // The rows graded through the Batch API and their part of `tokens`.
+  int64_t batch_rows = 0;
+  TokenCounts batch_tokens;
 };
 
 // This run's tasks that have no response in `c`.
@@ -714,6 +717,7 @@ absl::Status CollectRows(const RunInputs& inputs, const LoadedCheckpoint& c, Ver
       v.cached_tokens = row.cached_tokens;
       v.completion_tokens = row.completion_tokens;
       v.from_cache = row.from_cache;
+      v.batch = row.batch;
       verdicts.push_back(std::move(v));
     } else {
       failures.push_back(RowFailure{row.key.prompt_id, row.key.rubric_index, row.error});
@@ -773,6 +777,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.shard_count = options.shard_count;
     context.checkpoint_index = static_cast<int>(i);
     context.prices = options.prices;
+    context.batch_price_factor = options.batch_price_factor;
     context.wall_time = wall_time;
     const std::string dir = JoinPath(run_dir, c.spec.name);
     absl::StatusOr<CheckpointResult> result =
@@ -784,6 +789,8 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     totals.tokens += result->tokens;
     totals.from_cache_rows += result->from_cache_rows;
     totals.saved_tokens += result->saved_tokens;
+    totals.batch_rows += result->batch_rows;
+    totals.batch_tokens += result->batch_tokens;
     PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
     results.push_back(*std::move(result));
   }
@@ -812,10 +819,14 @@ void PrintCostLine(const RunOptions& options, const ReportTotals& totals, absl::
   std::string line = absl::StrFormat(
       "hb-orchestrator run: cost $%.2f: tokens in %s (cached %s) out %s at $%.2f / $%.2f / $%.2f "
       "per million input / cached input / output tokens",
-      CostUsd(totals.tokens, prices), FormatTokenCount(totals.tokens.prompt_tokens),
-      FormatTokenCount(totals.tokens.cached_tokens),
+      SpentCostUsd(totals.tokens, totals.batch_tokens, prices, options.batch_price_factor),
+      FormatTokenCount(totals.tokens.prompt_tokens), FormatTokenCount(totals.tokens.cached_tokens),
       FormatTokenCount(totals.tokens.completion_tokens), prices.input_per_mtok,
       prices.cached_input_per_mtok, prices.output_per_mtok);
+  if (totals.batch_rows > 0) {
+    absl::StrAppend(&line, absl::StrFormat("; %d row(s) through the Batch API at x%g",
+                                           totals.batch_rows, options.batch_price_factor));
+  }
   if (totals.from_cache_rows > 0) {
     absl::StrAppend(&line,
                     absl::StrFormat("; %d verdict(s) from the verdict cache saved $%.2f",

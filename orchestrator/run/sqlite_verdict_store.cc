@@ -41,14 +41,16 @@ absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
   return absl::OkStatus();
 }
 
-// Journals written before the verdict cache have no rows.from_cache: add it (their rows were
-// all graded upstream, hence the default 0).
-absl::Status AddFromCacheColumn(sqlite3* db, const std::string& path) {
+// Journals written before the verdict cache (resp. batch grading) have no rows.from_cache
+// (resp. rows.batch): add it (their rows were all graded online, hence the default 0).
+absl::Status AddFlagColumn(sqlite3* db, const std::string& path, const std::string& column) {
   sqlite3_stmt* probe = nullptr;
-  const int rc = sqlite3_prepare_v2(db, "SELECT from_cache FROM rows LIMIT 0", -1, &probe, nullptr);
+  const std::string select = "SELECT " + column + " FROM rows LIMIT 0";
+  const int rc = sqlite3_prepare_v2(db, select.c_str(), -1, &probe, nullptr);
   sqlite3_finalize(probe);
   if (rc == SQLITE_OK) return absl::OkStatus();
-  return Exec(db, path, "ALTER TABLE rows ADD COLUMN from_cache INTEGER NOT NULL DEFAULT 0");
+  const std::string alter = "ALTER TABLE rows ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
+  return Exec(db, path, alter.c_str());
 }
 
 // RAII prepared statement.
@@ -235,7 +237,8 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
                     " wall_ms INTEGER NOT NULL);");
     }
-    if (status.ok()) status = AddFromCacheColumn(db, path);
+    if (status.ok()) status = AddFlagColumn(db, path, "from_cache");
+    if (status.ok()) status = AddFlagColumn(db, path, "batch");
     if (!status.ok()) return fail(status);
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
     if (!existing.ok()) return fail(existing.status());
@@ -370,8 +373,8 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
         db_,
         "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
         " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens,"
-        " error, time_unix_ms, from_cache)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " error, time_unix_ms, from_cache, batch)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
         " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
         " status = excluded.status, criteria_met = excluded.criteria_met,"
         " explanation = excluded.explanation,"
@@ -380,7 +383,7 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
         " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
         " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
         " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
-        " from_cache = excluded.from_cache"
+        " from_cache = excluded.from_cache, batch = excluded.batch"
         " WHERE rows.status != 'ok'");
     // A task's first reply is the one its rows were graded on: never replace it.
     Statement insert_reply(db_,
@@ -430,6 +433,7 @@ absl::Status SqliteVerdictStore::WriteRow(sqlite3_stmt* s, const RowRecord& row)
   BindText(s, 11, row.error);
   sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
   sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
+  sqlite3_bind_int(s, 14, row.batch ? 1 : 0);
   const int rc = sqlite3_step(s);
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a row");
   return absl::OkStatus();
@@ -440,7 +444,8 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
   Statement stmt(db_,
                  "SELECT prompt_id, rubric_index, status, criteria_met, explanation, attempts,"
                  " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,"
-                 " from_cache FROM rows WHERE checkpoint = ?1 ORDER BY prompt_id, rubric_index");
+                 " from_cache, batch FROM rows WHERE checkpoint = ?1"
+                 " ORDER BY prompt_id, rubric_index");
   if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading rows");
   BindText(stmt.get(), 1, checkpoint);
   std::vector<RowRecord> out;
@@ -461,6 +466,7 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
     row.error = ColumnText(s, 9);
     row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
     row.from_cache = sqlite3_column_int(s, 11) != 0;
+    row.batch = sqlite3_column_int(s, 12) != 0;
     out.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");

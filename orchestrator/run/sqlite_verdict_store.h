@@ -16,8 +16,8 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
-//        from_cache (added to older journals on open), PRIMARY KEY (checkpoint, prompt_id,
-//        rubric_index))
+//        from_cache, batch (both added to older journals on open), PRIMARY KEY (checkpoint,
+//        prompt_id, rubric_index))
 //   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
 //        adds up across resumes like the rows' tokens do
 //   batches(name PRIMARY KEY, input_path, requests, file_id, batch_id, state)   (batch_journal.h)

@@ -22,6 +22,14 @@ double CostUsd(const TokenCounts& tokens, const TokenPrices& prices, double pric
          1e6 * price_factor;
 }
 
+double SpentCostUsd(const TokenCounts& spent, const TokenCounts& batch, const TokenPrices& prices,
+                    double batch_price_factor) {
+  const TokenCounts online{spent.prompt_tokens - batch.prompt_tokens,
+                           spent.cached_tokens - batch.cached_tokens,
+                           spent.completion_tokens - batch.completion_tokens};
+  return CostUsd(online, prices) + CostUsd(batch, prices, batch_price_factor);
+}
+
 absl::Status ValidateBatchPriceFactor(double factor) {
   if (factor >= 0 && factor <= 1) return absl::OkStatus();
   return absl::InvalidArgumentError(

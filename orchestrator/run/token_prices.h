@@ -29,6 +29,11 @@ absl::Status ValidateTokenPrices(const TokenPrices& prices);
 // input and output tokens each at their price.
 double CostUsd(const TokenCounts& tokens, const TokenPrices& prices, double price_factor = 1.0);
 
+// US dollars for `spent` tokens of which `batch` (a part of them) were graded through the Batch
+// API: those at `prices` x `batch_price_factor`, the rest at `prices`.
+double SpentCostUsd(const TokenCounts& spent, const TokenCounts& batch, const TokenPrices& prices,
+                    double batch_price_factor);
+
 // kInvalidArgument "--batch-price-factor must be in [0, 1], got X" otherwise.
 absl::Status ValidateBatchPriceFactor(double factor);
 

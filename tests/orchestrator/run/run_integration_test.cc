@@ -861,6 +861,25 @@ TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRu
   EXPECT_EQ(SimCounter(sim, "hb_sim_batch_requests_total"),
             static_cast<int64_t>(rows_per_checkpoint_));
   EXPECT_THAT(stderr_text, HasSubstr("at batch price (x0.5)"));
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("; ", rows_per_checkpoint_,
+                                                  " row(s) through the Batch API at x0.5")));
+  // The dollars each run reports itself: the batch run's tokens at half the online prices.
+  for (const std::string& run : {online, batch}) {
+    rapidjson::Document summary;
+    summary.Parse(ReadText(run + "/base/summary.json").c_str());
+    ASSERT_FALSE(summary.HasParseError()) << run;
+    const rapidjson::Value& usage = summary["usage"];
+    const double factor = run == batch ? 0.5 : 1.0;
+    const double uncached = usage["prompt_tokens"].GetDouble() - usage["cached_tokens"].GetDouble();
+    const double dollars = (uncached * 2.0 + usage["cached_tokens"].GetDouble() * 0.5 +
+                            usage["completion_tokens"].GetDouble() * 8.0) /
+                           1e6;
+    EXPECT_GT(dollars, 0) << run;
+    EXPECT_NEAR(usage["cost_usd"].GetDouble(), dollars * factor, 1e-9) << run;
+    EXPECT_EQ(usage["batch_rows"].GetInt64(),
+              run == batch ? static_cast<int64_t>(rows_per_checkpoint_) : 0)
+        << run;
+  }
 
   // Every input line's body is the line dry-run prints for the same row.
   ASSERT_EQ(RunOrchestrator(

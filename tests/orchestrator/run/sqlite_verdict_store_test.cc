@@ -145,7 +145,7 @@ TEST(SqliteVerdictStoreTest, RepliesShareTheJournalAndTheFirstOneIsKept) {
 
 // What the reports' totals need across resumes: which rows came from the verdict cache, and
 // the wall time of every run.
-TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {
+TEST(SqliteVerdictStoreTest, KeepsFromCacheBatchAndRunTimesAcrossReopen) {
   const std::string dir = hb::testing::MakeTempDir();
   {
     HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
@@ -153,23 +153,31 @@ TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {
     hit.from_cache = true;
     hit.attempts = 0;
     store->Append(hit, nullptr);
-    store->Append(OkRow("p1", 1, false), nullptr);
+    RowRecord batch = OkRow("p1", 1, false);
+    batch.batch = true;
+    store->Append(batch, nullptr);
+    store->Append(OkRow("p1", 2, false), nullptr);
     HB_ASSERT_OK(store->Flush());
     HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000000), absl::Milliseconds(1500)));
   }
   HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
   HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000100), absl::Milliseconds(2250)));
   HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
-  ASSERT_THAT(rows, SizeIs(2));
+  ASSERT_THAT(rows, SizeIs(3));
   EXPECT_TRUE(rows[0].from_cache);
+  EXPECT_FALSE(rows[0].batch);
   EXPECT_EQ(rows[0].attempts, 0);
   EXPECT_FALSE(rows[1].from_cache);
+  EXPECT_TRUE(rows[1].batch);
+  EXPECT_FALSE(rows[2].from_cache);
+  EXPECT_FALSE(rows[2].batch);
   HB_ASSERT_OK_AND_ASSIGN(absl::Duration total, store->TotalRunTime());
   EXPECT_EQ(total, absl::Milliseconds(3750));
 }
 
-// A journal written before the verdict cache existed gets the column, its rows not from it.
-TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
+// A journal written before the verdict cache and batch grading existed gets the columns, its
+// rows neither from the cache nor batch-graded.
+TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheAndBatchColumns) {
   const std::string dir = hb::testing::MakeTempDir();
   {
     HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
@@ -178,9 +186,10 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir + "/" + kJournalFileName).c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE rows DROP COLUMN from_cache", nullptr, nullptr, nullptr),
-            SQLITE_OK)
-      << sqlite3_errmsg(db);
+  for (const char* sql :
+       {"ALTER TABLE rows DROP COLUMN from_cache", "ALTER TABLE rows DROP COLUMN batch"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  }
   sqlite3_close(db);
   HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
   store->Append(OkRow("p1", 1, true), nullptr);
@@ -189,6 +198,8 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
   ASSERT_THAT(rows, SizeIs(2));
   EXPECT_FALSE(rows[0].from_cache);
   EXPECT_FALSE(rows[1].from_cache);
+  EXPECT_FALSE(rows[0].batch);
+  EXPECT_FALSE(rows[1].batch);
 }
 
 TEST(SqliteVerdictStoreTest, CommittedRowsSurviveSigkill) {
