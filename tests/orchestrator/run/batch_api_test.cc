@@ -94,6 +94,16 @@ TEST_F(BatchApiTest, UploadsTheFileAsMultipartStreamedFromDisk) {
   EXPECT_THAT(r.body_parts[2].data, HasSubstr("--\r\n"));
 }
 
+// An endpoint that takes smaller files than --batch-max-file-bytes says so with a 413.
+TEST_F(BatchApiTest, AFileTooLargeIsFinalAndNamesTheFlagToLower) {
+  http_.Then(MakeHttpResponse(413, "Request Entity Too Large"));
+  EXPECT_THAT(api_.UploadFile("/run/batch/batch-000001.jsonl"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("HTTP 413: Request Entity Too Large; the endpoint takes smaller "
+                                 "files: lower --batch-max-file-bytes")));
+  EXPECT_TRUE(scheduler_.delays.empty());
+}
+
 TEST_F(BatchApiTest, CreatesPollsAndParsesBatches) {
   http_.Then(MakeHttpResponse(200, kBatch));
   http_.Then(MakeHttpResponse(200, kBatch));
