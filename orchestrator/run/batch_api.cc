@@ -67,14 +67,15 @@ absl::Status Refusal(const HttpResponse& response, const std::string& what,
   if ((code >= 200 && code < 300) || RetryableHttp(code)) return absl::OkStatus();
   std::string fix;
   if (code == 401 || code == 403) {
-    fix = "; check the API key (--llm-api-key-file or $OPENAI_API_KEY) and that it may use the "
-          "Batch API";
+    fix =
+        "; check the API key (--llm-api-key-file or $OPENAI_API_KEY) and that it may use the "
+        "Batch API";
   } else if (code == 413) {
     fix = "; the endpoint takes smaller files: lower --batch-max-file-bytes";
   }
   return absl::FailedPreconditionError(absl::StrCat("the Batch API refused ", what, " (", url,
-                                                    "): HTTP ", code, ": ",
-                                                    ServerMessage(response), fix));
+                                                    "): HTTP ", code, ": ", ServerMessage(response),
+                                                    fix));
 }
 
 }  // namespace
