@@ -107,13 +107,10 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         rate_limit_ = result->rate_limit;
         rate_limit_seen_ = attempt_start_;
       }
-      if (const size_t limit = grader_.config_.limits.max_grader_reply_bytes;
-          result->content.size() > limit) {
-        FinishLocked(absl::FailedPreconditionError(absl::StrCat(
-            "the grader's reply is ", result->content.size(), " bytes; the limit is ", limit,
-            " (max_grader_reply_bytes): the upstream at --llm-base-url is not answering like the "
-            "configured model (max_tokens ",
-            grader_.config_.settings.max_tokens, ")")));
+      if (absl::Status size = CheckGraderReplySize(result->content.size(), grader_.config_.limits,
+                                                   grader_.config_.settings.max_tokens);
+          !size.ok()) {
+        FinishLocked(std::move(size));
         return;
       }
       absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
@@ -270,6 +267,15 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
   FailureKind last_kind_ ABSL_GUARDED_BY(mu_) = FailureKind::kConnection;
   std::string last_failure_ ABSL_GUARDED_BY(mu_);
 };
+
+absl::Status CheckGraderReplySize(size_t bytes, const GraderLimits& limits, int max_tokens) {
+  if (bytes <= limits.max_grader_reply_bytes) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the grader's reply is ", bytes, " bytes; the limit is ", limits.max_grader_reply_bytes,
+      " (max_grader_reply_bytes): the upstream at --llm-base-url is not answering like the "
+      "configured model (max_tokens ",
+      max_tokens, ")"));
+}
 
 Grader::Grader(LlmClient& llm, Scheduler& scheduler, Clock& clock, std::function<double()> jitter,
                GraderTemplate grader_template, GraderConfig config, GraderMetrics* metrics,

@@ -57,6 +57,12 @@ struct GraderLimits {
   size_t max_grader_reply_bytes = 256 << 10;
 };
 
+// kFailedPrecondition (final) when a grader reply of `bytes` is over
+// limits.max_grader_reply_bytes: the upstream is not answering like the configured model. The
+// online grader and the Batch API path (orchestrator/run/batch_grader.h) both check it before
+// parsing a reply.
+absl::Status CheckGraderReplySize(size_t bytes, const GraderLimits& limits, int max_tokens);
+
 // Everything about how grading runs, except the collaborators.
 struct GraderConfig {
   GraderSettings settings;

@@ -14,14 +14,30 @@
 
 namespace hb {
 
-// One POST request.
+// A piece of a streamed request body: `data` as given, or the whole content of the file at
+// `file_path` (read while sending, never held in memory) when that is non-empty.
+struct HttpBodyPart {
+  std::string data;
+  std::string file_path;
+};
+
+// One request (POST unless `method` says otherwise).
 struct HttpRequest {
   std::string url;
+  // "POST" (the default) or "GET" (sends no body).
+  std::string method = "POST";
   // Extra request headers, sent as given (e.g. {"Content-Type", "application/json"}).
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // When non-empty, the POST body is these parts in order, streamed (`body` is ignored): how a
+  // multipart upload of a file of hundreds of MB goes out without loading it. A file that
+  // cannot be read fails the request with kFailedPrecondition naming it.
+  std::vector<HttpBodyPart> body_parts;
   // Whole-request timeout (connect + send + wait + receive).
   absl::Duration timeout = absl::Seconds(120);
+  // Largest response body kept for this request; 0: the client's own limit (e.g. a file
+  // download may allow more than a chat completion).
+  size_t max_response_body_bytes = 0;
 };
 
 // A complete HTTP response, whatever its status code.
@@ -55,8 +71,9 @@ class HttpClient {
 
   virtual ~HttpClient() = default;
 
-  // Starts `request`; `done` runs once on the client's thread (never inline, except after
-  // shutdown, when it runs inline with kCancelled). `done` must not block. Thread-safe.
+  // Starts `request` (despite the name, any method of HttpRequest); `done` runs once on the
+  // client's thread (never inline, except after shutdown, when it runs inline with kCancelled).
+  // `done` must not block. Thread-safe.
   virtual CallId Post(HttpRequest request, HttpCallback done) = 0;
 
   // Aborts a request in progress: its `done` runs with kCancelled unless it has completed

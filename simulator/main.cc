@@ -164,6 +164,8 @@ void OnRequest(evhttp_request* req, void* arg) {
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
   const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
   const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+  const char* content_type =
+      evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
   evbuffer* in = evhttp_request_get_input_buffer(req);
   const size_t size = evbuffer_get_length(in);
   const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
@@ -172,6 +174,7 @@ void OnRequest(evhttp_request* req, void* arg) {
   request.method = MethodName(evhttp_request_get_command(req));
   request.path = path == nullptr || *path == '\0' ? "/" : path;
   request.authorization = auth == nullptr ? "" : auth;
+  request.content_type = content_type == nullptr ? "" : content_type;
   request.body = absl::string_view(data, size);
   SimAction action = server->sim->Handle(request);
   if (action.is_chat) server->log->Write(action.log_line);
@@ -306,6 +309,15 @@ void AddFlags(cli::Command& command, Flags* flags) {
                "tokens (prompt estimate + max_tokens) per 60 s window; 0 = unlimited");
   command.Flag("prompt-cache-ttl", &sim.prompt_cache.ttl, "DURATION",
                "how long a cached prompt prefix stays usable after its last use (e.g. 5m)");
+  command.Group("Batch API (/v1/files, /v1/batches)");
+  command.Flag("batch-completion-delay", &sim.batch.completion_delay, "DURATION",
+               "how long after its creation a batch completes (its lines are answered then, "
+               "through the chat handling above, faults included)");
+  command.Flag("batch-fault-failed", &sim.batch.fault_failed, "RATE",
+               "rate of batch lines put in the error file as failed (server_error)");
+  command.Flag("batch-fault-expired", &sim.batch.fault_expired, "RATE",
+               "rate of batch lines put in the error file as expired (batch_expired); the "
+               "batch's status is then 'expired'");
   command.Group("policy mode (POST /policy/v1/chat/completions)");
   command.Repeated("policy-models", &flags->policy_models, "NAME[,NAME...]",
                    "models the policy route serves (repeat or comma list); others get 404 "
@@ -317,7 +329,8 @@ void AddFlags(cli::Command& command, Flags* flags) {
 absl::Status Validate(const SimulatorOptions& options) {
   for (double rate : {options.faults.status_429, options.faults.status_500,
                       options.faults.status_503, options.faults.malformed, options.faults.fenced,
-                      options.faults.nonobject, options.faults.hang, options.faults.reset}) {
+                      options.faults.nonobject, options.faults.hang, options.faults.reset,
+                      options.batch.fault_failed, options.batch.fault_expired}) {
     if (!(rate >= 0 && rate <= 1)) {
       return absl::InvalidArgumentError("fault rates must be in [0, 1]");
     }
@@ -344,6 +357,7 @@ int Run(int argc, char** argv) {
       flags.sim.policy_models.emplace_back(absl::StripAsciiWhitespace(name));
     }
   }
+  flags.sim.batch.seed = flags.sim.seed;
   const SimulatorOptions& options = flags.sim;
   if (absl::Status valid = Validate(options); !valid.ok()) {
     return program.UsageError("", valid);

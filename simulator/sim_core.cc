@@ -124,7 +124,9 @@ Simulator::Simulator(SimulatorOptions options, const Clock* clock)
       clock_(clock),
       rate_limiter_(options_.rate_limits, clock),
       prompt_cache_(options_.prompt_cache, clock),
-      metrics_(InjectedFaultKinds()) {}
+      metrics_(InjectedFaultKinds()),
+      batch_(options_.batch, clock, &metrics_,
+             [this](const SimHttpRequest& chat) { return HandleChat(chat, /*policy=*/false); }) {}
 
 SimAction Simulator::Handle(const SimHttpRequest& request) {
   const bool chat_path =
@@ -133,6 +135,18 @@ SimAction Simulator::Handle(const SimHttpRequest& request) {
   if (chat_path && request.method == "POST") return HandleChat(request, /*policy=*/false);
   if (request.path == kPolicyChatPath && request.method == "POST") {
     return HandleChat(request, /*policy=*/true);
+  }
+  if (BatchService::Serves(request.path)) {
+    if (!options_.api_key.empty() &&
+        request.authorization != absl::StrCat("Bearer ", options_.api_key)) {
+      action.status = 401;
+      action.headers.emplace_back("Content-Type", kJsonType);
+      action.body =
+          BuildErrorBody("Incorrect API key provided. The simulator was started with --api-key.",
+                         "invalid_request_error", "invalid_api_key");
+      return action;
+    }
+    return batch_.Handle(request);
   }
   if (request.method == "GET" && request.path == "/healthz") {
     action.headers.emplace_back("Content-Type", "text/plain");

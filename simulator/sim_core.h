@@ -26,6 +26,7 @@
 #include "simulator/faults.h"
 #include "simulator/prompt_cache.h"
 #include "simulator/rate_limiter.h"
+#include "simulator/sim_batch.h"
 #include "simulator/sim_metrics.h"
 #include "simulator/sim_request.h"
 
@@ -59,6 +60,7 @@ struct SimHttpRequest {
   absl::string_view path;           // without the query string
   absl::string_view authorization;  // the Authorization header, empty when absent
   absl::string_view body;
+  absl::string_view content_type;  // the Content-Type header, empty when absent
 };
 
 // What the server must do.
@@ -86,9 +88,13 @@ struct SimulatorOptions {
   // others get 404 model_not_found), and its latency (< 0: latency_ms).
   std::vector<std::string> policy_models;
   double policy_latency_ms = -1;
+  // The Batch API (sim_batch.h).
+  BatchOptions batch;
 };
 
-// Handles requests (see simulator/README.md for the full contract). Chat requests go through, in
+// Handles requests (see simulator/README.md for the full contract). Batch API requests
+// (BatchService) are authenticated like chat requests, and each batch line is answered as one
+// chat request. Chat requests go through, in
 // order: authentication (401), parsing (400), for policy requests the model check (404), the
 // rate limiter (429), the fault draw, then the reply. Latency applies to replies with status
 // 200/500/503 and to resets; 400, 401 and 429 answer at once. Every chat response carries
@@ -122,6 +128,7 @@ class Simulator {
   PromptCache prompt_cache_;
   std::atomic<uint64_t> next_seq_{0};
   SimMetrics metrics_;
+  BatchService batch_;
 };
 
 }  // namespace hb::sim

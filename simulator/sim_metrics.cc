@@ -32,7 +32,17 @@ SimMetrics::SimMetrics(const std::vector<std::string>& fault_kinds)
                      .Name("hb_sim_in_flight")
                      .Help("Requests held by the server (delayed or hanging).")
                      .Register(*registry_)
-                     .Add({})) {
+                     .Add({})),
+      batch_files_(Plain(*registry_, "hb_sim_batch_files_total", "Batch input files uploaded.")),
+      batches_(Plain(*registry_, "hb_sim_batches_total", "Batches created.")),
+      batch_requests_(
+          Plain(*registry_, "hb_sim_batch_requests_total", "Request lines of created batches.")),
+      batch_completed_(Plain(*registry_, "hb_sim_batch_requests_completed_total",
+                             "Batch lines answered in an output file.")),
+      batch_failed_(Plain(*registry_, "hb_sim_batch_requests_failed_total",
+                          "Batch lines in an error file (failed, expired, invalid).")),
+      batches_cancelled_(
+          Plain(*registry_, "hb_sim_batches_cancelled_total", "Batches cancelled.")) {
   for (const std::string& kind : fault_kinds) faults_.Add({{"kind", kind}});
 }
 

@@ -2,7 +2,10 @@
 // GET /metrics by prometheus::TextSerializer. Thread-safe.
 //
 //   hb_sim_requests_total, hb_sim_responses_total{status}, hb_sim_faults_total{kind},
-//   hb_sim_rate_limited_total, hb_sim_{prompt,completion,cached}_tokens_total, hb_sim_in_flight
+//   hb_sim_rate_limited_total, hb_sim_{prompt,completion,cached}_tokens_total, hb_sim_in_flight,
+//   Batch API: hb_sim_batch_files_total, hb_sim_batches_total, hb_sim_batch_requests_total
+//   (lines of created batches), hb_sim_batch_requests_{completed,failed}_total,
+//   hb_sim_batches_cancelled_total
 #pragma once
 
 #include <array>
@@ -34,6 +37,18 @@ class SimMetrics {
   void PromptTokens(int64_t n) { prompt_tokens_.Increment(static_cast<double>(n)); }
   void CompletionTokens(int64_t n) { completion_tokens_.Increment(static_cast<double>(n)); }
   void CachedTokens(int64_t n) { cached_tokens_.Increment(static_cast<double>(n)); }
+  // Batch API: a file uploaded; a batch of `requests` lines created; lines finished (output or
+  // error file); a batch cancelled.
+  void BatchFileUploaded() { batch_files_.Increment(); }
+  void BatchCreated(int64_t requests) {
+    batches_.Increment();
+    batch_requests_.Increment(static_cast<double>(requests));
+  }
+  void BatchRequestsFinished(int64_t completed, int64_t failed) {
+    batch_completed_.Increment(static_cast<double>(completed));
+    batch_failed_.Increment(static_cast<double>(failed));
+  }
+  void BatchCancelled() { batches_cancelled_.Increment(); }
   // Requests the server holds (delayed or hanging).
   void AddInFlight(int64_t delta) { in_flight_.Increment(static_cast<double>(delta)); }
 
@@ -50,6 +65,12 @@ class SimMetrics {
   prometheus::Counter& completion_tokens_;
   prometheus::Counter& cached_tokens_;
   prometheus::Gauge& in_flight_;
+  prometheus::Counter& batch_files_;
+  prometheus::Counter& batches_;
+  prometheus::Counter& batch_requests_;
+  prometheus::Counter& batch_completed_;
+  prometheus::Counter& batch_failed_;
+  prometheus::Counter& batches_cancelled_;
 };
 
 }  // namespace hb::sim

@@ -71,6 +71,7 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
   HB_RETURN_IF_ERROR(CheckExamples(options.examples));
   HB_RETURN_IF_ERROR(ValidateGraderSettings(options.grader));
   HB_RETURN_IF_ERROR(ValidateTokenPrices(options.prices));
+  HB_RETURN_IF_ERROR(ValidateBatchPriceFactor(options.batch_price_factor));
   if (options.est_output_tokens_per_row < 0) {
     return absl::InvalidArgumentError("--est-output-tokens-per-row must not be negative");
   }
@@ -132,11 +133,15 @@ std::string FormatDryRunEstimate(const DryRunOptions& options, const DryRunEstim
       "estimated output tokens: %d (%d per row)\n"
       "estimated cost: $%.2f without prompt caching, $%.2f with best-case prompt caching "
       "(%d cached input tokens)\n"
+      "estimated cost through the Batch API (run --grader-mode batch, x%g): $%.2f without "
+      "prompt caching, $%.2f with best-case prompt caching\n"
       "prices (USD per million tokens): input %.2f, cached input %.2f, output %.2f",
       estimate.rows, estimate.tasks_with_response, estimate.tasks, options.out,
       estimate.tasks - estimate.tasks_with_response, estimate.input_tokens, estimate.output_tokens,
       options.est_output_tokens_per_row, estimate.cost_uncached, estimate.cost_best_cached,
-      estimate.cached_input_tokens, options.prices.input_per_mtok,
+      estimate.cached_input_tokens, options.batch_price_factor,
+      estimate.cost_uncached * options.batch_price_factor,
+      estimate.cost_best_cached * options.batch_price_factor, options.prices.input_per_mtok,
       options.prices.cached_input_per_mtok, options.prices.output_per_mtok);
 }
 

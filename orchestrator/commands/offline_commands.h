@@ -52,6 +52,8 @@ struct DryRunOptions {
   bool prompt_cache_key_per_task = false;
   TokenPrices prices;
   int64_t est_output_tokens_per_row = 60;
+  // The Batch API's price as a fraction of the online one (the batch estimate).
+  double batch_price_factor = 0.5;
 };
 struct DryRunEstimate {
   int64_t tasks = 0, tasks_with_response = 0, rows = 0;

@@ -212,7 +212,6 @@ class OrchestratorCommandLine {
       response_specs_.push_back(std::move(spec));
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
-    HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
@@ -221,6 +220,7 @@ class OrchestratorCommandLine {
     if (!policies_.empty()) {
       HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags(options));
     }
+    HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     return options;
   }
 
@@ -350,6 +350,7 @@ class OrchestratorCommandLine {
     c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
            "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
     c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    AddBatchFlags(c, &o);
     c.Group("policy (for --policy)");
     cli::AddPolicySamplingFlags(c, &run_.policy);
     c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
@@ -359,6 +360,27 @@ class OrchestratorCommandLine {
            "live line on a terminal, log lines otherwise");
     c.Flag("progress-interval", &o.progress_interval, "DURATION", "between log lines");
     cli::AddPriceFlags(c, &o.prices);
+  }
+
+  static void AddBatchFlags(cli::Command& c, RunOptions* o) {
+    c.Group("batch (--grader-mode batch)");
+    c.Flag("grader-mode", &o->grader_mode, "online|batch",
+           "online: each row through the grader as it goes; batch: the same request bodies "
+           "through the OpenAI Batch API at --llm-base-url (files in DIR/batch, batch ids "
+           "journaled, resumable; half price, answers within 24h)");
+    c.Flag("batch-max-requests", &o->batch.max_requests, "N",
+           "requests per batch input file at most (the API's limit: 50000)");
+    c.Flag("batch-max-file-bytes", &o->batch.max_file_bytes, "BYTES",
+           "bytes per batch input file at most (the API's limit: 200 MB)");
+    c.Flag("batch-poll-interval", &o->batch.poll_interval, "DURATION",
+           "between two polls of the unfinished batches");
+    c.Flag("batch-fallback", &o->batch.fallback, "batch|online",
+           "how rows whose batch answer failed, expired or was malformed are sent again "
+           "(within --max-attempts per row): in a follow-up batch, or online");
+    c.Bool("batch-cancel", &o->batch.cancel,
+           "cancel the journal's unfinished batches, record what they answered, write the "
+           "partial reports and exit (4); the next run sends the rest again");
+    AddBatchPriceFactorFlag(c, &o->batch_price_factor);
   }
 
   void AddSample() {
@@ -430,6 +452,13 @@ class OrchestratorCommandLine {
     cli::AddPriceFlags(c, &o.prices);
     c.Flag("est-output-tokens-per-row", &o.est_output_tokens_per_row, "N",
            "estimated grader output tokens per row");
+    AddBatchPriceFactorFlag(c, &o.batch_price_factor);
+  }
+
+  static void AddBatchPriceFactorFlag(cli::Command& c, double* factor) {
+    c.Flag("batch-price-factor", factor, "F",
+           "Batch API price as a fraction of the online price (OpenAI: 0.5); the batch cost "
+           "is tokens x --price-* x F");
   }
 
   void AddScore() {

@@ -238,6 +238,8 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   result.tokens = usage.spent();
   result.from_cache_rows = usage.from_cache_rows;
   result.saved_tokens = usage.saved;
+  result.batch_rows = usage.batch_rows;
+  result.batch_tokens = usage.batch;
 
   HB_RETURN_IF_ERROR(verdicts_out->Commit());
   HB_RETURN_IF_ERROR(failures_out->Commit());

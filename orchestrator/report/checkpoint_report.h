@@ -12,8 +12,9 @@
 //   summary.json   checkpoint, score, metrics (ReferenceMetricsMap order and key names), counts,
 //                  usage, provenance; indent 2. "usage": attempts and the tokens spent upstream
 //                  (prompt_tokens, cached_tokens, completion_tokens), cost_usd at
-//                  context.prices (given as prices_usd_per_mtok), from_cache_rows, saved_tokens
-//                  and saved_usd (verdict-cache hits), wall_seconds.
+//                  context.prices (given as prices_usd_per_mtok; batch_rows, the rows graded
+//                  through the Batch API, at batch_price_factor x those), from_cache_rows,
+//                  saved_tokens and saved_usd (verdict-cache hits), wall_seconds.
 //   verdicts.jsonl every graded row, sorted by (task in dataset order, rubric_index): the file
 //                  `score --verdicts` and `merge` read back (see verdict_file.h).
 //   failures.jsonl every failed row without a verdict, same order.
@@ -81,6 +82,8 @@ struct ReportContext {
   int checkpoint_index = 0;
   // The prices the dollar figures of summary.json "usage" and report.html are computed at.
   TokenPrices prices;
+  // The Batch API's price as a fraction of `prices`, for the rows graded through it.
+  double batch_price_factor = 0.5;
   // Wall time of the grading that produced the verdicts (summed over a run and its resumes);
   // nullopt when unknown (`score`, `merge`): written as null.
   std::optional<absl::Duration> wall_time;
@@ -110,6 +113,9 @@ struct CheckpointResult {
   TokenCounts tokens;
   int64_t from_cache_rows = 0;
   TokenCounts saved_tokens;
+  // The rows graded through the Batch API and their part of `tokens`.
+  int64_t batch_rows = 0;
+  TokenCounts batch_tokens;
   // The report's SIMULATED and INCOMPLETE marks, carried into comparisons.
   bool simulated = false, incomplete = false;
   // The checkpoint's folder as an absolute path when it was graded elsewhere (`compare`);

@@ -50,7 +50,11 @@ void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
   writer.Int64(usage.attempts);
   tokens(usage.spent());
   writer.Key("cost_usd");
-  writer.Double(CostUsd(usage.spent(), context.prices));
+  writer.Double(usage.CostUsd(context));
+  writer.Key("batch_rows");
+  writer.Int64(usage.batch_rows);
+  writer.Key("batch_price_factor");
+  writer.Double(context.batch_price_factor);
   writer.Key("from_cache_rows");
   writer.Int64(usage.from_cache_rows);
   writer.Key("saved_tokens");
@@ -80,8 +84,12 @@ void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
 // report.html's "cost" fact: the same figures as WriteUsage, in one line.
 std::string CostFact(const ReportContext& context, const Usage& usage) {
   std::string text = absl::StrFormat("$%.2f: %d input tokens (%d cached), %d output tokens",
-                                     CostUsd(usage.spent(), context.prices), usage.prompt_tokens,
+                                     usage.CostUsd(context), usage.prompt_tokens,
                                      usage.cached_tokens, usage.completion_tokens);
+  if (usage.batch_rows > 0) {
+    absl::StrAppend(&text, absl::StrFormat("; %d rows through the Batch API at x%g the price",
+                                           usage.batch_rows, context.batch_price_factor));
+  }
   if (usage.from_cache_rows > 0) {
     absl::StrAppend(&text,
                     absl::StrFormat("; %d rows from the verdict cache saved $%.2f",
@@ -109,6 +117,14 @@ void Usage::Add(const VerdictRow& row) {
   prompt_tokens += row.prompt_tokens;
   cached_tokens += row.cached_tokens;
   completion_tokens += row.completion_tokens;
+  if (row.batch) {
+    ++batch_rows;
+    batch += {row.prompt_tokens, row.cached_tokens, row.completion_tokens};
+  }
+}
+
+double Usage::CostUsd(const ReportContext& context) const {
+  return SpentCostUsd(spent(), batch, context.prices, context.batch_price_factor);
 }
 
 std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,

@@ -21,8 +21,13 @@ struct Usage {
   // Rows answered from the verdict cache, and the tokens their cached gradings had cost.
   int64_t from_cache_rows = 0;
   TokenCounts saved;
+  // Rows graded through the Batch API, and their part of the spent tokens.
+  int64_t batch_rows = 0;
+  TokenCounts batch;
   TokenCounts spent() const { return {prompt_tokens, cached_tokens, completion_tokens}; }
   void Add(const VerdictRow& row);
+  // The spent tokens in dollars: the batch rows' at the batch price.
+  double CostUsd(const ReportContext& context) const;
 };
 
 // summary.json (see checkpoint_report.h), indent 2, newline included.

@@ -207,6 +207,9 @@ absl::StatusOr<VerdictFile> ReadVerdictFile(const std::string& path, const Datas
         auto from_cache = reader.OptionalBool(object, line, "from_cache", false);
         if (!from_cache.ok()) return from_cache.status();
         row.from_cache = *from_cache;
+        auto batch = reader.OptionalBool(object, line, "batch", false);
+        if (!batch.ok()) return batch.status();
+        row.batch = *batch;
         rows.push_back(std::move(row));
         return absl::OkStatus();
       });
@@ -303,6 +306,8 @@ std::string FormatVerdictLine(const VerdictRow& row) {
   writer.Int64(row.completion_tokens);
   writer.Key("from_cache");
   writer.Bool(row.from_cache);
+  writer.Key("batch");
+  writer.Bool(row.batch);
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
 }

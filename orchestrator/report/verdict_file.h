@@ -7,16 +7,17 @@
 //                                       "dataset_sha256":"...","grader_template_sha256":"..."}}
 //                   {"prompt_id":"p","rubric_index":0,"criteria_met":true,"explanation":"...",
 //                    "attempts":1,"prompt_tokens":812,"cached_tokens":0,"completion_tokens":41,
-//                    "from_cache":false}
+//                    "from_cache":false,"batch":false}
 //   failures.jsonl: {"prompt_id":"p","rubric_index":3,"reason":"..."}
 //
 // The header ties the verdicts to the responses and dataset they grade: a reader refuses
 // verdicts of other responses (CheckVerdictsHeader). Files written before the header existed
 // have none and still load (the caller warns). Only prompt_id, rubric_index, criteria_met and
 // explanation (resp. reason) are required; the usage fields default to attempts 1 and 0
-// tokens, from_cache to false. Unknown keys are ignored. A `from_cache` row was answered from
-// the grader's verdict cache: its tokens are the cached grading's, saved rather than spent
-// (`attempts` counts grader calls, as for any row).
+// tokens, from_cache and batch to false. Unknown keys are ignored. A `from_cache` row was answered
+// from the grader's verdict cache: its tokens are the cached grading's, saved rather than spent
+// (`attempts` counts grader calls, as for any row). A `batch` row was graded through the Batch
+// API: its tokens are priced at the batch price factor.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,8 @@ struct VerdictRow {
   int attempts = 1;
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   bool from_cache = false;
+  // Graded through the Batch API: its tokens were billed at the batch price factor.
+  bool batch = false;
 };
 
 // One rubric row that could not be graded (retry budget exhausted, permanent error, ...).

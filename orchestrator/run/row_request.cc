@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/healthbench/grader_request_body.h"
 
 namespace hb {
 
@@ -30,6 +31,17 @@ healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow
   request.set_request_id(absl::StrCat(*row.checkpoint, "/", row.example->prompt_id, "/",
                                       row.rubric_index, "/", attempt));
   return request;
+}
+
+std::string BuildRowRequestBody(const GraderTemplate& grader_template,
+                                const GraderSettings& settings, const PlannedRow& row,
+                                bool send_prompt_cache_key) {
+  const std::string conversation = RenderConversation(
+      GradedConversation(row.example->prompt, row.response->system_prompt, row.response->response));
+  const std::string prompt =
+      grader_template.Fill(conversation, RenderRubricItem(row.example->rubrics[row.rubric_index]));
+  return BuildChatCompletionBody(settings, prompt,
+                                 send_prompt_cache_key ? row.example->prompt_id : "");
 }
 
 }  // namespace hb

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/file.h"
@@ -22,8 +24,11 @@
 #include "common/healthbench/responses.h"
 #include "grader_client/grader_info.h"
 #include "grader_client/grpc_grader_client.h"
+#include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "orchestrator/report/checkpoint_report.h"
+#include "orchestrator/run/batch_api.h"
+#include "orchestrator/run/batch_grader.h"
 #include "orchestrator/run/dispatcher.h"
 #include "orchestrator/run/output_lock.h"
 #include "orchestrator/run/row_feed.h"
@@ -300,17 +305,23 @@ class StopSwitch {
   void Request() {
     absl::MutexLock lock(&mu_);
     requested_ = true;
-    if (active_ != nullptr) active_->RequestStop();
+    if (active_) active_();
   }
-  void Attach(Dispatcher* dispatcher) {
+  // `target` (a Dispatcher or a BatchGrader) gets RequestStop() on a request, until detached.
+  template <typename T>
+  void Attach(T* target) {
     absl::MutexLock lock(&mu_);
-    active_ = dispatcher;
-    if (requested_ && dispatcher != nullptr) dispatcher->RequestStop();
+    active_ = [target] { target->RequestStop(); };
+    if (requested_) active_();
+  }
+  void Attach(std::nullptr_t) {
+    absl::MutexLock lock(&mu_);
+    active_ = nullptr;
   }
 
  private:
   absl::Mutex mu_;
-  Dispatcher* active_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::function<void()> active_ ABSL_GUARDED_BY(mu_);
   bool requested_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -510,18 +521,115 @@ absl::StatusOr<bool> GradeRows(const RunOptions& options, const RunInputs& input
   return interrupted;
 }
 
-// Grades the plan on `grader` (sampling the policies' replies as it goes), then closes it;
-// returns whether the run was interrupted. Errors: GradeRows' (exit code by RunExitCode). The
-// journal is flushed whatever happened.
+// Grades the plan online on `grader` (sampling the policies' replies as it goes).
+absl::StatusOr<bool> GradeOnline(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
+                                 GraderConnection& grader, SqliteVerdictStore& store,
+                                 StopSwitch& stop, int64_t& unsampled) {
+  ProgressReporter reporter(options.progress, stderr, options.prices);
+  absl::StatusOr<bool> interrupted = GradeRows(
+      options, inputs, std::move(plan), grader.grader_client(), store, reporter, stop, unsampled);
+  reporter.Finish();
+  return interrupted;
+}
+
+// One progress line of a batch run: "batch: 3 batch(es) [in_progress 2, done 1] | requests 1200
+// completed, 3 failed | rows 1197 graded, 0 failed, 3 re-sent | tokens ... | $0.12 at batch
+// price (x0.5)".
+std::string FormatBatchProgress(const BatchProgress& p, const RunOptions& options) {
+  std::vector<std::string> states;
+  int64_t batches = 0;
+  for (const auto& [state, count] : p.states) {
+    states.push_back(absl::StrCat(state, " ", count));
+    batches += count;
+  }
+  return absl::StrFormat(
+      "batch: %d batch(es) [%s] | requests %d completed, %d failed | rows %d graded, %d failed, "
+      "%d re-sent | tokens in %d (cached %d) out %d | $%.4f at batch price (x%g)",
+      batches, absl::StrJoin(states, ", "), p.requests_completed, p.requests_failed, p.ok_rows,
+      p.failed_rows, p.retried_rows, p.prompt_tokens, p.cached_tokens, p.completion_tokens,
+      CostUsd({p.prompt_tokens, p.cached_tokens, p.completion_tokens}, options.prices,
+              options.batch_price_factor),
+      options.batch_price_factor);
+}
+
+BatchGradingOptions MakeBatchGradingOptions(const RunOptions& options) {
+  BatchGradingOptions batch_options;
+  batch_options.dir = JoinPath(options.RunDir(), "batch");
+  batch_options.max_requests = options.batch.max_requests;
+  batch_options.max_file_bytes = options.batch.max_file_bytes;
+  batch_options.poll_interval = options.batch.poll_interval;
+  batch_options.max_attempts = options.grader_options.retry.max_attempts;
+  batch_options.fallback_online = options.batch.fallback == "online";
+  batch_options.settings = options.grader_options.settings;
+  batch_options.limits = options.grader_options.limits;
+  batch_options.send_prompt_cache_key = options.send_prompt_cache_key;
+  batch_options.api_key = options.grader_options.llm.api_key;
+  const bool show = options.progress != ProgressMode::kOff;
+  batch_options.on_progress = [&options, show](const BatchProgress& p) {
+    if (show) std::fprintf(stderr, "%s\n", FormatBatchProgress(p, options).c_str());
+  };
+  return batch_options;
+}
+
+// Grades `plan.rows` through the Batch API (or, with --batch-cancel, cancels the journal's
+// unfinished batches). Rows to re-send online (--batch-fallback online) go to GradeOnline.
+absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
+                                GraderConnection& online_grader, SqliteVerdictStore& journal,
+                                StopSwitch& stop) {
+  const LlmOptions& llm = options.grader_options.llm;
+  CurlHttpClientOptions http_options;
+  http_options.max_in_flight = 4;
+  http_options.verify_tls = llm.verify_tls;
+  http_options.ca_file = llm.ca_file;
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<CurlMultiHttpClient> http,
+                      CurlMultiHttpClient::Create(http_options));
+  BatchApiOptions api_options;
+  api_options.base_url = llm.base_url;
+  api_options.api_key = llm.api_key;
+  api_options.retry = options.grader_options.retry;
+  BatchApi api(*http, *http, api_options);
+  HB_RETURN_IF_ERROR(api.Probe());
+  BatchGradingOptions batch_options = MakeBatchGradingOptions(options);
+  BatchGrader grader(api, journal, journal, inputs.grader_template, *http, batch_options);
+  stop.Attach(&grader);
+  absl::StatusOr<BatchOutcome> outcome = options.batch.cancel
+                                             ? grader.CancelAll(std::move(plan.rows))
+                                             : grader.Run(std::move(plan.rows));
+  stop.Attach(nullptr);
+  HB_RETURN_IF_ERROR(outcome.status());
+  std::fprintf(stderr, "hb-orchestrator run: %s\n",
+               FormatBatchProgress(outcome->progress, options).c_str());
+  if (options.batch.cancel) return true;
+  if (outcome->interrupted || outcome->fallback_rows.empty()) return outcome->interrupted;
+  std::fprintf(stderr, "hb-orchestrator run: grading %zu row(s) online (--batch-fallback online)\n",
+               outcome->fallback_rows.size());
+  std::vector<RowKey> keys;
+  for (const PlannedRow& row : outcome->fallback_rows) keys.push_back(row.Key());
+  RunPlan online;
+  online.rows = std::move(outcome->fallback_rows);
+  online.total_rows = plan.total_rows;
+  online.already_done = plan.total_rows - static_cast<int64_t>(keys.size());
+  int64_t unsampled = 0;  // batch mode samples nothing (ValidateBatchOptions)
+  absl::StatusOr<bool> interrupted =
+      GradeOnline(options, inputs, std::move(online), online_grader, journal, stop, unsampled);
+  HB_RETURN_IF_ERROR(interrupted.status());
+  HB_RETURN_IF_ERROR(AsInternal(journal.Flush()));
+  HB_RETURN_IF_ERROR(AsInternal(journal.ForgetBatchRows(keys)));
+  return interrupted;
+}
+
+// Grades the plan online on `grader` (sampling the policies' replies as it goes) or through the
+// Batch API, then closes the grader; returns whether the run was interrupted. Errors:
+// GradeRows' and GradeBatch's (exit code by RunExitCode). The journal is flushed whatever
+// happened.
 absl::StatusOr<bool> Grade(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
                            GraderConnection& grader, SqliteVerdictStore& store, StopSwitch& stop,
                            int64_t& unsampled) {
   absl::StatusOr<bool> interrupted = false;
-  if (!plan.rows.empty() || plan.HasTasksToSample()) {
-    ProgressReporter reporter(options.progress, stderr, options.prices);
-    interrupted = GradeRows(options, inputs, std::move(plan), grader.grader_client(), store,
-                            reporter, stop, unsampled);
-    reporter.Finish();
+  if (options.grader_mode == "batch" && (!plan.rows.empty() || options.batch.cancel)) {
+    interrupted = GradeBatch(options, inputs, std::move(plan), grader, store, stop);
+  } else if (!plan.rows.empty() || plan.HasTasksToSample()) {
+    interrupted = GradeOnline(options, inputs, std::move(plan), grader, store, stop, unsampled);
   }
   grader.Close();
   const absl::Status flushed = store.Flush();  // even after a dispatch failure
@@ -569,6 +677,9 @@ struct ReportTotals {
   TokenCounts tokens;
   int64_t from_cache_rows = 0;
   TokenCounts saved_tokens;
+  // The rows graded through the Batch API and their part of `tokens`.
+  int64_t batch_rows = 0;
+  TokenCounts batch_tokens;
 };
 
 // This run's tasks that have no response in `c`.
@@ -606,6 +717,7 @@ absl::Status CollectRows(const RunInputs& inputs, const LoadedCheckpoint& c, Ver
       v.cached_tokens = row.cached_tokens;
       v.completion_tokens = row.completion_tokens;
       v.from_cache = row.from_cache;
+      v.batch = row.batch;
       verdicts.push_back(std::move(v));
     } else {
       failures.push_back(RowFailure{row.key.prompt_id, row.key.rubric_index, row.error});
@@ -665,6 +777,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.shard_count = options.shard_count;
     context.checkpoint_index = static_cast<int>(i);
     context.prices = options.prices;
+    context.batch_price_factor = options.batch_price_factor;
     context.wall_time = wall_time;
     const std::string dir = JoinPath(run_dir, c.spec.name);
     absl::StatusOr<CheckpointResult> result =
@@ -676,6 +789,8 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     totals.tokens += result->tokens;
     totals.from_cache_rows += result->from_cache_rows;
     totals.saved_tokens += result->saved_tokens;
+    totals.batch_rows += result->batch_rows;
+    totals.batch_tokens += result->batch_tokens;
     PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
     results.push_back(*std::move(result));
   }
@@ -704,10 +819,14 @@ void PrintCostLine(const RunOptions& options, const ReportTotals& totals, absl::
   std::string line = absl::StrFormat(
       "hb-orchestrator run: cost $%.2f: tokens in %s (cached %s) out %s at $%.2f / $%.2f / $%.2f "
       "per million input / cached input / output tokens",
-      CostUsd(totals.tokens, prices), FormatTokenCount(totals.tokens.prompt_tokens),
-      FormatTokenCount(totals.tokens.cached_tokens),
+      SpentCostUsd(totals.tokens, totals.batch_tokens, prices, options.batch_price_factor),
+      FormatTokenCount(totals.tokens.prompt_tokens), FormatTokenCount(totals.tokens.cached_tokens),
       FormatTokenCount(totals.tokens.completion_tokens), prices.input_per_mtok,
       prices.cached_input_per_mtok, prices.output_per_mtok);
+  if (totals.batch_rows > 0) {
+    absl::StrAppend(&line, absl::StrFormat("; %d row(s) through the Batch API at x%g",
+                                           totals.batch_rows, options.batch_price_factor));
+  }
   if (totals.from_cache_rows > 0) {
     absl::StrAppend(&line,
                     absl::StrFormat("; %d verdict(s) from the verdict cache saved $%.2f",
@@ -800,6 +919,49 @@ std::string RunOptions::RunDir() const {
   return JoinPath(out, absl::StrCat("shard-", shard_index));
 }
 
+absl::Status ValidateBatchOptions(const RunOptions& options) {
+  if (options.grader_mode != "online" && options.grader_mode != "batch") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grader-mode: expected online or batch, got '", options.grader_mode, "'"));
+  }
+  HB_RETURN_IF_ERROR(ValidateBatchPriceFactor(options.batch_price_factor));
+  const BatchRunOptions& batch = options.batch;
+  if (options.grader_mode != "batch") {
+    if (batch.cancel) return absl::InvalidArgumentError("--batch-cancel needs --grader-mode batch");
+    return absl::OkStatus();
+  }
+  if (options.grader != "embedded") {
+    return absl::InvalidArgumentError(
+        "--grader-mode batch sends the requests to --llm-base-url itself: use --grader embedded "
+        "(the default) with the --llm-* flags, not a gRPC --grader target");
+  }
+  if (!options.policies.empty()) {
+    return absl::InvalidArgumentError(
+        "--grader-mode batch grades once every reply exists, --policy samples while grading "
+        "online: sample first (hb-orchestrator sample ... --out FILE), then run --grader-mode "
+        "batch --responses NAME=FILE");
+  }
+  if (batch.max_requests < 1 || batch.max_requests > 50000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch-max-requests must be in [1, 50000] (the Batch API's limit), got ",
+                     batch.max_requests));
+  }
+  if (batch.max_file_bytes < 1024 || batch.max_file_bytes > (int64_t{200} << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch-max-file-bytes must be in [1024, 209715200] (200 MB, the Batch API's limit), "
+        "got ",
+        batch.max_file_bytes));
+  }
+  if (batch.poll_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--batch-poll-interval must be positive");
+  }
+  if (batch.fallback != "batch" && batch.fallback != "online") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch-fallback: expected batch or online, got '", batch.fallback, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateRunOptions(const RunOptions& options) {
   if (options.dataset.empty()) return absl::InvalidArgumentError("--dataset is required");
   if (options.out.empty()) return absl::InvalidArgumentError("--out is required");
@@ -833,6 +995,7 @@ absl::Status ValidateRunOptions(const RunOptions& options) {
         absl::StrCat("--examples must be a positive count or -1 (all), got ", options.examples));
   }
   HB_RETURN_IF_ERROR(ShardTaskPositions(0, options.shard_index, options.shard_count).status());
+  HB_RETURN_IF_ERROR(ValidateBatchOptions(options));
   return ValidateTokenPrices(options.prices);
 }
 

@@ -42,6 +42,19 @@ inline constexpr int kRunExitUsage = 2;
 inline constexpr int kRunExitRowsFailed = 3;
 inline constexpr int kRunExitInterrupted = 4;
 
+// `--grader-mode batch`: grading through the OpenAI Batch API (batch_grader.h) with the
+// embedded grader's upstream (--llm-base-url, its key, TLS and --max-attempts budget).
+struct BatchRunOptions {
+  // Per input file (the API's limits by default).
+  int64_t max_requests = 50000;
+  int64_t max_file_bytes = int64_t{200} << 20;
+  absl::Duration poll_interval = absl::Seconds(30);
+  // "batch": rows to re-send go in a follow-up batch; "online": through the online grader.
+  std::string fallback = "batch";
+  // Cancel the journal's unfinished batches, record what they answered, and exit.
+  bool cancel = false;
+};
+
 // Everything `run` was asked to do, validated by ValidateRunOptions. It describes the run
 // completely: nothing below reads a flag or the environment.
 struct RunOptions {
@@ -89,6 +102,11 @@ struct RunOptions {
   absl::Duration progress_interval = absl::Seconds(5);
   absl::Duration drain_timeout = absl::Seconds(20);
   TokenPrices prices;
+  // "online" (each row through the grader) or "batch" (the Batch API; needs grader "embedded").
+  std::string grader_mode = "online";
+  BatchRunOptions batch;
+  // Batch API price as a fraction of the online price (--batch-price-factor).
+  double batch_price_factor = 0.5;
   bool simulated_verdicts = false;
   bool skip_invalid = false;
   // Accept tasks without a response (graded nothing, reported as not graded). Without it they
@@ -103,6 +121,9 @@ struct RunOptions {
 // "--max-in-flight must be >= 1, got 0", "--shard-index must be in [0, 2), got 2", ...).
 // grader_options is checked by CompleteGraderServerOptions, not here.
 absl::Status ValidateRunOptions(const RunOptions& options);
+
+// The --grader-mode and --batch-* part of ValidateRunOptions (kInvalidArgument naming the flag).
+absl::Status ValidateBatchOptions(const RunOptions& options);
 
 // The exit code for a run that stopped on `status`: bad usage or bad input (kInvalidArgument,
 // kNotFound, kPermissionDenied, kDataLoss, kFailedPrecondition, kOutOfRange) is kRunExitUsage,

@@ -41,14 +41,16 @@ absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
   return absl::OkStatus();
 }
 
-// Journals written before the verdict cache have no rows.from_cache: add it (their rows were
-// all graded upstream, hence the default 0).
-absl::Status AddFromCacheColumn(sqlite3* db, const std::string& path) {
+// Journals written before the verdict cache (resp. batch grading) have no rows.from_cache
+// (resp. rows.batch): add it (their rows were all graded online, hence the default 0).
+absl::Status AddFlagColumn(sqlite3* db, const std::string& path, const std::string& column) {
   sqlite3_stmt* probe = nullptr;
-  const int rc = sqlite3_prepare_v2(db, "SELECT from_cache FROM rows LIMIT 0", -1, &probe, nullptr);
+  const std::string select = "SELECT " + column + " FROM rows LIMIT 0";
+  const int rc = sqlite3_prepare_v2(db, select.c_str(), -1, &probe, nullptr);
   sqlite3_finalize(probe);
   if (rc == SQLITE_OK) return absl::OkStatus();
-  return Exec(db, path, "ALTER TABLE rows ADD COLUMN from_cache INTEGER NOT NULL DEFAULT 0");
+  const std::string alter = "ALTER TABLE rows ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
+  return Exec(db, path, alter.c_str());
 }
 
 // RAII prepared statement.
@@ -220,6 +222,14 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     " completion_tokens INTEGER NOT NULL, error TEXT,"
                     " time_unix_ms INTEGER NOT NULL,"
                     " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+                    "CREATE TABLE IF NOT EXISTS batches(name TEXT PRIMARY KEY,"
+                    " input_path TEXT NOT NULL, requests INTEGER NOT NULL, file_id TEXT,"
+                    " batch_id TEXT, state TEXT NOT NULL);"
+                    "CREATE TABLE IF NOT EXISTS batch_rows("
+                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
+                    " rubric_index INTEGER NOT NULL, batch TEXT NOT NULL,"
+                    " attempts INTEGER NOT NULL,"
+                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
                     "CREATE TABLE IF NOT EXISTS replies("
                     " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL, reply TEXT NOT NULL,"
                     " time_unix_ms INTEGER NOT NULL,"
@@ -227,7 +237,8 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
                     "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
                     " wall_ms INTEGER NOT NULL);");
     }
-    if (status.ok()) status = AddFromCacheColumn(db, path);
+    if (status.ok()) status = AddFlagColumn(db, path, "from_cache");
+    if (status.ok()) status = AddFlagColumn(db, path, "batch");
     if (!status.ok()) return fail(status);
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
     if (!existing.ok()) return fail(existing.status());
@@ -355,54 +366,52 @@ void SqliteVerdictStore::WriterLoop() {
 
 absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
   absl::MutexLock lock(&db_mu_);
-  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
-  // An ok row is final: a later failure of the same row (e.g. a duplicate delivery) never
-  // replaces it. Attempts add up across runs.
-  Statement insert_row(db_,
-                       "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
-                       " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens,"
-                       " error, time_unix_ms, from_cache)"
-                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                       " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
-                       " status = excluded.status, criteria_met = excluded.criteria_met,"
-                       " explanation = excluded.explanation,"
-                       " attempts = rows.attempts + excluded.attempts,"
-                       " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
-                       " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
-                       " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
-                       " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
-                       " from_cache = excluded.from_cache"
-                       " WHERE rows.status != 'ok'");
-  // A task's first reply is the one its rows were graded on: never replace it.
-  Statement insert_reply(db_,
-                         "INSERT OR IGNORE INTO replies(checkpoint, prompt_id, reply, time_unix_ms)"
-                         " VALUES (?1, ?2, ?3, ?4)");
-  absl::Status status;
-  if (insert_row.rc() != SQLITE_OK) {
-    status = SqliteError(db_, insert_row.rc(), path_, "preparing insert");
-  } else if (insert_reply.rc() != SQLITE_OK) {
-    status = SqliteError(db_, insert_reply.rc(), path_, "preparing reply insert");
-  }
-  for (size_t i = 0; status.ok() && i < batch.size(); ++i) {
-    if (batch[i].row.has_value()) {
-      status = WriteRow(insert_row.get(), *batch[i].row);
-      continue;
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
+    // An ok row is final: a later failure of the same row (e.g. a duplicate delivery) never
+    // replaces it. Attempts add up across runs.
+    Statement insert_row(
+        db_,
+        "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
+        " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens,"
+        " error, time_unix_ms, from_cache, batch)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
+        " status = excluded.status, criteria_met = excluded.criteria_met,"
+        " explanation = excluded.explanation,"
+        " attempts = rows.attempts + excluded.attempts,"
+        " prompt_tokens = rows.prompt_tokens + excluded.prompt_tokens,"
+        " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
+        " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
+        " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
+        " from_cache = excluded.from_cache, batch = excluded.batch"
+        " WHERE rows.status != 'ok'");
+    // A task's first reply is the one its rows were graded on: never replace it.
+    Statement insert_reply(db_,
+                           "INSERT OR IGNORE INTO replies(checkpoint, prompt_id, reply,"
+                           " time_unix_ms) VALUES (?1, ?2, ?3, ?4)");
+    if (insert_row.rc() != SQLITE_OK) {
+      return SqliteError(db_, insert_row.rc(), path_, "preparing insert");
     }
-    const ReplyRecord& reply = *batch[i].reply;
-    sqlite3_stmt* s = insert_reply.get();
-    sqlite3_reset(s);
-    BindText(s, 1, reply.checkpoint);
-    BindText(s, 2, reply.prompt_id);
-    BindText(s, 3, reply.reply);
-    sqlite3_bind_int64(s, 4, absl::ToUnixMillis(reply.time));
-    const int rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) status = SqliteError(db_, rc, path_, "inserting a reply");
-  }
-  if (!status.ok()) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return status;
-  }
-  return Exec(db_, path_, "COMMIT");
+    if (insert_reply.rc() != SQLITE_OK) {
+      return SqliteError(db_, insert_reply.rc(), path_, "preparing reply insert");
+    }
+    for (const Queued& entry : batch) {
+      HB_RETURN_IF_ERROR(entry.row.has_value() ? WriteRow(insert_row.get(), *entry.row)
+                                               : WriteReply(insert_reply.get(), *entry.reply));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteVerdictStore::WriteReply(sqlite3_stmt* s, const ReplyRecord& reply) {
+  sqlite3_reset(s);
+  BindText(s, 1, reply.checkpoint);
+  BindText(s, 2, reply.prompt_id);
+  BindText(s, 3, reply.reply);
+  sqlite3_bind_int64(s, 4, absl::ToUnixMillis(reply.time));
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a reply");
+  return absl::OkStatus();
 }
 
 absl::Status SqliteVerdictStore::WriteRow(sqlite3_stmt* s, const RowRecord& row) {
@@ -424,6 +433,7 @@ absl::Status SqliteVerdictStore::WriteRow(sqlite3_stmt* s, const RowRecord& row)
   BindText(s, 11, row.error);
   sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
   sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
+  sqlite3_bind_int(s, 14, row.batch ? 1 : 0);
   const int rc = sqlite3_step(s);
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a row");
   return absl::OkStatus();
@@ -434,7 +444,8 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
   Statement stmt(db_,
                  "SELECT prompt_id, rubric_index, status, criteria_met, explanation, attempts,"
                  " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,"
-                 " from_cache FROM rows WHERE checkpoint = ?1 ORDER BY prompt_id, rubric_index");
+                 " from_cache, batch FROM rows WHERE checkpoint = ?1"
+                 " ORDER BY prompt_id, rubric_index");
   if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading rows");
   BindText(stmt.get(), 1, checkpoint);
   std::vector<RowRecord> out;
@@ -455,10 +466,111 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
     row.error = ColumnText(s, 9);
     row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
     row.from_cache = sqlite3_column_int(s, 11) != 0;
+    row.batch = sqlite3_column_int(s, 12) != 0;
     out.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");
   return out;
+}
+
+absl::Status SqliteVerdictStore::InTransaction(const std::function<absl::Status()>& body) {
+  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
+  absl::Status status = body();
+  if (!status.ok()) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return status;
+  }
+  return Exec(db_, path_, "COMMIT");
+}
+
+absl::StatusOr<std::vector<BatchRecord>> SqliteVerdictStore::Batches() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT name, input_path, requests, file_id, batch_id, state FROM batches"
+                 " ORDER BY name");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batches");
+  std::vector<BatchRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = stmt.get();
+    out.push_back(BatchRecord{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int64(s, 2),
+                              ColumnText(s, 3), ColumnText(s, 4), ColumnText(s, 5)});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batches");
+  return out;
+}
+
+absl::Status SqliteVerdictStore::SaveBatch(const BatchRecord& batch,
+                                           const std::vector<BatchRowEntry>& rows) {
+  absl::MutexLock lock(&db_mu_);
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
+    Statement b(db_,
+                "INSERT OR REPLACE INTO batches(name, input_path, requests, file_id, batch_id,"
+                " state) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (b.rc() != SQLITE_OK) return SqliteError(db_, b.rc(), path_, "preparing a batch");
+    BindText(b.get(), 1, batch.name);
+    BindText(b.get(), 2, batch.input_path);
+    sqlite3_bind_int64(b.get(), 3, batch.requests);
+    BindText(b.get(), 4, batch.file_id);
+    BindText(b.get(), 5, batch.batch_id);
+    BindText(b.get(), 6, batch.state);
+    int rc = sqlite3_step(b.get());
+    if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving a batch");
+    Statement r(db_,
+                "INSERT OR REPLACE INTO batch_rows(checkpoint, prompt_id, rubric_index, batch,"
+                " attempts) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (r.rc() != SQLITE_OK) return SqliteError(db_, r.rc(), path_, "preparing batch rows");
+    for (const BatchRowEntry& row : rows) {
+      sqlite3_stmt* s = r.get();
+      sqlite3_reset(s);
+      BindText(s, 1, row.key.checkpoint);
+      BindText(s, 2, row.key.prompt_id);
+      sqlite3_bind_int(s, 3, row.key.rubric_index);
+      BindText(s, 4, row.batch);
+      sqlite3_bind_int(s, 5, row.attempts);
+      rc = sqlite3_step(s);
+      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving batch rows");
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<BatchRowEntry>> SqliteVerdictStore::BatchRows() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_,
+                 "SELECT checkpoint, prompt_id, rubric_index, batch, attempts FROM batch_rows");
+  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batch rows");
+  std::vector<BatchRowEntry> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = stmt.get();
+    out.push_back(
+        BatchRowEntry{RowKey{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int(s, 2)},
+                      ColumnText(s, 3), sqlite3_column_int(s, 4)});
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batch rows");
+  return out;
+}
+
+absl::Status SqliteVerdictStore::ForgetBatchRows(const std::vector<RowKey>& keys) {
+  if (keys.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&db_mu_);
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_) -> absl::Status {
+    Statement d(db_,
+                "DELETE FROM batch_rows WHERE checkpoint = ?1 AND prompt_id = ?2 AND"
+                " rubric_index = ?3");
+    if (d.rc() != SQLITE_OK) return SqliteError(db_, d.rc(), path_, "preparing a delete");
+    for (const RowKey& key : keys) {
+      sqlite3_stmt* s = d.get();
+      sqlite3_reset(s);
+      BindText(s, 1, key.checkpoint);
+      BindText(s, 2, key.prompt_id);
+      sqlite3_bind_int(s, 3, key.rubric_index);
+      const int rc = sqlite3_step(s);
+      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "forgetting batch rows");
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<ReplyRecord>> SqliteVerdictStore::Replies(

@@ -16,15 +16,20 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
-//        from_cache (added to older journals on open), PRIMARY KEY (checkpoint, prompt_id,
-//        rubric_index))
+//        from_cache, batch (both added to older journals on open), PRIMARY KEY (checkpoint,
+//        prompt_id, rubric_index))
 //   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
 //        adds up across resumes like the rows' tokens do
+//   batches(name PRIMARY KEY, input_path, requests, file_id, batch_id, state)   (batch_journal.h)
+//   batch_rows(checkpoint, prompt_id, rubric_index, batch, attempts,
+//              PRIMARY KEY (checkpoint, prompt_id, rubric_index))
+// The batch tables are written synchronously by the calling thread (not batched).
 //   replies(checkpoint, prompt_id, reply, time_unix_ms, PRIMARY KEY (checkpoint, prompt_id))
 //        (run --policy: the sampled replies, ReplyJournal; same batching and durability)
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "orchestrator/run/batch_journal.h"
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
@@ -60,7 +66,7 @@ struct SqliteVerdictStoreOptions {
   absl::Duration batch_interval = absl::Milliseconds(50);
 };
 
-class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
+class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, public BatchJournal {
  public:
   // Opens or creates the journal and starts the writer thread.
   //
@@ -86,6 +92,10 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
   void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
   absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
 
+  absl::StatusOr<std::vector<BatchRecord>> Batches() override;
+  absl::Status SaveBatch(const BatchRecord& batch, const std::vector<BatchRowEntry>& rows) override;
+  absl::StatusOr<std::vector<BatchRowEntry>> BatchRows() override;
+  absl::Status ForgetBatchRows(const std::vector<RowKey>& keys) override;
   // Records one run's grading wall time (`started` is when it began). kInternal & co. for
   // SQLite errors naming the path. Thread-safe.
   absl::Status AddRunTime(absl::Time started, absl::Duration wall);
@@ -109,6 +119,11 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal {
   void WriterLoop();
   absl::Status WriteBatch(const std::vector<Queued>& batch);
   absl::Status WriteRow(sqlite3_stmt* insert, const RowRecord& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  absl::Status WriteReply(sqlite3_stmt* insert, const ReplyRecord& reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  // Runs `body` (statements on db_) in one IMMEDIATE transaction; rolls back on error.
+  absl::Status InTransaction(const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
 
   const std::string path_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace hb {
 
 absl::Status ValidateTokenPrices(const TokenPrices& prices) {
@@ -18,6 +20,20 @@ double CostUsd(const TokenCounts& tokens, const TokenPrices& prices, double pric
           static_cast<double>(tokens.cached_tokens) * prices.cached_input_per_mtok +
           static_cast<double>(tokens.completion_tokens) * prices.output_per_mtok) /
          1e6 * price_factor;
+}
+
+double SpentCostUsd(const TokenCounts& spent, const TokenCounts& batch, const TokenPrices& prices,
+                    double batch_price_factor) {
+  const TokenCounts online{spent.prompt_tokens - batch.prompt_tokens,
+                           spent.cached_tokens - batch.cached_tokens,
+                           spent.completion_tokens - batch.completion_tokens};
+  return CostUsd(online, prices) + CostUsd(batch, prices, batch_price_factor);
+}
+
+absl::Status ValidateBatchPriceFactor(double factor) {
+  if (factor >= 0 && factor <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--batch-price-factor must be in [0, 1], got ", factor));
 }
 
 }  // namespace hb

@@ -3,6 +3,8 @@
 // defaults (gpt-4.1 list prices), their validation and the formula live.
 #pragma once
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "llm/llm_client.h"
 
@@ -26,5 +28,13 @@ absl::Status ValidateTokenPrices(const TokenPrices& prices);
 // discount, e.g. 0.5, for batch): uncached input (prompt minus cached, never below 0), cached
 // input and output tokens each at their price.
 double CostUsd(const TokenCounts& tokens, const TokenPrices& prices, double price_factor = 1.0);
+
+// US dollars for `spent` tokens of which `batch` (a part of them) were graded through the Batch
+// API: those at `prices` x `batch_price_factor`, the rest at `prices`.
+double SpentCostUsd(const TokenCounts& spent, const TokenCounts& batch, const TokenPrices& prices,
+                    double batch_price_factor);
+
+// kInvalidArgument "--batch-price-factor must be in [0, 1], got X" otherwise.
+absl::Status ValidateBatchPriceFactor(double factor);
 
 }  // namespace hb

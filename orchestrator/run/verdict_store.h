@@ -48,6 +48,9 @@ struct RowRecord {
   // The verdict came from the grader's verdict cache: no upstream request was made, and the
   // token counts are the cached grading's (saved, not spent).
   bool from_cache = false;
+  // The verdict (or failure) came from a Batch API answer: its tokens are billed at the batch
+  // price (--batch-price-factor).
+  bool batch = false;
   std::string error;
   // When the row was recorded.
   absl::Time time = absl::UnixEpoch();

@@ -4,6 +4,7 @@
 #include "http/curl_http_client.h"
 
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -140,6 +141,74 @@ TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
   ASSERT_TRUE(w.Wait());
   EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kFailedPrecondition,
                                  HasSubstr("response body over the 65536-byte limit")));
+}
+
+// A request may allow a larger body than the client's default (a file download).
+TEST(CurlHttpClientTest, ARequestMayRaiseTheBodyLimit) {
+  auto server = StartServer([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.body = std::string(100 * 1024, 'x');
+    return r;
+  });
+  CurlHttpClientOptions options;
+  options.max_response_body_bytes = 64 * 1024;
+  auto client = MakeClient(options);
+  HttpRequest request = Post(server->base_url() + "/big", "{}");
+  request.max_response_body_bytes = 128 * 1024;
+  Waiter w;
+  client->Post(std::move(request), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  EXPECT_EQ(w.result->body.size(), 100u * 1024);
+}
+
+TEST(CurlHttpClientTest, GetSendsNoBody) {
+  auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "ok"}; });
+  auto client = MakeClient();
+  HttpRequest request;
+  request.method = "GET";
+  request.url = server->base_url() + "/files/f1/content";
+  Waiter w;
+  client->Post(std::move(request), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  EXPECT_EQ(w.result->body, "ok");
+  ASSERT_EQ(server->requests().size(), 1u);
+  EXPECT_EQ(server->requests()[0].method, "GET");
+  EXPECT_EQ(server->requests()[0].uri, "/files/f1/content");
+  EXPECT_EQ(server->requests()[0].body, "");
+}
+
+// Body parts go out in order, a file part read from disk while sending (a multipart upload).
+TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
+  char path[] = "/tmp/hb_body_part_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string file_content(300 * 1024, 'f');  // several read callbacks
+  ASSERT_EQ(::write(fd, file_content.data(), file_content.size()),
+            static_cast<ssize_t>(file_content.size()));
+  ::close(fd);
+  auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "{}"}; });
+  auto client = MakeClient();
+  HttpRequest request = Post(server->base_url() + "/files", "ignored");
+  request.body_parts = {HttpBodyPart{"head|", ""}, HttpBodyPart{"", path},
+                        HttpBodyPart{"|tail", ""}};
+  Waiter w;
+  client->Post(std::move(request), w.Callback());
+  ASSERT_TRUE(w.Wait());
+  ASSERT_TRUE(w.result.ok()) << w.result.status();
+  ASSERT_EQ(server->requests().size(), 1u);
+  EXPECT_EQ(server->requests()[0].method, "POST");
+  EXPECT_EQ(server->requests()[0].body, "head|" + file_content + "|tail");
+
+  ::unlink(path);
+  HttpRequest missing = Post(server->base_url() + "/files", "");
+  missing.body_parts = {HttpBodyPart{"", path}};
+  Waiter w2;
+  client->Post(std::move(missing), w2.Callback());
+  ASSERT_TRUE(w2.Wait());
+  EXPECT_THAT(w2.result, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  HasSubstr("cannot read request body file")));
 }
 
 TEST(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {

@@ -192,6 +192,36 @@ TEST_F(CheckpointReportTest, UsageSeparatesWhatWasSpentFromWhatTheVerdictCacheSa
   EXPECT_TRUE(ParseJson(Read(out + "/summary.json"))["usage"]["wall_seconds"].IsNull());
 }
 
+// Rows graded through the Batch API are priced at the context's batch price factor, in
+// summary.json, report.html and verdicts.jsonl (so `score` and `merge` price them the same).
+TEST_F(CheckpointReportTest, BatchRowsArePricedAtTheBatchFactor) {
+  for (VerdictRow& row : verdicts_) {
+    row.prompt_tokens = 100000;
+    row.cached_tokens = 0;
+    row.completion_tokens = 10000;
+    row.batch = row.prompt_id != "A";  // 7 of the 10 rows
+  }
+  context_.prices = TokenPrices{2.0, 0.5, 8.0};
+  context_.batch_price_factor = 0.5;
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK_AND_ASSIGN(
+      CheckpointResult result,
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out));
+  EXPECT_EQ(result.batch_rows, 7);
+  EXPECT_EQ(result.batch_tokens.prompt_tokens, 700000);
+  EXPECT_EQ(result.tokens.prompt_tokens, 1000000);
+  const rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  const rapidjson::Value& usage = summary["usage"];
+  // Per row $0.28 online: 3 rows online ($0.84) + 7 rows at half ($0.98).
+  EXPECT_DOUBLE_EQ(usage["cost_usd"].GetDouble(), 0.84 + 0.98);
+  EXPECT_EQ(usage["batch_rows"].GetInt64(), 7);
+  EXPECT_DOUBLE_EQ(usage["batch_price_factor"].GetDouble(), 0.5);
+  EXPECT_THAT(Read(out + "/report.html"),
+              HasSubstr("$1.82: 1000000 input tokens (0 cached), 100000 output tokens; 7 rows "
+                        "through the Batch API at x0.5 the price"));
+  EXPECT_THAT(Read(out + "/verdicts.jsonl"), HasSubstr("\"batch\":true"));
+}
+
 TEST_F(CheckpointReportTest, ScoresGradedTasksAndExplainsTheOthers) {
   const std::string out = dir_ + "/out";
   HB_ASSERT_OK_AND_ASSIGN(

@@ -404,7 +404,7 @@ TEST_F(OrchestratorCliTest, DryRunOnTheExampleSkipsTasksWithoutResponseAndEstima
       RunCli({"dry-run", "--dataset", examples_ + "/dataset.jsonl", "--responses", responses,
               "--grader-template", synthetic_template_, "--require-reference-template=false",
               "--out", out, "--price-input-per-mtok=1000", "--price-output-per-mtok", "3000",
-              "--est-output-tokens-per-row=7"});
+              "--est-output-tokens-per-row=7", "--batch-price-factor=0.4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(Read(out));
   ASSERT_EQ(lines.size(), 8u);
@@ -425,9 +425,11 @@ TEST_F(OrchestratorCliTest, DryRunOnTheExampleSkipsTasksWithoutResponseAndEstima
                 "estimated output tokens: 56 (7 per row)\n"
                 "estimated cost: $%.2f without prompt caching, $%.2f with best-case prompt "
                 "caching (0 cached input tokens)\n"
+                "estimated cost through the Batch API (run --grader-mode batch, x0.4): $%.2f "
+                "without prompt caching, $%.2f with best-case prompt caching\n"
                 "prices (USD per million tokens): input 1000.00, cached input 0.50, output "
                 "3000.00\n",
-                out, tokens, cost, cost));
+                out, tokens, cost, cost, cost * 0.4, cost * 0.4));
 
   // The reference template is required unless told otherwise.
   RunResult strict = RunCli({"dry-run", "--dataset", examples_ + "/dataset.jsonl", "--responses",

@@ -60,21 +60,21 @@ class VerdictFileTest : public ::testing::Test {
 };
 
 TEST_F(VerdictFileTest, RoundTripsEveryField) {
-  VerdictRow full{"a", 1,  true, "tab\there \"quoted\" \xC3\xA9\x01 </script>", 3, 812,
-                  512, 41, true};
+  VerdictRow full{"a", 1,    true, "tab\there \"quoted\" \xC3\xA9\x01 </script>", 3, 812, 512,
+                  41,  true, true};
   VerdictRow minimal{"b", 0, false, "", 1, 0, 0, 0};
   std::string path = Write(FormatVerdictLine(full) + "\n" + FormatVerdictLine(minimal) + "\n");
   HB_ASSERT_OK_AND_ASSIGN(std::vector<VerdictRow> rows, LoadVerdicts(path, dataset_));
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_THAT(rows[0], FieldsAre("a", 1, true, full.explanation, 3, 812, 512, 41, true));
-  EXPECT_THAT(rows[1], FieldsAre("b", 0, false, "", 1, 0, 0, 0, false));
+  EXPECT_THAT(rows[0], FieldsAre("a", 1, true, full.explanation, 3, 812, 512, 41, true, true));
+  EXPECT_THAT(rows[1], FieldsAre("b", 0, false, "", 1, 0, 0, 0, false, false));
 }
 
 TEST_F(VerdictFileTest, FormatsTheDocumentedLine) {
   EXPECT_EQ(FormatVerdictLine({"a", 1, true, "ok", 2, 10, 5, 3}),
             R"({"prompt_id":"a","rubric_index":1,"criteria_met":true,"explanation":"ok",)"
             R"("attempts":2,"prompt_tokens":10,"cached_tokens":5,"completion_tokens":3,)"
-            R"("from_cache":false})");
+            R"("from_cache":false,"batch":false})");
   EXPECT_EQ(FormatFailureLine({"b", 0, "upstream 400"}),
             R"({"prompt_id":"b","rubric_index":0,"reason":"upstream 400"})");
 }
@@ -85,7 +85,7 @@ TEST_F(VerdictFileTest, MinimalRowsGetDefaultUsageAndBlankLinesAreSkipped) {
       R"({"prompt_id":"a","rubric_index":0,"criteria_met":false,"explanation":"e","extra":1})"
       "\n  \n");
   HB_ASSERT_OK_AND_ASSIGN(std::vector<VerdictRow> rows, LoadVerdicts(path, dataset_));
-  EXPECT_THAT(rows, ElementsAre(FieldsAre("a", 0, false, "e", 1, 0, 0, 0, false)));
+  EXPECT_THAT(rows, ElementsAre(FieldsAre("a", 0, false, "e", 1, 0, 0, 0, false, false)));
 }
 
 TEST_F(VerdictFileTest, ReportsEachErrorWithFileAndLine) {

@@ -102,6 +102,38 @@ TEST(ParseRunArgsTest, ParsesEveryFlag) {
   EXPECT_EQ(options.RunDir(), "o/shard-1");
 }
 
+TEST(ParseRunArgsTest, ParsesTheBatchFlags) {
+  ::unsetenv("JOB_COMPLETION_INDEX");
+  HB_ASSERT_OK_AND_ASSIGN(
+      RunOptions options,
+      ParseRunArgs(
+          Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-max-requests=10",
+                "--batch-max-file-bytes=4096", "--batch-poll-interval=2s",
+                "--batch-fallback=online", "--batch-cancel", "--batch-price-factor=0.4"})));
+  EXPECT_EQ(options.grader_mode, "batch");
+  EXPECT_EQ(options.batch.max_requests, 10);
+  EXPECT_EQ(options.batch.max_file_bytes, 4096);
+  EXPECT_EQ(options.batch.poll_interval, absl::Seconds(2));
+  EXPECT_EQ(options.batch.fallback, "online");
+  EXPECT_TRUE(options.batch.cancel);
+  EXPECT_DOUBLE_EQ(options.batch_price_factor, 0.4);
+  HB_ASSERT_OK_AND_ASSIGN(options, ParseRunArgs(Base({"--responses=r.jsonl"})));
+  EXPECT_EQ(options.grader_mode, "online");
+  EXPECT_EQ(options.batch.max_requests, 50000);
+  EXPECT_EQ(options.batch.max_file_bytes, 200 << 20);
+  EXPECT_EQ(options.batch.poll_interval, absl::Seconds(30));
+  EXPECT_DOUBLE_EQ(options.batch_price_factor, 0.5);
+}
+
+TEST(TokenPricesTest, BatchCostIsTheOnlineCostTimesTheFactor) {
+  const TokenPrices prices;  // 2 / 0.5 / 8 USD per million
+  // 1M prompt tokens of which 400k cached, 100k completion: 1.2 + 0.2 + 0.8 = 2.2 USD online.
+  EXPECT_DOUBLE_EQ(CostUsd({1000000, 400000, 100000}, prices), 2.2);
+  EXPECT_DOUBLE_EQ(CostUsd({1000000, 400000, 100000}, prices, 0.5), 1.1);
+  EXPECT_TRUE(ValidateBatchPriceFactor(0).ok());
+  EXPECT_FALSE(ValidateBatchPriceFactor(-0.1).ok());
+}
+
 TEST(ParseRunArgsTest, PoliciesBecomeCheckpointsSampledWhileTheRunGrades) {
   ::unsetenv("JOB_COMPLETION_INDEX");
   HB_ASSERT_OK_AND_ASSIGN(
@@ -129,6 +161,7 @@ TEST(ParseRunArgsTest, PoliciesBecomeCheckpointsSampledWhileTheRunGrades) {
                        HasSubstr("--policy-max-in-flight must be >= 1")));
 }
 
+// "--flag=" is an empty value, never the next argument (--grader-template= records none).
 // auto sends the task's prompt_id only where the endpoint is OpenAI's; explicit modes win.
 TEST(ParseRunArgsTest, PromptCacheKeyAutoFollowsTheEndpointHost) {
   ::unsetenv("JOB_COMPLETION_INDEX");
@@ -247,6 +280,23 @@ TEST(ParseRunArgsTest, Errors) {
        "--prompt-cache-key: expected auto, prompt_id or off, got 'task'"},
       {Base({"--responses=r.jsonl", "--row-timeout"}), "flag --row-timeout needs a value"},
       {Base({"--responses=a=r.jsonl", "--responses=a=s.jsonl"}), "checkpoint name 'a'"},
+      {Base({"--responses=r.jsonl", "--grader-mode=offline"}),
+       "--grader-mode: expected online or batch, got 'offline'"},
+      {Base({"--responses=r.jsonl", "--grader-mode=batch", "--grader=ipv4:127.0.0.1:1"}),
+       "--grader-mode batch sends the requests to --llm-base-url itself"},
+      {Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-max-requests=50001"}),
+       "--batch-max-requests must be in [1, 50000]"},
+      {Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-max-file-bytes=10"}),
+       "--batch-max-file-bytes must be in [1024, 209715200]"},
+      {Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-poll-interval=0s"}),
+       "--batch-poll-interval must be positive"},
+      {Base({"--responses=r.jsonl", "--grader-mode=batch", "--batch-fallback=never"}),
+       "--batch-fallback: expected batch or online, got 'never'"},
+      {Base({"--responses=r.jsonl", "--batch-cancel"}), "--batch-cancel needs --grader-mode batch"},
+      {Base({"--policy=a=m@http://x/v1", "--grader-mode=batch"}),
+       "--grader-mode batch grades once every reply exists"},
+      {Base({"--responses=r.jsonl", "--batch-price-factor=2"}),
+       "--batch-price-factor must be in [0, 1], got 2"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseRunArgs(c.args),

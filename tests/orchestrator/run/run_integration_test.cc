@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -18,9 +19,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/base/file.h"
 #include "common/base/json.h"
@@ -30,6 +34,7 @@
 #include "common/healthbench/responses.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "http/curl_http_client.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
@@ -201,10 +206,15 @@ std::string WriteResponses(const std::string& dataset_path, const std::string& f
   return path;
 }
 
-// The rows of `journal` with `where` (SQL) true; 0 when it cannot be read.
+// The rows of `table` in `journal` with `where` (SQL) true; 0 when it cannot be read.
+int64_t CountJournalTable(const std::string& journal, const std::string& table,
+                          const std::string& where) {
+  return std::max<int64_t>(0, ::hb::testing::QueryJournalInt(
+                                  journal, "SELECT COUNT(*) FROM " + table + " WHERE " + where));
+}
+
 int64_t CountJournalRows(const std::string& journal, const std::string& where) {
-  return std::max<int64_t>(
-      0, ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM rows WHERE " + where));
+  return CountJournalTable(journal, "rows", where);
 }
 
 int64_t JournalOkRows(const std::string& journal) {
@@ -753,6 +763,263 @@ TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
   EXPECT_THAT(ReadText(out + "/base/summary.json"), HasSubstr("\"incomplete\": true"));
   const int64_t committed = JournalOkRows(out + "/journal.sqlite");
   EXPECT_EQ(static_cast<int64_t>(VerdictRows(out + "/base/verdicts.jsonl").size()), committed);
+}
+
+// ---- --grader-mode batch: the Batch API of hb-llm-sim ---------------------------------------
+
+// One counter of the simulator's /metrics (-1 when unreadable), fetched with the project's HTTP
+// client (a GET).
+int64_t SimCounter(const hb::testing::LlmSim& sim, const std::string& name) {
+  absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> http = CurlMultiHttpClient::Create({});
+  if (!http.ok()) return -1;
+  HttpRequest request;
+  request.method = "GET";
+  request.url = absl::StrCat("http://127.0.0.1:", sim.port, "/metrics");
+  absl::Notification done;
+  absl::StatusOr<HttpResponse> response;
+  (*http)->Post(std::move(request), [&](absl::StatusOr<HttpResponse> r) {
+    response = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  if (!response.ok()) return -1;
+  for (absl::string_view line : absl::StrSplit(response->body, '\n')) {
+    if (absl::ConsumePrefix(&line, name + " ")) {
+      double value = 0;
+      if (absl::SimpleAtod(line, &value)) return static_cast<int64_t>(value);
+    }
+  }
+  return -1;
+}
+
+// (prompt_id, rubric_index) -> (criteria_met, explanation) of verdicts.jsonl.
+std::map<std::pair<std::string, int>, std::pair<bool, std::string>> VerdictMap(
+    const std::string& path) {
+  std::map<std::pair<std::string, int>, std::pair<bool, std::string>> out;
+  for (const std::string& line : VerdictRows(path)) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    if (row.HasParseError()) continue;
+    out[{row["prompt_id"].GetString(), row["rubric_index"].GetInt()}] = {
+        row["criteria_met"].GetBool(), row["explanation"].GetString()};
+  }
+  return out;
+}
+
+// Batches the journal holds as submitted (created upstream, not yet recorded).
+int64_t SubmittedBatches(const std::string& journal) {
+  return CountJournalTable(journal, "batches", "state = 'submitted'");
+}
+
+// Polls `ready` (a journal or the simulator, as any observer would) until it holds (true), or
+// `pid` exits or 60 s pass (false).
+bool WaitWhileRunning(pid_t pid, const std::function<bool()>& ready) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    if (ready()) return true;
+    if (::waitpid(pid, nullptr, WNOHANG) != 0) return false;
+    absl::SleepFor(absl::Milliseconds(5));  // polling an observable state, not synchronising
+  }
+  return false;
+}
+
+class BatchIntegrationTest : public RunIntegrationTest {
+ protected:
+  std::vector<std::string> BatchArgs(const std::string& out, const hb::testing::LlmSim& sim,
+                                     std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args =
+        RunArgs(out, "embedded",
+                {"--grader-mode=batch", "--llm-base-url=" + sim.base_url,
+                 "--batch-poll-interval=50ms", "--backoff-base=10ms"},
+                /*two_checkpoints=*/false);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+};
+
+// The same rows through the Batch API give the online run's verdicts, bit for bit; the input
+// files hold exactly dry-run's request bodies, split at --batch-max-requests.
+TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRun) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=100ms"}));
+  const std::string online = dir_ + "/online";
+  const std::string batch = dir_ + "/batch";
+  ASSERT_EQ(RunOrchestrator(RunArgs(online, "embedded", {"--llm-base-url=" + sim.base_url},
+                                    /*two_checkpoints=*/false),
+                            dir_),
+            0);
+  std::string stderr_text;
+  ASSERT_EQ(
+      RunOrchestrator(BatchArgs(batch, sim, {"--batch-max-requests=100"}), dir_, &stderr_text), 0);
+  const auto online_verdicts = VerdictMap(online + "/base/verdicts.jsonl");
+  EXPECT_EQ(online_verdicts.size(), rows_per_checkpoint_);
+  EXPECT_EQ(VerdictMap(batch + "/base/verdicts.jsonl"), online_verdicts);
+  EXPECT_EQ(CheckVerdictsMatchSimulator(batch, "base", base_), rows_per_checkpoint_);
+  EXPECT_EQ(ReadText(online + "/base/tasks.jsonl"), ReadText(batch + "/base/tasks.jsonl"));
+  const int64_t files = (static_cast<int64_t>(rows_per_checkpoint_) + 99) / 100;
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), files);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batch_requests_total"),
+            static_cast<int64_t>(rows_per_checkpoint_));
+  EXPECT_THAT(stderr_text, HasSubstr("at batch price (x0.5)"));
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat("; ", rows_per_checkpoint_,
+                                                  " row(s) through the Batch API at x0.5")));
+  // The dollars each run reports itself: the batch run's tokens at half the online prices.
+  for (const std::string& run : {online, batch}) {
+    rapidjson::Document summary;
+    summary.Parse(ReadText(run + "/base/summary.json").c_str());
+    ASSERT_FALSE(summary.HasParseError()) << run;
+    const rapidjson::Value& usage = summary["usage"];
+    const double factor = run == batch ? 0.5 : 1.0;
+    const double uncached = usage["prompt_tokens"].GetDouble() - usage["cached_tokens"].GetDouble();
+    const double dollars = (uncached * 2.0 + usage["cached_tokens"].GetDouble() * 0.5 +
+                            usage["completion_tokens"].GetDouble() * 8.0) /
+                           1e6;
+    EXPECT_GT(dollars, 0) << run;
+    EXPECT_NEAR(usage["cost_usd"].GetDouble(), dollars * factor, 1e-9) << run;
+    EXPECT_EQ(usage["batch_rows"].GetInt64(),
+              run == batch ? static_cast<int64_t>(rows_per_checkpoint_) : 0)
+        << run;
+  }
+
+  // Every input line's body is the line dry-run prints for the same row.
+  ASSERT_EQ(RunOrchestrator(
+                {"dry-run", "--dataset=" + dataset_, "--responses=" + base_,
+                 "--out=" + dir_ + "/dry.jsonl", "--grader-template=" + ReferenceTemplatePath()},
+                dir_),
+            0);
+  std::map<std::string, std::string> dry;
+  for (const std::string& line : Lines(ReadText(dir_ + "/dry.jsonl"))) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    rapidjson::StringBuffer body;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+    row["request"].Accept(writer);
+    dry[absl::StrCat("base/", row["prompt_id"].GetString(), "/", row["rubric_index"].GetInt())] =
+        body.GetString();
+  }
+  size_t compared = 0;
+  for (int64_t f = 1; f <= files; ++f) {
+    const std::string path = absl::StrFormat("%s/batch/batch-%06d.jsonl", batch, f);
+    const std::vector<std::string> lines = Lines(ReadText(path));
+    EXPECT_LE(lines.size(), 100u) << path;
+    for (const std::string& line : lines) {
+      rapidjson::Document row;
+      row.Parse(line.c_str());
+      ASSERT_FALSE(row.HasParseError()) << line;
+      EXPECT_EQ(std::string(row["url"].GetString()), "/v1/chat/completions");
+      rapidjson::StringBuffer body;
+      rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+      row["body"].Accept(writer);
+      EXPECT_EQ(body.GetString(), dry[row["custom_id"].GetString()])
+          << row["custom_id"].GetString();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, rows_per_checkpoint_);
+}
+
+// Killed while its batch is in progress, the run resumes polling the same batch: the
+// simulator never sees a second batch for the same rows.
+TEST_F(BatchIntegrationTest, SigkillWhileABatchIsInProgressThenResumeSubmitsNoSecondBatch) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=3s"}));
+  const std::string out = dir_ + "/out";
+  Orch orch = SpawnOrchestrator(BatchArgs(out, sim), dir_);
+  ASSERT_TRUE(WaitWhileRunning(orch.pid, [&] {
+    return SubmittedBatches(out + "/journal.sqlite") > 0;
+  })) << ReadText(orch.stderr_path);
+  ASSERT_EQ(SubmittedBatches(out + "/journal.sqlite"), 1) << ReadText(orch.stderr_path);
+  ::kill(orch.pid, SIGKILL);
+  EXPECT_EQ(WaitExit(orch.pid), 128 + SIGKILL);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 1);
+  EXPECT_EQ(JournalOkRows(out + "/journal.sqlite"), 0);
+
+  std::string stderr_text;
+  ASSERT_EQ(RunOrchestrator(BatchArgs(out, sim), dir_, &stderr_text), 0);
+  EXPECT_THAT(stderr_text, HasSubstr("resuming 1 journaled batch"));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 1);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batch_files_total"), 1);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batch_requests_total"),
+            static_cast<int64_t>(rows_per_checkpoint_));
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+}
+
+// Failed, expired and malformed lines are sent again in follow-up batches within --max-attempts;
+// with one attempt they are failed rows (failures.jsonl, exit 3), never verdicts.
+TEST_F(BatchIntegrationTest, FailedExpiredAndMalformedLinesAreRetriedWithinTheBudget) {
+  const std::vector<std::string> faults = {"--batch-completion-delay=50ms",
+                                           "--batch-fault-failed=0.1", "--batch-fault-expired=0.1",
+                                           "--fault-malformed=0.1", "--seed=7"};
+  {
+    HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim, hb::testing::StartLlmSim(faults));
+    const std::string out = dir_ + "/retried";
+    ASSERT_EQ(RunOrchestrator(BatchArgs(out, sim, {"--max-attempts=6"}), dir_), 0);
+    EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+    EXPECT_GT(SimCounter(sim, "hb_sim_batches_total"), 1);
+    EXPECT_GT(SimCounter(sim, "hb_sim_batch_requests_failed_total"), 0);
+  }
+  {
+    HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim, hb::testing::StartLlmSim(faults));
+    const std::string out = dir_ + "/one-attempt";
+    std::string stderr_text;
+    ASSERT_EQ(RunOrchestrator(BatchArgs(out, sim, {"--max-attempts=1"}), dir_, &stderr_text), 3);
+    EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 1);
+    const size_t failed = Lines(ReadText(out + "/base/failures.jsonl")).size();
+    const size_t graded = CheckVerdictsMatchSimulator(out, "base", base_);
+    EXPECT_GT(failed, 0u);
+    EXPECT_EQ(graded + failed, rows_per_checkpoint_);
+    EXPECT_THAT(ReadText(out + "/base/failures.jsonl"), HasSubstr("(attempt 1 of 1)"));
+  }
+}
+
+// --batch-fallback online: what a batch did not answer is graded online, in the same run.
+TEST_F(BatchIntegrationTest, FallbackOnlineGradesUnansweredRowsOnline) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=50ms",
+                                                    "--batch-fault-expired=0.3", "--seed=3"}));
+  const std::string out = dir_ + "/out";
+  std::string stderr_text;
+  ASSERT_EQ(RunOrchestrator(BatchArgs(out, sim, {"--batch-fallback=online"}), dir_, &stderr_text),
+            0);
+  EXPECT_THAT(stderr_text, HasSubstr("online (--batch-fallback online)"));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 1);
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+}
+
+// --batch-cancel cancels the journaled batch in progress and exits 4 with partial reports.
+TEST_F(BatchIntegrationTest, BatchCancelCancelsTheBatchInProgress) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=10m"}));
+  const std::string out = dir_ + "/out";
+  Orch orch = SpawnOrchestrator(BatchArgs(out, sim), dir_);
+  ASSERT_TRUE(WaitWhileRunning(orch.pid, [&] {
+    return SimCounter(sim, "hb_sim_batches_total") >= 1;
+  })) << ReadText(orch.stderr_path);
+  ::kill(orch.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(orch.pid), 4) << ReadText(orch.stderr_path);
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(BatchArgs(out, sim, {"--batch-cancel"}), dir_, &stderr_text), 4);
+  EXPECT_THAT(stderr_text, HasSubstr(": cancelled"));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_cancelled_total"), 1);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 1);
+}
+
+// A Batch API that refuses the key, or that nobody answers, fails in seconds with exit 2.
+TEST_F(BatchIntegrationTest, UnauthorizedOrUnreachableBatchEndpointExitsWithTwo) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--api-key=sk-right"}));
+  std::string stderr_text;
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(RunOrchestrator(BatchArgs(dir_ + "/unauthorized", sim), dir_, &stderr_text), 2);
+  EXPECT_THAT(stderr_text, HasSubstr("the Batch API refused GET /batches"));
+  EXPECT_THAT(stderr_text, HasSubstr("HTTP 401"));
+  EXPECT_THAT(stderr_text, HasSubstr("check the API key"));
+  hb::testing::LlmSim nobody;
+  nobody.base_url = "http://127.0.0.1:1/v1";
+  EXPECT_EQ(RunOrchestrator(BatchArgs(dir_ + "/unreachable", nobody), dir_, &stderr_text), 2);
+  EXPECT_THAT(stderr_text, HasSubstr("cannot reach the Batch API at http://127.0.0.1:1/v1"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_batches_total"), 0);
 }
 
 // --verdict-cache: a second run over the same replies makes no upstream request at all and

@@ -145,7 +145,7 @@ TEST(SqliteVerdictStoreTest, RepliesShareTheJournalAndTheFirstOneIsKept) {
 
 // What the reports' totals need across resumes: which rows came from the verdict cache, and
 // the wall time of every run.
-TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {
+TEST(SqliteVerdictStoreTest, KeepsFromCacheBatchAndRunTimesAcrossReopen) {
   const std::string dir = hb::testing::MakeTempDir();
   {
     HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
@@ -153,23 +153,31 @@ TEST(SqliteVerdictStoreTest, KeepsFromCacheAndRunTimesAcrossReopen) {
     hit.from_cache = true;
     hit.attempts = 0;
     store->Append(hit, nullptr);
-    store->Append(OkRow("p1", 1, false), nullptr);
+    RowRecord batch = OkRow("p1", 1, false);
+    batch.batch = true;
+    store->Append(batch, nullptr);
+    store->Append(OkRow("p1", 2, false), nullptr);
     HB_ASSERT_OK(store->Flush());
     HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000000), absl::Milliseconds(1500)));
   }
   HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
   HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000100), absl::Milliseconds(2250)));
   HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
-  ASSERT_THAT(rows, SizeIs(2));
+  ASSERT_THAT(rows, SizeIs(3));
   EXPECT_TRUE(rows[0].from_cache);
+  EXPECT_FALSE(rows[0].batch);
   EXPECT_EQ(rows[0].attempts, 0);
   EXPECT_FALSE(rows[1].from_cache);
+  EXPECT_TRUE(rows[1].batch);
+  EXPECT_FALSE(rows[2].from_cache);
+  EXPECT_FALSE(rows[2].batch);
   HB_ASSERT_OK_AND_ASSIGN(absl::Duration total, store->TotalRunTime());
   EXPECT_EQ(total, absl::Milliseconds(3750));
 }
 
-// A journal written before the verdict cache existed gets the column, its rows not from it.
-TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
+// A journal written before the verdict cache and batch grading existed gets the columns, its
+// rows neither from the cache nor batch-graded.
+TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheAndBatchColumns) {
   const std::string dir = hb::testing::MakeTempDir();
   {
     HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
@@ -178,9 +186,10 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir + "/" + kJournalFileName).c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE rows DROP COLUMN from_cache", nullptr, nullptr, nullptr),
-            SQLITE_OK)
-      << sqlite3_errmsg(db);
+  for (const char* sql :
+       {"ALTER TABLE rows DROP COLUMN from_cache", "ALTER TABLE rows DROP COLUMN batch"}) {
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  }
   sqlite3_close(db);
   HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
   store->Append(OkRow("p1", 1, true), nullptr);
@@ -189,6 +198,8 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheColumn) {
   ASSERT_THAT(rows, SizeIs(2));
   EXPECT_FALSE(rows[0].from_cache);
   EXPECT_FALSE(rows[1].from_cache);
+  EXPECT_FALSE(rows[0].batch);
+  EXPECT_FALSE(rows[1].batch);
 }
 
 TEST(SqliteVerdictStoreTest, CommittedRowsSurviveSigkill) {
@@ -402,6 +413,38 @@ TEST(SqliteVerdictStoreTest, NotADatabaseIsDataLoss) {
   std::fclose(f);
   EXPECT_THAT(SqliteVerdictStore::Open(Options(dir)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr(dir + "/journal.sqlite")));
+}
+
+// The batch tables (batch_journal.h): a batch's record and rows commit together, survive a
+// reopen, and rows leave batch_rows once forgotten.
+TEST(SqliteVerdictStoreTest, BatchRecordsAndRowsSurviveReopen) {
+  const std::string dir = hb::testing::MakeTempDir();
+  BatchRecord batch{"batch-000001", dir + "/batch/batch-000001.jsonl", 2, "", "", "written"};
+  {
+    HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteVerdictStore> store,
+                            SqliteVerdictStore::Open(Options(dir)));
+    HB_ASSERT_OK(store->SaveBatch(batch, {{RowKey{"base", "p1", 0}, "batch-000001", 1},
+                                          {RowKey{"base", "p1", 1}, "batch-000001", 1}}));
+    batch.file_id = "file-1";
+    batch.batch_id = "batch_abc";
+    batch.state = "submitted";
+    HB_ASSERT_OK(store->SaveBatch(batch, {}));
+  }
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteVerdictStore> store,
+                          SqliteVerdictStore::Open(Options(dir)));
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<BatchRecord> batches, store->Batches());
+  ASSERT_THAT(batches, SizeIs(1));
+  EXPECT_EQ(batches[0].batch_id, "batch_abc");
+  EXPECT_EQ(batches[0].file_id, "file-1");
+  EXPECT_EQ(batches[0].state, "submitted");
+  EXPECT_EQ(batches[0].requests, 2);
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<BatchRowEntry> rows, store->BatchRows());
+  ASSERT_THAT(rows, SizeIs(2));
+  EXPECT_EQ(rows[0].attempts, 1);
+  HB_ASSERT_OK(store->ForgetBatchRows({RowKey{"base", "p1", 0}}));
+  HB_ASSERT_OK_AND_ASSIGN(rows, store->BatchRows());
+  ASSERT_THAT(rows, SizeIs(1));
+  EXPECT_EQ(rows[0].key, (RowKey{"base", "p1", 1}));
 }
 
 }  // namespace

@@ -23,6 +23,19 @@ TEST(TokenPricesTest, CostPricesUncachedCachedAndOutputTokensEachAtTheirRate) {
   EXPECT_NEAR(CostUsd({82500000, 0, 0}, prices), 165.0, 1e-9);
 }
 
+// A run's dollars when part of its rows went through the Batch API: those at the factor.
+TEST(TokenPricesTest, SpentCostPricesTheBatchPartAtTheFactor) {
+  const TokenPrices prices;
+  // 1.5M prompt (1M cached), 0.25M output in all: $3.5 online. A batch part of 1M prompt
+  // (0.5M cached), 0.1M output costs (0.5*2 + 0.5*0.5 + 0.1*8) = $2.05 online, $1.025 at x0.5;
+  // the online rest (0.5M prompt, 0.5M cached, 0.15M output) $1.45.
+  EXPECT_DOUBLE_EQ(SpentCostUsd({1500000, 1000000, 250000}, {}, prices, 0.5), 3.5);
+  EXPECT_DOUBLE_EQ(SpentCostUsd({1500000, 1000000, 250000}, {1000000, 500000, 100000}, prices, 0.5),
+                   1.45 + 1.025);
+  EXPECT_DOUBLE_EQ(
+      SpentCostUsd({1500000, 1000000, 250000}, {1500000, 1000000, 250000}, prices, 0.5), 1.75);
+}
+
 TEST(TokenPricesTest, CountsAddUp) {
   TokenCounts total;
   total += {10, 4, 2};
