@@ -41,9 +41,8 @@ class SampleToFileTest : public ::testing::Test {
   }
   // Runs SampleToFile on its own thread (the fake answers calls from the test's thread).
   void Start(const SampleOptions& options) {
-    thread_ = std::thread([this, options] {
-      result_ = SampleToFile(options, llm_, scheduler_, log_);
-    });
+    thread_ =
+        std::thread([this, options] { result_ = SampleToFile(options, llm_, scheduler_, log_); });
   }
   absl::StatusOr<SampleSummary> Finish() {
     thread_.join();
