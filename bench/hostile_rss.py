@@ -141,11 +141,15 @@ class Probe:
             answer = f"connection error: {e}"
         alive = os.path.exists(f"/proc/{self.pid}/status")
         peak = rss_kb(self.pid, "VmHWM") if alive else 0
-        ratio = peak / self.idle_kb if alive else float("inf")
-        print(f"| {self.name} | {label} | {answer.replace('|', '/')} | "
-              f"{self.idle_kb / 1024:.1f} | {peak / 1024:.1f} | {ratio:.2f} | "
-              f"{'yes' if alive else 'NO'} |", flush=True)
-        return alive and ratio <= 2.0
+        return print_row(self.name, label, answer, self.idle_kb, peak, alive)
+
+
+def print_row(process, label, answer, idle_kb, peak_kb, alive):
+    """Prints one table row; True when the process lived and stayed within 2x idle."""
+    ratio = peak_kb / idle_kb if alive else float("inf")
+    print(f"| {process} | {label} | {answer.replace('|', '/')} | {idle_kb / 1024:.1f} | "
+          f"{peak_kb / 1024:.1f} | {ratio:.2f} | {'yes' if alive else 'NO'} |", flush=True)
+    return alive and ratio <= 2.0
 
 
 def grader_inputs(pb, stub, channel, task):
@@ -278,12 +282,9 @@ def orchestrator_rows(build, common, tasks, work):
     failed = code != 0
     for i, (label, lines) in enumerate(inputs):
         code, peak_kb, last = run_orchestrator(build, common, lines, work, f"input{i}")
-        ratio = peak_kb / idle_kb
         alive = code in (0, 2, 3)  # finished, refused the input, or incomplete: not a crash
-        print(f"| hb-orchestrator | {label} | exit {code}: {last[:100].replace('|', '/')} | "
-              f"{idle_kb / 1024:.1f} | {peak_kb / 1024:.1f} | {ratio:.2f} | "
-              f"{'yes' if alive else 'NO'} |", flush=True)
-        failed |= not alive or ratio > 2.0
+        failed |= not print_row("hb-orchestrator", label, f"exit {code}: {last[:100]}", idle_kb,
+                                peak_kb, alive)
     return failed
 
 

@@ -1,6 +1,9 @@
 #include "orchestrator/sample/sample_command.h"
 
+#include <algorithm>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -31,7 +34,25 @@ struct Inbox {
   absl::Mutex mu;
   std::vector<SampledReply> replies ABSL_GUARDED_BY(mu);
   std::vector<PolicySampleResult> failures ABSL_GUARDED_BY(mu);
+  std::optional<absl::StatusOr<ChatResult>> probe ABSL_GUARDED_BY(mu);
   bool ready ABSL_GUARDED_BY(mu) = false;
+
+  // Waits up to 50 ms for something to arrive (group commit: whatever arrives within 50 ms
+  // shares one journal write and one fdatasync), moves the replies into `replies` and the
+  // failures into `failures`, and returns the probe's answer if it came.
+  std::optional<absl::StatusOr<ChatResult>> Take(std::vector<SampledReply>& out_replies,
+                                                 std::vector<PolicySampleResult>& out_failures) {
+    absl::MutexLock lock(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
+    for (SampledReply& r : replies) out_replies.push_back(std::move(r));
+    replies.clear();
+    for (PolicySampleResult& f : failures) out_failures.push_back(std::move(f));
+    failures.clear();
+    ready = false;
+    std::optional<absl::StatusOr<ChatResult>> out = std::move(probe);
+    probe.reset();
+    return out;
+  }
 };
 
 std::string FormatFailure(const PolicySampleResult& failure) {
@@ -92,42 +113,78 @@ std::string ProgressLine(const SampleOptions& options, int64_t done, int64_t tot
       FormatTokenCount(stats.usage.completion_tokens));
 }
 
-// Runs the sampler over `tasks` and journals replies as they arrive; returns the failures.
+// Sends `body` alone, once (no retry), with the probe's timeout; `on_done` runs on the LLM
+// client's thread.
+void SendProbe(LlmClient& llm, const SampleOptions& options, const std::string& body,
+               std::function<void(absl::StatusOr<ChatResult>)> on_done) {
+  ChatRequest request;
+  request.body = body;
+  request.timeout = std::min(options.probe_timeout, options.attempt_timeout);
+  llm.Complete(std::move(request), std::move(on_done));
+}
+
+// What the first task's lone request (the probe) says: its reply joins `batch`; a failure no
+// retry can fix is the error (PolicyProbeError); a transient one puts the task back into
+// `sampler`, to be sampled like any other.
+absl::Status TakeProbe(const SampleOptions& options, PolicySampleTask first,
+                       absl::StatusOr<ChatResult> probe, PolicySampler& sampler,
+                       std::vector<SampledReply>& batch, SampleSummary& summary) {
+  if (probe.ok()) {
+    summary.usage += probe->usage;
+    batch.push_back(ToSampledReply(first.prompt_id, options, *std::move(probe)));
+    return absl::OkStatus();
+  }
+  HB_RETURN_IF_ERROR(PolicyProbeError(options, probe.status()));
+  sampler.Add(std::move(first));
+  return absl::OkStatus();
+}
+
+// Samples `first` through the probe and `rest` through the sampler at the same time (so the
+// probe costs no round trip of its own), and journals replies as they arrive; returns the
+// failures. Errors: the probe's (PolicyProbeError: the sampler is stopped and its calls in
+// flight are waited for) or the journal's.
 absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
     const SampleOptions& options, LlmClient& llm, Scheduler& scheduler, SampleJournal& journal,
-    std::vector<PolicySampleTask> tasks, int64_t done_before, int64_t total,
+    PolicySampleTask first, std::vector<PolicySampleTask> rest, int64_t done_before, int64_t total,
     std::vector<SampledReply>& received, SampleSummary& summary, std::FILE* log) {
   Inbox inbox;
-  PolicySampler sampler(
-      llm, scheduler, MakePolicySamplerOptions(options), [&](PolicySampleResult result) {
-        absl::MutexLock lock(&inbox.mu);
-        if (result.reply.ok()) {
-          inbox.replies.push_back(
-              ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
-        } else {
-          inbox.failures.push_back(std::move(result));
-        }
-        inbox.ready = true;
-      });
-  for (PolicySampleTask& task : tasks) sampler.Add(std::move(task));
+  // At most --max-in-flight requests, the probe's included: the sampler gets one slot less,
+  // and with a single slot it waits for the probe.
+  PolicySamplerOptions sampler_options = MakePolicySamplerOptions(options);
+  sampler_options.max_in_flight = std::max(1, options.max_in_flight - 1);
+  const bool start_with_probe = options.max_in_flight > 1;
+  PolicySampler sampler(llm, scheduler, std::move(sampler_options), [&](PolicySampleResult result) {
+    absl::MutexLock lock(&inbox.mu);
+    if (result.reply.ok()) {
+      inbox.replies.push_back(ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
+    } else {
+      inbox.failures.push_back(std::move(result));
+    }
+    inbox.ready = true;
+  });
+  for (PolicySampleTask& task : rest) sampler.Add(std::move(task));
   const absl::Time start = absl::Now();
-  sampler.Start();
+  SendProbe(llm, options, first.body, [&inbox](absl::StatusOr<ChatResult> result) {
+    absl::MutexLock lock(&inbox.mu);
+    inbox.probe = std::move(result);
+    inbox.ready = true;
+  });
+  if (start_with_probe) sampler.Start();
   std::vector<PolicySampleResult> failures;
   absl::Time next_progress = start + options.progress_interval;
   int64_t done = done_before;
-  while (true) {
-    const bool finished = sampler.Pending() == 0;
+  bool probing = true;
+  absl::Status status;
+  while (status.ok()) {
+    const bool finished = sampler.Pending() == 0 && !probing;
     std::vector<SampledReply> batch;
-    {
-      absl::MutexLock lock(&inbox.mu);
-      // Group commit: whatever arrived within 50 ms shares one write and one fdatasync.
-      inbox.mu.AwaitWithTimeout(absl::Condition(&inbox.ready), absl::Milliseconds(50));
-      batch.swap(inbox.replies);
-      for (PolicySampleResult& f : inbox.failures) failures.push_back(std::move(f));
-      inbox.failures.clear();
-      inbox.ready = false;
+    std::optional<absl::StatusOr<ChatResult>> probe = inbox.Take(batch, failures);
+    if (probe.has_value()) {
+      probing = false;
+      status = TakeProbe(options, std::move(first), *std::move(probe), sampler, batch, summary);
+      if (!start_with_probe) sampler.Start();
     }
-    HB_RETURN_IF_ERROR(journal.Append(batch));
+    if (status.ok()) status = journal.Append(batch);
     done += static_cast<int64_t>(batch.size());
     for (SampledReply& reply : batch) received.push_back(std::move(reply));
     if (absl::Now() >= next_progress || finished) {
@@ -138,6 +195,14 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
       next_progress = absl::Now() + options.progress_interval;
     }
     if (finished) break;
+  }
+  if (!status.ok()) {
+    sampler.Stop();  // the calls in flight (and the probe) capture the sampler and the inbox
+    std::vector<SampledReply> discarded;
+    while (sampler.Pending() > 0 || probing) {
+      if (inbox.Take(discarded, failures).has_value()) probing = false;
+    }
+    return status;
   }
   const PolicySamplerStats stats = sampler.Stats();
   summary.retries += stats.retries;
@@ -220,10 +285,7 @@ absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& opti
                                        const std::string& body) {
   absl::Notification done;
   absl::StatusOr<ChatResult> out = absl::UnknownError("probe not answered");
-  ChatRequest request;
-  request.body = body;
-  request.timeout = std::min(options.probe_timeout, options.attempt_timeout);
-  llm.Complete(std::move(request), [&](absl::StatusOr<ChatResult> result) {
+  SendProbe(llm, options, body, [&](absl::StatusOr<ChatResult> result) {
     out = std::move(result);
     done.Notify();
   });
@@ -307,17 +369,11 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
 
   std::vector<PolicySampleResult> failures;
   if (!tasks.empty()) {
-    absl::StatusOr<ChatResult> probe = ProbePolicy(llm, options, tasks.front().body);
-    if (!probe.ok()) HB_RETURN_IF_ERROR(PolicyProbeError(options, probe.status()));
-    if (probe.ok()) {
-      summary.usage += probe->usage;
-      replies.push_back(ToSampledReply(tasks.front().prompt_id, options, *std::move(probe)));
-      HB_RETURN_IF_ERROR(journal.Append({replies.back()}));
-      tasks.erase(tasks.begin());
-    }
-    HB_ASSIGN_OR_RETURN(failures, SampleAll(options, llm, scheduler, journal, std::move(tasks),
-                                            static_cast<int64_t>(replies.size()), summary.tasks,
-                                            replies, summary, log));
+    PolicySampleTask first = std::move(tasks.front());
+    tasks.erase(tasks.begin());
+    HB_ASSIGN_OR_RETURN(failures, SampleAll(options, llm, scheduler, journal, std::move(first),
+                                            std::move(tasks), static_cast<int64_t>(replies.size()),
+                                            summary.tasks, replies, summary, log));
   }
   summary.elapsed = absl::Now() - start;
   HB_RETURN_IF_ERROR(WriteOutputs(options, dataset, replies, failures, summary));

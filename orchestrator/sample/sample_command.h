@@ -12,9 +12,10 @@
 //                        tokens and wall time; also printed on stderr
 //
 // Exit codes: 0 every task has a reply; 3 some tasks failed (listed; run again to retry them);
-// 2 configuration or input error, including the probe: the first request is sent alone, and a
-// connection failure (unreachable URL), 400, 401, 403 or 404 (unknown model or wrong URL) stops
-// the job within seconds with the reason on stderr; 1 internal error.
+// 2 configuration or input error, including the probe: the first task's request is sent once,
+// not retried, alongside the others (within --max-in-flight), and its connection failure
+// (unreachable URL), 400, 401, 403 or 404 (unknown model or wrong URL) stops the job within
+// seconds with the reason on stderr; 1 internal error.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +56,7 @@ struct SampleOptions {
   bool adaptive_concurrency = true;
   RetryPolicy retry;
   absl::Duration attempt_timeout = absl::Seconds(300);
-  // Timeout of the probe request (the first task, sent alone).
+  // Timeout of the probe request (the first task, sent once without retries).
   absl::Duration probe_timeout = absl::Seconds(60);
   absl::Duration progress_interval = absl::Seconds(5);
   // Prefix of progress and summary lines on stderr ("sample" or "sample <checkpoint>").

@@ -127,15 +127,23 @@ std::string Gzip(const std::string& plain) {
   return out;
 }
 
-TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
-  auto server = StartServer([](const LoopbackRequest&) {
+// A server answering 100 KiB bodies, and a client whose default body limit is 64 KiB.
+auto StartBigBodyServer() {
+  return StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.body = std::string(100 * 1024, 'x');
     return r;
   });
+}
+auto MakeClientWith64KiBLimit() {
   CurlHttpClientOptions options;
   options.max_response_body_bytes = 64 * 1024;
-  auto client = MakeClient(options);
+  return MakeClient(options);
+}
+
+TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
+  auto server = StartBigBodyServer();
+  auto client = MakeClientWith64KiBLimit();
   Waiter w;
   client->Post(Post(server->base_url() + "/big", "{}"), w.Callback());
   ASSERT_TRUE(w.Wait());
@@ -145,14 +153,8 @@ TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
 
 // A request may allow a larger body than the client's default (a file download).
 TEST(CurlHttpClientTest, ARequestMayRaiseTheBodyLimit) {
-  auto server = StartServer([](const LoopbackRequest&) {
-    LoopbackResponse r;
-    r.body = std::string(100 * 1024, 'x');
-    return r;
-  });
-  CurlHttpClientOptions options;
-  options.max_response_body_bytes = 64 * 1024;
-  auto client = MakeClient(options);
+  auto server = StartBigBodyServer();
+  auto client = MakeClientWith64KiBLimit();
   HttpRequest request = Post(server->base_url() + "/big", "{}");
   request.max_response_body_bytes = 128 * 1024;
   Waiter w;
