@@ -10,18 +10,14 @@
 #   format         scripts/ci_format.sh          clang-format-14 --dry-run --Werror
 #   thread-safety  scripts/ci_thread_safety.sh   clang++-14 -Wthread-safety -Werror, build-tsa
 #   asan           scripts/ci_sanitizers.sh asan unit+integration under ASan+UBSan, build-asan
-#   tsan           scripts/ci_sanitizers.sh tsan unit+integration under TSan, build-tsan (not
-#                  in the default steps yet, see below)
+#   tsan           scripts/ci_sanitizers.sh tsan unit+integration under TSan, build-tsan
 #   fuzz           scripts/ci_fuzz.sh            each libFuzzer target for 30 s, build-fuzz
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if (($#)); then
   steps=${HB_CI_STEPS-}
 else
-  # tsan is not in the default yet: Debian's libabsl_synchronization is not built with TSan,
-  # so TSan does not see absl::Mutex and reports every access our locks protect (see
-  # README.md). Run it with HB_CI_STEPS or scripts/ci_sanitizers.sh tsan.
-  steps=${HB_CI_STEPS-format thread-safety asan fuzz}
+  steps=${HB_CI_STEPS-format thread-safety asan tsan fuzz}
 fi
 has_step() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 

@@ -16,9 +16,10 @@ std::string SharedDir();
 std::string SharedDataFile(const std::string& name);
 // "<shared>/reference/grader_template.txt"; fails the current test when missing.
 std::string ReferenceTemplatePath();
-// The project's source folder (HB_SOURCE_DIR, set by ctest).
+// The project's source folder: HB_SOURCE_DIR when set, else the folder this build was
+// configured from (ctest sets no variable but TSAN_OPTIONS, see cmake/HbHelpers.cmake).
 std::string SourceDir();
-// The build folder (HB_BINARY_DIR, set by ctest): where the binaries are.
+// The build folder, where the binaries are: HB_BINARY_DIR when set, else this build's folder.
 std::string BinaryDir();
 // A fresh, empty temporary directory for this test, under TEST_TMPDIR or /tmp.
 std::string MakeTempDir();

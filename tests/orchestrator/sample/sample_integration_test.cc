@@ -391,6 +391,7 @@ TEST(SampleIntegrationTest, RunPolicySigtermStopsSamplingWritesWhatItHasAndResum
   args.insert(args.end(), {"--policy-max-in-flight=2", "--progress=off"});
   std::unique_ptr<ChildProcess> run = Spawn(args, dir + "/first.stderr");
   ASSERT_NE(run, nullptr);
+  // Poll the simulator's log (a file's state, not synchronisation) until sampling is under way.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 6 &&
          absl::Now() < deadline) {
