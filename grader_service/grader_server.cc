@@ -11,6 +11,7 @@
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
 #include "common/rpc/server_reflection.h"
+#include "common/rpc/server_transport.h"
 #include "grader_client/embedded_grader.h"
 #include "grader_service/grader_service_impl.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -109,10 +110,7 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);
-  // With SO_REUSEPORT a second hb-grader on the same port would start and silently take half
-  // of the connections.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  ConfigureServerTransport(builder, options.max_receive_message_bytes);
   builder.SetOption(ReflectionOption(options.reflection));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/server_reflection.h"
+#include "common/rpc/server_transport.h"
 #include "environment/grpc/env_service.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -32,10 +33,8 @@ absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.SetOption(ReflectionOption(options.reflection));
-  // Two servers must never share a port by accident.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  ConfigureServerTransport(builder, options.max_receive_message_bytes);
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
