@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Peak RSS of hb-grader and hb-env under the hostile inputs of issue #12, against their idle RSS.
 
-  /usr/bin/python3 bench/hostile_rss.py [--build build] [--shared ../shared]
+  /usr/bin/python3 bench/hostile_rss.py [--build build] [--shared ../shared] [--only REGEX]
 
 For each input, starts a fresh hb-grader or hb-env (embedded grader) against a fake upstream
 served by this script (normal verdicts unless the rubric item asks for a hostile body), warms it
@@ -76,6 +76,13 @@ class Upstream(http.server.BaseHTTPRequestHandler):
                 self.send(completion(VERDICT))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading at its limit, as it should
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    """Connections reset by a process this script killed are expected: no traceback."""
+
+    def handle_error(self, request, client_address):
+        pass
 
 
 def gzip_bomb():
@@ -268,7 +275,7 @@ def run_orchestrator(build, common, dataset_lines, work, name):
     return proc.returncode, peak[0], (lines[-1] if lines else "")
 
 
-def orchestrator_rows(build, common, tasks, work):
+def orchestrator_rows(build, common, tasks, work, wanted):
     """The orchestrator is a batch job: its 'idle' is the same run over the real records."""
     real = [json.dumps(task) for task in tasks]
     tagged = dict(tasks[0], prompt_id="hostile-tags")
@@ -278,6 +285,9 @@ def orchestrator_rows(build, common, tasks, work):
         ("run, one task with 40 items x 64 distinct tags", real + [json.dumps(tagged)]),
         ("run, a 1 MB JSONL line of '['", real + ["[" * (1 << 20)]),
     ]
+    inputs = [(label, lines) for label, lines in inputs if wanted.search(label)]
+    if not inputs:
+        return False
     code, idle_kb, _ = run_orchestrator(build, common, real, work, "baseline")
     failed = code != 0
     for i, (label, lines) in enumerate(inputs):
@@ -293,7 +303,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=f"{root}/build")
     parser.add_argument("--shared", default=os.environ.get("HB_SHARED_DIR", f"{root}/../shared"))
+    parser.add_argument("--only", default="",
+                        help="run only the inputs whose label matches this regular expression")
     args = parser.parse_args()
+    wanted = re.compile(args.only)
     dataset = f"{args.shared}/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl"
     template = f"{args.shared}/reference/grader_template.txt"
     work = tempfile.mkdtemp(prefix="hostile-rss-")
@@ -302,7 +315,7 @@ def main():
     from healthbench.env.v1 import env_pb2 as epb, env_pb2_grpc
 
     Upstream.gzip_bomb = gzip_bomb()
-    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    upstream = QuietServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     common = [f"--llm-base-url=http://127.0.0.1:{upstream.server_port}/v1",
               f"--grader-template={template}", "--metrics-listen=", "--max-attempts=2",
@@ -316,7 +329,9 @@ def main():
     try:
         # A fresh process for every input: glibc keeps freed memory, so one input's peak
         # would otherwise become the next one's baseline.
-        for i in range(len(grader_inputs(pb, None, None, tasks[0]))):
+        for i, (label, _) in enumerate(grader_inputs(pb, None, None, tasks[0])):
+            if not wanted.search(label):
+                continue
             proc, (addr,) = start([f"{args.build}/grader_service/hb-grader",
                                    "--listen=127.0.0.1:0"] + common, 1)
             try:
@@ -328,7 +343,9 @@ def main():
             finally:
                 proc.kill()
                 proc.wait()
-        for i in range(len(env_inputs(epb, None, "", ""))):
+        for i, (label, _) in enumerate(env_inputs(epb, None, "", "")):
+            if not wanted.search(label):
+                continue
             proc, (grpc_addr, http_addr) = start(
                 [f"{args.build}/environment/hb-env", f"--split=test={dataset}",
                  "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"] + common, 2)
@@ -341,8 +358,8 @@ def main():
             finally:
                 proc.kill()
                 proc.wait()
-        failed |= orchestrator_rows(args.build, [a for a in common if not a.startswith(("--metrics", "--log"))],
-                                    tasks, work)
+        orchestrator_flags = [a for a in common if not a.startswith(("--metrics", "--log"))]
+        failed |= orchestrator_rows(args.build, orchestrator_flags, tasks, work, wanted)
         return 1 if failed else 0
     finally:
         upstream.shutdown()

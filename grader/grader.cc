@@ -72,9 +72,8 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
       request.timeout = std::min(grader_.config_.attempt_timeout, deadline_ - now);
       request.deadline = deadline_;
     }
-    // Rendered per attempt and moved upstream: between attempts the call holds only the shared
-    // reply and its rubric item, never a copy of the conversation.
-    request.body = grader_.RequestBody(*reply_, rubric_item_);
+    // The shared body pieces with this item between them: no attempt copies the conversation.
+    request.body_parts = reply_->body.Parts(rubric_item_);
     auto self = shared_from_this();
     LlmClient::CallId id = grader_.llm_.Complete(
         std::move(request), [self, attempt](absl::StatusOr<ChatResult> result) {
@@ -340,11 +339,19 @@ absl::StatusOr<std::shared_ptr<const PreparedReply>> Grader::Prepare(
   size_t bytes = reply.size();
   for (const Message& m : conversation) bytes += m.content.size();
   HB_RETURN_IF_ERROR(CheckPromptBudget(bytes));
-  auto prepared = std::make_shared<PreparedReply>();
-  prepared->prompt = template_.FillConversation(
-      RenderConversation(GradedConversation(conversation, std::nullopt, reply)));
+  return MakePrepared(conversation, reply, prompt_cache_key);
+}
+
+std::shared_ptr<const PreparedReply> Grader::MakePrepared(
+    const std::vector<Message>& conversation, absl::string_view reply,
+    absl::string_view prompt_cache_key) const {
+  auto prepared = std::make_unique<PreparedReply>();
+  prepared->prompt = template_.FillConversation(RenderGradedConversation(conversation, reply));
+  if (auto live = prepared_->Find(prepared->prompt.text, prompt_cache_key)) return live;
   prepared->prompt_cache_key = std::string(prompt_cache_key);
-  return prepared;
+  prepared->body = SharedChatCompletionBody(config_.settings, prepared->prompt.Segments(),
+                                            prepared->prompt_cache_key);
+  return prepared_->Add(std::move(prepared));
 }
 
 absl::Status Grader::ValidateItem(const PreparedReply& reply, const RubricItem& item,
@@ -385,18 +392,11 @@ absl::Status Grader::ValidateItem(const PreparedReply& reply, const RubricItem& 
 std::string Grader::RequestBody(const GradeItemInput& input) const {
   absl::StatusOr<std::shared_ptr<const PreparedReply>> reply =
       Prepare(input.conversation, input.reply, input.prompt_cache_key);
-  if (reply.ok()) return RequestBody(**reply, RenderRubricItem(input.item));
-  // Unchecked input (tests, dry runs): render it all the same.
-  PreparedReply unchecked{template_.FillConversation(RenderConversation(
-                              GradedConversation(input.conversation, std::nullopt, input.reply))),
-                          input.prompt_cache_key};
-  return RequestBody(unchecked, RenderRubricItem(input.item));
-}
-
-std::string Grader::RequestBody(const PreparedReply& reply, absl::string_view rubric_item) const {
-  return BuildChatCompletionBody(config_.settings,
-                                 GraderTemplate::FillRubricItem(reply.prompt, rubric_item),
-                                 reply.prompt_cache_key);
+  // Unchecked input (tests, dry runs) is rendered all the same.
+  const std::shared_ptr<const PreparedReply> prepared =
+      reply.ok() ? *std::move(reply)
+                 : MakePrepared(input.conversation, input.reply, input.prompt_cache_key);
+  return JoinParts(prepared->body.Parts(RenderRubricItem(input.item)));
 }
 
 void Grader::GradeItem(const GradeItemInput& input, absl::Time deadline,

@@ -28,6 +28,7 @@
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
 #include "grader/grader_metrics.h"
+#include "grader/prepared_replies.h"
 #include "grader/verdict_cache.h"
 #include "llm/llm_client.h"
 
@@ -81,14 +82,6 @@ struct GradeItemInput {
   // For logs only.
   std::string request_id;
   // Passed upstream as "prompt_cache_key" when non-empty.
-  std::string prompt_cache_key;
-};
-
-// What every rubric item of one reply shares, rendered once (Grader::Prepare): the grader
-// template filled with the graded conversation, and the prompt cache key. Immutable; the calls
-// of one GradeReply hold it by shared_ptr instead of each copying the conversation.
-struct PreparedReply {
-  GraderTemplate::WithConversation prompt;
   std::string prompt_cache_key;
 };
 
@@ -173,14 +166,14 @@ class Grader {
                             absl::string_view request_id) const;
 
   // GradeItem for one rubric item of a prepared reply; the call holds `reply` (no copy) and
-  // renders its request body for each upstream attempt. `done` and errors as GradeItem.
+  // sends reply->body's shared pieces with the item for each upstream attempt. `done` and
+  // errors as GradeItem.
   void GradePrepared(std::shared_ptr<const PreparedReply> reply, const RubricItem& item,
                      std::string request_id, absl::Time deadline,
                      std::shared_ptr<CancellationToken> cancel, ItemCallback done);
 
   // The exact upstream request body for `input` (the same bytes GradeItem sends).
   std::string RequestBody(const GradeItemInput& input) const;
-  std::string RequestBody(const PreparedReply& reply, absl::string_view rubric_item) const;
 
   const GraderConfig& config() const { return config_; }
   const GraderTemplate& grader_template() const { return template_; }
@@ -188,6 +181,11 @@ class Grader {
  private:
   class Call;
   double Jitter();
+  // Renders what every rubric item of the reply shares (Prepare, after its checks), or finds
+  // it rendered already for another item still in flight.
+  std::shared_ptr<const PreparedReply> MakePrepared(const std::vector<Message>& conversation,
+                                                    absl::string_view reply,
+                                                    absl::string_view prompt_cache_key) const;
   // With a cache: the item's cache key, and true after answering `done` from the cache (on the
   // scheduler's thread). Without one: "" and false.
   bool AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item, std::string* key,
@@ -202,6 +200,7 @@ class Grader {
   const GraderConfig config_;
   GraderMetrics* const metrics_;
   VerdictCache* const cache_;
+  const std::shared_ptr<PreparedReplies> prepared_ = PreparedReplies::Create();
 };
 
 }  // namespace hb

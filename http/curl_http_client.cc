@@ -46,10 +46,11 @@ struct CurlMultiHttpClient::Transfer {
   // Set by WriteBody when the body passed max_body_bytes (libcurl then reports a write error).
   bool body_over_limit = false;
   char error[CURL_ERROR_SIZE] = {0};
-  // Streaming request.body_parts (ReadBody): the part being sent, the offset in it (data
-  // parts) and the open file (file parts).
+  // Streaming request.body_parts (ReadBody, SeekBody): each part's size, the part being sent,
+  // the offset in it and, for a file part, the open file.
+  std::vector<curl_off_t> part_sizes;
   size_t part = 0;
-  size_t part_offset = 0;
+  curl_off_t part_offset = 0;
   std::FILE* part_file = nullptr;
 
   ~Transfer() {
@@ -92,15 +93,20 @@ size_t ReadBody(char* buffer, size_t size, size_t count, void* user) {
     const HttpBodyPart& part = parts[t->part];
     size_t n = 0;
     if (part.file_path.empty()) {
-      n = std::min(room, part.data.size() - t->part_offset);
-      std::memcpy(buffer, part.data.data() + t->part_offset, n);
-      t->part_offset += n;
+      n = std::min(room, static_cast<size_t>(t->part_sizes[t->part] - t->part_offset));
+      if (n > 0) std::memcpy(buffer, part.data->data() + t->part_offset, n);
     } else {
-      if (t->part_file == nullptr) t->part_file = std::fopen(part.file_path.c_str(), "rb");
-      if (t->part_file == nullptr) return CURL_READFUNC_ABORT;
+      if (t->part_file == nullptr) {
+        t->part_file = std::fopen(part.file_path.c_str(), "rb");
+        if (t->part_file == nullptr ||
+            ::fseeko(t->part_file, static_cast<off_t>(t->part_offset), SEEK_SET) != 0) {
+          return CURL_READFUNC_ABORT;
+        }
+      }
       n = std::fread(buffer, 1, room, t->part_file);
       if (n == 0 && std::ferror(t->part_file)) return CURL_READFUNC_ABORT;
     }
+    t->part_offset += static_cast<curl_off_t>(n);
     if (n > 0) return n;
     if (t->part_file != nullptr) std::fclose(t->part_file);
     t->part_file = nullptr;
@@ -110,12 +116,29 @@ size_t ReadBody(char* buffer, size_t size, size_t count, void* user) {
   return 0;
 }
 
-// The total size of `parts`; kFailedPrecondition naming a file that cannot be read.
-absl::StatusOr<curl_off_t> BodyPartsSize(const std::vector<HttpBodyPart>& parts) {
-  curl_off_t total = 0;
+// CURLOPT_SEEKFUNCTION over request.body_parts: libcurl rewinds a body to send it again (a
+// reused connection that turned out closed, an HTTP/2 stream refused).
+int SeekBody(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<CurlMultiHttpClient::Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
+  if (t->part_file != nullptr) std::fclose(t->part_file);
+  t->part_file = nullptr;
+  t->part = 0;
+  while (t->part < t->part_sizes.size() && offset >= t->part_sizes[t->part]) {
+    offset -= t->part_sizes[t->part];
+    ++t->part;
+  }
+  t->part_offset = t->part < t->part_sizes.size() ? offset : 0;
+  return offset == 0 || t->part < t->part_sizes.size() ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
+}
+
+// Each part's size; kFailedPrecondition naming a file that cannot be read.
+absl::StatusOr<std::vector<curl_off_t>> BodyPartSizes(const std::vector<HttpBodyPart>& parts) {
+  std::vector<curl_off_t> sizes;
+  sizes.reserve(parts.size());
   for (const HttpBodyPart& part : parts) {
     if (part.file_path.empty()) {
-      total += static_cast<curl_off_t>(part.data.size());
+      sizes.push_back(part.data == nullptr ? 0 : static_cast<curl_off_t>(part.data->size()));
       continue;
     }
     struct stat st;
@@ -124,9 +147,28 @@ absl::StatusOr<curl_off_t> BodyPartsSize(const std::vector<HttpBodyPart>& parts)
           absl::StrCat("HTTP transport: cannot read request body file ", part.file_path, ": ",
                        std::strerror(errno)));
     }
-    total += static_cast<curl_off_t>(st.st_size);
+    sizes.push_back(static_cast<curl_off_t>(st.st_size));
   }
-  return total;
+  return sizes;
+}
+
+// Joins `parts` into `body` when they are all in memory and together smaller than
+// kStreamedBodyMinBytes: such a body goes out in one piece (CURLOPT_POSTFIELDS) rather than
+// through the read callback and its 64 KiB upload buffer per transfer.
+constexpr size_t kStreamedBodyMinBytes = 64 << 10;
+void JoinSmallBody(HttpRequest& req) {
+  size_t total = 0;
+  for (const HttpBodyPart& part : req.body_parts) {
+    if (!part.file_path.empty()) return;
+    if (part.data != nullptr) total += part.data->size();
+    if (total >= kStreamedBodyMinBytes) return;
+  }
+  req.body.clear();
+  req.body.reserve(total);
+  for (const HttpBodyPart& part : req.body_parts) {
+    if (part.data != nullptr) req.body += *part.data;
+  }
+  req.body_parts.clear();
 }
 
 size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
@@ -400,20 +442,26 @@ void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
     return;
   }
   t->easy = easy;
+  if (!t->request.body_parts.empty()) JoinSmallBody(t->request);
   const HttpRequest& req = t->request;
   curl_easy_setopt(easy, CURLOPT_URL, req.url.c_str());
   if (req.method == "GET") {
     curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
   } else if (!req.body_parts.empty()) {
-    absl::StatusOr<curl_off_t> size = BodyPartsSize(req.body_parts);
-    if (!size.ok()) {
-      Finish(std::move(t), size.status());
+    absl::StatusOr<std::vector<curl_off_t>> sizes = BodyPartSizes(req.body_parts);
+    if (!sizes.ok()) {
+      Finish(std::move(t), sizes.status());
       return;
     }
+    t->part_sizes = *std::move(sizes);
+    curl_off_t size = 0;
+    for (curl_off_t part : t->part_sizes) size += part;
     curl_easy_setopt(easy, CURLOPT_POST, 1L);
     curl_easy_setopt(easy, CURLOPT_READFUNCTION, &ReadBody);
     curl_easy_setopt(easy, CURLOPT_READDATA, t.get());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, *size);
+    curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, &SeekBody);
+    curl_easy_setopt(easy, CURLOPT_SEEKDATA, t.get());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, size);
   } else {
     curl_easy_setopt(easy, CURLOPT_POST, 1L);
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, req.body.data());

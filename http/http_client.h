@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,11 +15,20 @@
 
 namespace hb {
 
-// A piece of a streamed request body: `data` as given, or the whole content of the file at
-// `file_path` (read while sending, never held in memory) when that is non-empty.
+// A piece of a streamed request body: the bytes of `data` (shared, not copied: many requests
+// may send the same piece), or the whole content of the file at `file_path` (read while
+// sending, never held in memory) when that is non-empty.
 struct HttpBodyPart {
-  std::string data;
+  std::shared_ptr<const std::string> data;
   std::string file_path;
+
+  static HttpBodyPart Bytes(std::string bytes) {
+    return HttpBodyPart{std::make_shared<const std::string>(std::move(bytes)), ""};
+  }
+  static HttpBodyPart Shared(std::shared_ptr<const std::string> bytes) {
+    return HttpBodyPart{std::move(bytes), ""};
+  }
+  static HttpBodyPart File(std::string path) { return HttpBodyPart{nullptr, std::move(path)}; }
 };
 
 // One request (POST unless `method` says otherwise).
@@ -30,8 +40,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   // When non-empty, the POST body is these parts in order, streamed (`body` is ignored): how a
-  // multipart upload of a file of hundreds of MB goes out without loading it. A file that
-  // cannot be read fails the request with kFailedPrecondition naming it.
+  // multipart upload of a file of hundreds of MB goes out without loading it, and how the
+  // rubric items of one reply send its conversation without a copy each. A file that cannot
+  // be read fails the request with kFailedPrecondition naming it.
   std::vector<HttpBodyPart> body_parts;
   // Whole-request timeout (connect + send + wait + receive).
   absl::Duration timeout = absl::Seconds(120);

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -23,6 +25,10 @@ namespace hb {
 // One request: the JSON body exactly as it goes on the wire (BuildChatCompletionBody).
 struct ChatRequest {
   std::string body;
+  // When non-empty, the body is these pieces in order instead (`body` is ignored): the rubric
+  // items of one reply share its rendered conversation this way (SharedChatCompletionBody)
+  // rather than each holding a copy.
+  std::vector<std::shared_ptr<const std::string>> body_parts;
   // This attempt's timeout.
   absl::Duration timeout = absl::Seconds(120);
   // The caller's overall deadline (informational for the client; the timeout already fits it).

@@ -225,7 +225,14 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
   if (!options_.api_key.empty()) {
     http_request.headers.emplace_back("Authorization", absl::StrCat("Bearer ", options_.api_key));
   }
-  http_request.body = std::move(request.body);
+  if (request.body_parts.empty()) {
+    http_request.body = std::move(request.body);
+  } else {
+    http_request.body_parts.reserve(request.body_parts.size());
+    for (auto& part : request.body_parts) {
+      http_request.body_parts.push_back(HttpBodyPart::Shared(std::move(part)));
+    }
+  }
   http_request.timeout = request.timeout;
   GraderMetrics* metrics = options_.metrics;
   if (metrics != nullptr) metrics->UpstreamStarted();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "common/base/json_io.h"
 
@@ -45,6 +46,71 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   }
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+namespace {
+
+// A RapidJSON output stream appending to a std::string (no intermediate buffer to copy from).
+struct StringOutput {
+  using Ch = char;
+  std::string* out;
+  void Put(char c) { out->push_back(c); }
+  void Flush() {}
+};
+
+// `text` as the inside of a JSON string, escaped exactly as BuildChatCompletionBody does (the
+// same RapidJSON writer over another output stream).
+std::string EscapedJsonContent(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  StringOutput stream{&out};
+  rapidjson::Writer<StringOutput> writer(stream);
+  WriteJsonString(writer, text);
+  out.pop_back();   // the closing quote
+  out.erase(0, 1);  // the opening quote
+  return out;
+}
+
+}  // namespace
+
+SharedChatCompletionBody::SharedChatCompletionBody(const GraderSettings& settings,
+                                                   const std::vector<absl::string_view>& segments,
+                                                   absl::string_view prompt_cache_key) {
+  // The JSON around the prompt: the body for an empty prompt ends the prompt's string right
+  // where the body for "x" has its 'x'.
+  const std::string empty = BuildChatCompletionBody(settings, "", prompt_cache_key);
+  const std::string one = BuildChatCompletionBody(settings, "x", prompt_cache_key);
+  size_t at = 0;
+  while (empty[at] == one[at]) ++at;
+  pieces_.reserve(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string piece = i == 0 ? empty.substr(0, at) : std::string();
+    piece += EscapedJsonContent(segments[i]);
+    if (i + 1 == segments.size()) piece.append(empty, at);
+    pieces_.push_back(std::make_shared<const std::string>(std::move(piece)));
+  }
+}
+
+std::vector<SharedChatCompletionBody::Part> SharedChatCompletionBody::Parts(
+    absl::string_view rubric_item) const {
+  std::vector<Part> parts;
+  if (pieces_.empty()) return parts;
+  parts.reserve(2 * pieces_.size() - 1);
+  const Part item = std::make_shared<const std::string>(EscapedJsonContent(rubric_item));
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    if (i > 0) parts.push_back(item);
+    parts.push_back(pieces_[i]);
+  }
+  return parts;
+}
+
+std::string JoinParts(const std::vector<SharedChatCompletionBody::Part>& parts) {
+  size_t size = 0;
+  for (const auto& part : parts) size += part->size();
+  std::string out;
+  out.reserve(size);
+  for (const auto& part : parts) out += *part;
+  return out;
 }
 
 }  // namespace hb

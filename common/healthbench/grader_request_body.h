@@ -2,7 +2,9 @@
 // it, so `hb-orchestrator dry-run` prints exactly what `hb-grader` sends.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "common/healthbench/types.h"
@@ -24,5 +26,33 @@ namespace hb {
 //   "temperature":0.5,"max_tokens":2048,"prompt_cache_key":"k"}
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key = "");
+
+// The bodies of every rubric item of one reply without a copy of the conversation per item:
+// the grader prompt's pieces around its rubric item slots (GraderTemplate::WithConversation::
+// Segments) are escaped once and shared. Concatenated, Parts(item) is byte for byte
+// BuildChatCompletionBody(settings, StrJoin(segments, item), prompt_cache_key) (JSON escaping
+// works byte by byte, so escaping the pieces apart changes nothing). Immutable and
+// thread-safe once built; the parts stay valid as long as any holder keeps them.
+class SharedChatCompletionBody {
+ public:
+  using Part = std::shared_ptr<const std::string>;
+
+  SharedChatCompletionBody() = default;
+  // `segments` must not be empty (a prompt without a slot is one segment).
+  SharedChatCompletionBody(const GraderSettings& settings,
+                           const std::vector<absl::string_view>& segments,
+                           absl::string_view prompt_cache_key);
+
+  // The body for `rubric_item`: the shared pieces with the escaped item between them.
+  std::vector<Part> Parts(absl::string_view rubric_item) const;
+
+ private:
+  // pieces_[0]: the JSON before the prompt and the escaped first segment; pieces_[i]: the
+  // escaped segment i; the last also holds the JSON after the prompt.
+  std::vector<Part> pieces_;
+};
+
+// The parts joined (tests, dry runs, small bodies).
+std::string JoinParts(const std::vector<SharedChatCompletionBody::Part>& parts);
 
 }  // namespace hb

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/base/file.h"
 #include "common/base/json.h"
@@ -62,7 +63,14 @@ GraderTemplate::WithConversation GraderTemplate::FillConversation(
   // conversation text (quirk 11). StrReplaceAll, like str.replace, never rescans what it
   // inserted, and replaces non-overlapping matches left to right, as counted here.
   WithConversation out;
-  out.text = absl::StrReplaceAll(text_, {{kConversationPlaceholder, conversation}});
+  // absl::StrReplaceAll(text_, {{kConversationPlaceholder, conversation}}), in one allocation of
+  // the exact size: the conversation may be megabytes.
+  const std::vector<absl::string_view> pieces = absl::StrSplit(text_, kConversationPlaceholder);
+  out.text.reserve(text_.size() + (pieces.size() - 1) * conversation.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) out.text.append(conversation.data(), conversation.size());
+    out.text.append(pieces[i].data(), pieces[i].size());
+  }
   const absl::string_view text = out.text;
   for (size_t at = text.find(kRubricItemPlaceholder); at != absl::string_view::npos;
        at = text.find(kRubricItemPlaceholder, at + kRubricItemPlaceholder.size())) {
@@ -74,6 +82,11 @@ GraderTemplate::WithConversation GraderTemplate::FillConversation(
 size_t GraderTemplate::WithConversation::FilledBytes(size_t rubric_item_bytes) const {
   const size_t placeholders = rubric_item_slots * kRubricItemPlaceholder.size();
   return text.size() - placeholders + rubric_item_slots * rubric_item_bytes;
+}
+
+std::vector<absl::string_view> GraderTemplate::WithConversation::Segments() const {
+  // StrSplit, like FillRubricItem's StrReplaceAll, takes non-overlapping matches left to right.
+  return absl::StrSplit(text, kRubricItemPlaceholder);
 }
 
 std::string GraderTemplate::FillRubricItem(const WithConversation& partial,
@@ -98,6 +111,17 @@ std::string RenderConversation(const std::vector<Message>& messages) {
     if (i > 0) out += "\n\n";
     absl::StrAppend(&out, messages[i].role, ": ", messages[i].content);
   }
+  return out;
+}
+
+std::string RenderGradedConversation(const std::vector<Message>& prompt, absl::string_view reply) {
+  constexpr absl::string_view kAssistant = "assistant";
+  size_t size = kAssistant.size() + 2 + reply.size();
+  for (const Message& m : prompt) size += m.role.size() + 2 + m.content.size() + 2;
+  std::string out;
+  out.reserve(size);
+  for (const Message& m : prompt) absl::StrAppend(&out, m.role, ": ", m.content, "\n\n");
+  absl::StrAppend(&out, kAssistant, ": ", reply);
   return out;
 }
 

@@ -46,6 +46,9 @@ class GraderTemplate {
     // The size of FillRubricItem's result for a rubric item of `rubric_item_bytes`, computed
     // without rendering (a conversation full of `<<rubric_item>>` multiplies the item).
     size_t FilledBytes(size_t rubric_item_bytes) const;
+    // `text` cut at each `<<rubric_item>>` (rubric_item_slots + 1 pieces, views into `text`):
+    // FillRubricItem(*this, r) == absl::StrJoin(Segments(), r).
+    std::vector<absl::string_view> Segments() const;
   };
   WithConversation FillConversation(absl::string_view conversation) const;
   // The second pass: Fill(c, r) == FillRubricItem(FillConversation(c), r), byte for byte.
@@ -69,6 +72,11 @@ std::vector<Message> GradedConversation(const std::vector<Message>& prompt,
 
 // "<role>: <content>" per message, joined by "\n\n" (SPEC §4.2).
 std::string RenderConversation(const std::vector<Message>& messages);
+
+// RenderConversation(GradedConversation(prompt, std::nullopt, reply)), without copying the
+// messages and in one allocation of the exact size (the grader renders conversations of up to
+// max_prompt_bytes).
+std::string RenderGradedConversation(const std::vector<Message>& prompt, absl::string_view reply);
 
 // "[<points_text>] <criterion>" (SPEC §4.3). Uses item.points_text, or, when it is empty,
 // PythonPointsText(points, /*is_float=*/points is not integral): "[-6] x", "[2.5] y".

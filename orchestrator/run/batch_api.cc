@@ -166,14 +166,12 @@ absl::StatusOr<std::string> BatchApi::UploadFile(const std::string& path) {
   request.headers.emplace_back("Content-Type",
                                absl::StrCat("multipart/form-data; boundary=", kBoundary));
   const std::string name = path.substr(path.rfind('/') + 1);
-  request.body_parts.push_back(HttpBodyPart{
-      absl::StrCat("--", kBoundary,
-                   "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--",
-                   kBoundary, "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"",
-                   name, "\"\r\nContent-Type: application/jsonl\r\n\r\n"),
-      ""});
-  request.body_parts.push_back(HttpBodyPart{"", path});
-  request.body_parts.push_back(HttpBodyPart{absl::StrCat("\r\n--", kBoundary, "--\r\n"), ""});
+  request.body_parts.push_back(HttpBodyPart::Bytes(absl::StrCat(
+      "--", kBoundary, "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--",
+      kBoundary, "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"", name,
+      "\"\r\nContent-Type: application/jsonl\r\n\r\n")));
+  request.body_parts.push_back(HttpBodyPart::File(path));
+  request.body_parts.push_back(HttpBodyPart::Bytes(absl::StrCat("\r\n--", kBoundary, "--\r\n")));
   HB_ASSIGN_OR_RETURN(HttpResponse response,
                       Call(std::move(request), "POST /files", options_.retry.max_attempts));
   rapidjson::Document doc;

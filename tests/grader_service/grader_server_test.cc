@@ -347,6 +347,52 @@ TEST(GraderServerTest, UpstreamBodyIsExactlyBuildChatCompletionBody) {
   EXPECT_TRUE(expected == received);
 }
 
+// A conversation far over the HTTP client's 64 KiB streaming threshold, with a <<rubric_item>>
+// inside (substituted too: quirk 11) and bytes JSON must escape: the items share one rendered
+// conversation, yet each body on the wire is exactly BuildChatCompletionBody's.
+TEST(GraderServerTest, ALargeConversationGoesUpstreamByteForByte) {
+  auto loopback = LoopbackHttpServer::Start([](const LoopbackRequest&) {
+    LoopbackResponse r;
+    r.body = CompletionBody(R"("{\"criteria_met\": false, \"explanation\": \"no\"}")");
+    r.headers = {{"Content-Type", "application/json"}};
+    return r;
+  });
+  ASSERT_TRUE(loopback.ok()) << loopback.status();
+  auto server = StartServer(Options((*loopback)->base_url() + "/v1"));
+  ASSERT_NE(server, nullptr);
+  HB_ASSERT_OK_AND_ASSIGN(GraderTemplate tmpl,
+                          GraderTemplate::Load(hb::testing::ReferenceTemplatePath()));
+  const std::vector<Message> conversation = {
+      {"user", std::string(300 << 10, 'a') + " \"q\" \\ \n\x01 <<rubric_item>> \xC3\xA9"}};
+  v1::GradeReplyRequest request;
+  request.add_conversation()->set_role(conversation[0].role);
+  request.mutable_conversation(0)->set_content(conversation[0].content);
+  request.set_reply("Rest.");
+  request.set_prompt_cache_key("p1");
+  std::multiset<std::string> expected;
+  for (int i = 0; i < 3; ++i) {
+    RubricItem item;
+    item.criterion = absl::StrCat("criterion ", i, " \"quoted\"");
+    item.points = i + 1;
+    item.points_text = absl::StrCat(i + 1);
+    v1::RubricItem* out = request.add_rubric_items();
+    out->set_criterion(item.criterion);
+    out->set_points(item.points);
+    out->set_points_text(item.points_text);
+    expected.insert(BuildChatCompletionBody(
+        GraderSettings{},
+        tmpl.Fill(RenderGradedConversation(conversation, "Rest."), RenderRubricItem(item)), "p1"));
+  }
+  grpc::ClientContext context;
+  v1::GradeReplyResponse response;
+  grpc::Status status =
+      v1::Grader::NewStub(ChannelTo(*server))->GradeReply(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::multiset<std::string> received;
+  for (const LoopbackRequest& r : (*loopback)->requests()) received.insert(r.body);
+  EXPECT_TRUE(expected == received);
+}
+
 TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
   constexpr char kKey[] = "sk-test-SECRET";
   auto loopback = LoopbackHttpServer::Start([&](const LoopbackRequest& request) {
@@ -497,6 +543,33 @@ TEST(GraderServerTest, HealthServesTheEmptyNameAndTheGraderService) {
   grpc::Status status;
   HealthOf(*channel, "no.such.Service", &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// gRPC 1.51 receives a whole message before it applies the receive limit (grpc/grpc#43012).
+// The transport's memory quota (the limit plus headroom) resets the stream once it holds more,
+// so a 64 MB request is refused before it is all in memory, not after.
+TEST(GraderServerTest, ARequestFarOverTheLimitIsResetBeforeItIsAllReceived) {
+  GraderServerOptions options = Options("http://127.0.0.1:1/v1");
+  options.max_receive_message_bytes = 8 << 20;  // hb-grader's default (twice the prompt limit)
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  v1::GradeReplyRequest request;
+  request.add_conversation()->set_role("user");
+  request.mutable_conversation(0)->set_content("Hi");
+  request.set_reply(std::string(64 << 20, 'x'));
+  request.add_rubric_items()->set_criterion("c");
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v1::GradeReplyResponse response;
+  grpc::Status status =
+      v1::Grader::NewStub(ChannelTo(*server))->GradeReply(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  // "Received message larger than max" is the answer after the whole message arrived.
+  EXPECT_THAT(status.error_message(), Not(HasSubstr("larger than max")));
+  // The server still serves.
+  grpc::Status health;
+  EXPECT_EQ(HealthOf(*ChannelTo(*server), "", &health),
+            grpc::health::v1::HealthCheckResponse::SERVING);
 }
 
 TEST(GraderServerTest, ASecondServerOnAPortInUseFailsToStart) {

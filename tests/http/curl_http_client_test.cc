@@ -193,8 +193,8 @@ TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "{}"}; });
   auto client = MakeClient();
   HttpRequest request = Post(server->base_url() + "/files", "ignored");
-  request.body_parts = {HttpBodyPart{"head|", ""}, HttpBodyPart{"", path},
-                        HttpBodyPart{"|tail", ""}};
+  request.body_parts = {HttpBodyPart::Bytes("head|"), HttpBodyPart::File(path),
+                        HttpBodyPart::Bytes("|tail")};
   Waiter w;
   client->Post(std::move(request), w.Callback());
   ASSERT_TRUE(w.Wait());
@@ -205,12 +205,45 @@ TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
 
   ::unlink(path);
   HttpRequest missing = Post(server->base_url() + "/files", "");
-  missing.body_parts = {HttpBodyPart{"", path}};
+  missing.body_parts = {HttpBodyPart::File(path)};
   Waiter w2;
   client->Post(std::move(missing), w2.Callback());
   ASSERT_TRUE(w2.Wait());
   EXPECT_THAT(w2.result, StatusIs(absl::StatusCode::kFailedPrecondition,
                                   HasSubstr("cannot read request body file")));
+}
+
+// Shared in-memory parts (the grader's conversation, sent for every rubric item): a small body
+// is joined and sent at once, a large one streamed; either way the bytes arrive in order, and
+// the parts are not consumed (the next request sends them again).
+TEST(CurlHttpClientTest, SharedPartsArriveInOrderWhateverTheirSize) {
+  auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "{}"}; });
+  auto client = MakeClient();
+  for (const size_t middle_size : {size_t{10}, size_t{200} << 10}) {
+    auto head = std::make_shared<const std::string>("head|");
+    auto middle = std::make_shared<const std::string>(std::string(middle_size, 'm'));
+    auto item = std::make_shared<const std::string>("|item|");
+    for (int round = 0; round < 2; ++round) {
+      HttpRequest request = Post(server->base_url() + "/v1/chat/completions", "ignored");
+      for (const auto& part : {head, middle, item, middle, item}) {
+        request.body_parts.push_back(HttpBodyPart::Shared(part));
+      }
+      Waiter w;
+      client->Post(std::move(request), w.Callback());
+      ASSERT_TRUE(w.Wait());
+      ASSERT_TRUE(w.result.ok()) << w.result.status();
+    }
+    EXPECT_EQ(*middle, std::string(middle_size, 'm'));
+  }
+  const std::string small =
+      "head|" + std::string(10, 'm') + "|item|" + std::string(10, 'm') + "|item|";
+  const std::string large =
+      "head|" + std::string(200 << 10, 'm') + "|item|" + std::string(200 << 10, 'm') + "|item|";
+  ASSERT_EQ(server->requests().size(), 4u);
+  EXPECT_EQ(server->requests()[0].body, small);
+  EXPECT_EQ(server->requests()[1].body, small);
+  EXPECT_EQ(server->requests()[2].body, large);
+  EXPECT_EQ(server->requests()[3].body, large);
 }
 
 TEST(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {

@@ -70,6 +70,8 @@ absl::Status TimeoutFailure() {
 
 LlmClient::CallId FakeLlmClient::Complete(ChatRequest request, ChatCallback done) {
   std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder;
+  for (const auto& part : request.body_parts) request.body += *part;  // what goes on the wire
+  request.body_parts.clear();
   CallId id;
   {
     absl::MutexLock lock(&mu_);

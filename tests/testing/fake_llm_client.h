@@ -52,7 +52,8 @@ class FakeLlmClient final : public LlmClient {
 
   // Calls waiting for an answer.
   size_t pending() const;
-  // Every request received, in order.
+  // Every request received, in order, as it goes on the wire: body_parts, when given, are
+  // joined into `body` (and the responder sees them so too).
   std::vector<ChatRequest> requests() const;
   // Ids passed to Cancel that were still pending.
   std::vector<CallId> cancelled() const;

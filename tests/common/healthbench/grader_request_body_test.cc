@@ -1,11 +1,18 @@
 #include "common/healthbench/grader_request_body.h"
 
+#include <cmath>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_join.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
@@ -57,6 +64,69 @@ TEST(BuildChatCompletionBodyTest, EmbeddedNulIsKept) {
   std::string prompt("a\0b", 3);
   EXPECT_THAT(BuildChatCompletionBody(settings, prompt),
               ::testing::HasSubstr(R"("content":"a\u0000b")"));
+}
+
+// JSON escaping works byte by byte, so the pieces escaped apart join into the same bytes:
+// quotes, backslashes, control bytes, NUL, UTF-8 and invalid UTF-8 on either side of a slot.
+TEST(SharedChatCompletionBodyTest, JoinedPartsAreBuildChatCompletionBody) {
+  GraderSettings no_system;
+  no_system.system_message = "";
+  no_system.temperature = std::nan("");
+  const std::vector<std::vector<std::string>> cases = {
+      {""},
+      {"only one segment"},
+      {"", ""},
+      {"before \"q\" \\", " after\n\t\x01"},
+      {"\xC3", "\xA9 split UTF-8", std::string("nul\0byte", 8), "\xE2\x80\x9C"},
+      {"a", "", "", "z"}};
+  const std::vector<std::string> items = {"", "[5] c", "[-3] \"quoted\" \\ \x1f \xC3\xA9"};
+  for (const GraderSettings& settings : {GraderSettings{}, no_system}) {
+    for (const char* key : {"", "prompt-1"}) {
+      for (const auto& case_segments : cases) {
+        const std::vector<absl::string_view> segments(case_segments.begin(), case_segments.end());
+        const SharedChatCompletionBody body(settings, segments, key);
+        for (const std::string& item : items) {
+          EXPECT_EQ(JoinParts(body.Parts(item)),
+                    BuildChatCompletionBody(settings, absl::StrJoin(segments, item), key))
+              << absl::StrJoin(segments, "|") << " / " << item;
+        }
+      }
+    }
+  }
+}
+
+TEST(SharedChatCompletionBodyTest, TheItemsOfOneReplyShareEveryPieceButTheItem) {
+  const std::vector<absl::string_view> segments = {"before ", " middle ", " after"};
+  const SharedChatCompletionBody body(GraderSettings{}, segments, "");
+  const auto a = body.Parts("[1] a");
+  const auto b = body.Parts("[2] b");
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  for (size_t i = 0; i < a.size(); i += 2) EXPECT_EQ(a[i].get(), b[i].get()) << i;  // shared
+  EXPECT_EQ(*a[1], "[1] a");
+  EXPECT_EQ(a[1].get(), a[3].get());  // one escaped item, referenced at every slot
+}
+
+TEST(SharedChatCompletionBodyTest, SameBytesAsTheWholeBodyOnTheRealRecords) {
+  HB_ASSERT_OK_AND_ASSIGN(GraderTemplate tmpl,
+                          GraderTemplate::Load(hb::testing::ReferenceTemplatePath()));
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset,
+                          LoadDataset(hb::testing::SharedDataFile(hb::testing::kMainHead30), {}));
+  size_t checked = 0;
+  for (const Example& example : dataset.examples) {
+    const std::string conversation = RenderGradedConversation(example.prompt, "See a doctor.");
+    const GraderTemplate::WithConversation partial = tmpl.FillConversation(conversation);
+    const SharedChatCompletionBody body(GraderSettings{}, partial.Segments(), example.prompt_id);
+    for (const RubricItem& item : example.rubrics) {
+      const std::string rubric_item = RenderRubricItem(item);
+      ASSERT_EQ(JoinParts(body.Parts(rubric_item)),
+                BuildChatCompletionBody(GraderSettings{}, tmpl.Fill(conversation, rubric_item),
+                                        example.prompt_id))
+          << example.prompt_id;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 352u);  // every rubric row of the sample
 }
 
 }  // namespace

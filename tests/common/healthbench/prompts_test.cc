@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
 #include "common/base/sha256.h"
@@ -107,6 +108,34 @@ TEST(GraderTemplateTest, RubricItemPlaceholderInConversationIsReplacedToo) {
   EXPECT_EQ(tmpl.Fill("c", "<<conversation>>"), "[c|<<conversation>>]");
   // Replacements are not rescanned: an item that contains its own placeholder stays put.
   EXPECT_EQ(tmpl.Fill("c", "<<rubric_item>>"), "[c|<<rubric_item>>]");
+}
+
+TEST(GraderTemplateTest, SegmentsJoinedByTheItemAreTheSecondPass) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      GraderTemplate tmpl,
+      GraderTemplate::FromText("<<rubric_item>>[<<conversation>>|<<rubric_item>>]", false));
+  for (const char* conversation :
+       {"", "c", "user: <<rubric_item>><<rubric_item>>", "<<rubric_item", "<<<rubric_item>>>"}) {
+    const GraderTemplate::WithConversation partial = tmpl.FillConversation(conversation);
+    EXPECT_EQ(partial.Segments().size(), partial.rubric_item_slots + 1) << conversation;
+    EXPECT_EQ(absl::StrJoin(partial.Segments(), "[5] c"),
+              GraderTemplate::FillRubricItem(partial, "[5] c"))
+        << conversation;
+    EXPECT_EQ(GraderTemplate::FillRubricItem(partial, "[5] c"), tmpl.Fill(conversation, "[5] c"));
+  }
+}
+
+TEST(RenderTest, RenderGradedConversationIsRenderOfTheGradedConversationOnTheRealRecords) {
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset,
+                          LoadDataset(hb::testing::SharedDataFile(hb::testing::kMainHead30), {}));
+  ASSERT_FALSE(dataset.examples.empty());
+  for (const Example& example : dataset.examples) {
+    for (const std::string reply : {"", "Call emergency services.\n\nuser: x"}) {
+      EXPECT_EQ(RenderGradedConversation(example.prompt, reply),
+                RenderConversation(GradedConversation(example.prompt, std::nullopt, reply)))
+          << example.prompt_id;
+    }
+  }
 }
 
 TEST(GraderTemplateTest, MissingPlaceholdersAreRejected) {

@@ -88,10 +88,10 @@ TEST_F(BatchApiTest, UploadsTheFileAsMultipartStreamedFromDisk) {
   EXPECT_THAT(r.headers, ::testing::Contains(std::make_pair(std::string("Authorization"),
                                                             std::string("Bearer sk-secret"))));
   ASSERT_EQ(r.body_parts.size(), 3u);
-  EXPECT_THAT(r.body_parts[0].data, HasSubstr("name=\"purpose\"\r\n\r\nbatch\r\n"));
-  EXPECT_THAT(r.body_parts[0].data, HasSubstr("name=\"file\"; filename=\"batch-000001.jsonl\""));
+  EXPECT_THAT(*r.body_parts[0].data, HasSubstr("name=\"purpose\"\r\n\r\nbatch\r\n"));
+  EXPECT_THAT(*r.body_parts[0].data, HasSubstr("name=\"file\"; filename=\"batch-000001.jsonl\""));
   EXPECT_EQ(r.body_parts[1].file_path, "/run/batch/batch-000001.jsonl");
-  EXPECT_THAT(r.body_parts[2].data, HasSubstr("--\r\n"));
+  EXPECT_THAT(*r.body_parts[2].data, HasSubstr("--\r\n"));
 }
 
 // An endpoint that takes smaller files than --batch-max-file-bytes says so with a 413.

@@ -36,7 +36,7 @@ class SimHttp final : public HttpClient {
     if (!request.body_parts.empty()) {
       body.clear();
       for (const HttpBodyPart& part : request.body_parts) {
-        body += part.file_path.empty() ? part.data : *ReadFile(part.file_path);
+        body += part.file_path.empty() ? *part.data : *ReadFile(part.file_path);
       }
     }
     std::string content_type;
