@@ -15,7 +15,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
+#include "common/base/file.h"
 #include "event2/buffer.h"
 #include "event2/event.h"
 #include "event2/http.h"
@@ -253,6 +255,28 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
   }
   sim.base_url = absl::StrCat("http://127.0.0.1:", sim.port, "/v1");
   return sim;
+}
+
+int HalfClosedConnections(int port) {
+  constexpr absl::string_view kCloseWait = "08";
+  int count = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    absl::StatusOr<std::string> text = ReadFile(table);
+    if (!text.ok()) continue;
+    // "  sl  local_address rem_address   st ...", addresses as HEXIP:HEXPORT.
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      const std::vector<absl::string_view> fields =
+          absl::StrSplit(line, ' ', absl::SkipWhitespace());
+      if (fields.size() < 4 || fields[3] != kCloseWait) continue;
+      const size_t colon = fields[1].rfind(':');
+      int local_port = 0;
+      if (colon != absl::string_view::npos &&
+          absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) && local_port == port) {
+        ++count;
+      }
+    }
+  }
+  return count;
 }
 
 }  // namespace hb::testing

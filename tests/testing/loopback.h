@@ -103,4 +103,10 @@ struct LlmSim {
 };
 absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
 
+// Connections to local port `port` that the client closed and the server has not closed yet
+// (TCP CLOSE_WAIT, read from /proc/net/tcp and tcp6). After a client is killed, 0 means the
+// server has read everything the client sent: it reads a connection to its end before closing
+// it, and on loopback the client's bytes are in the server's buffer when the client dies.
+int HalfClosedConnections(int port);
+
 }  // namespace hb::testing

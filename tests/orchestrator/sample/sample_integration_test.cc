@@ -348,6 +348,11 @@ TEST(SampleIntegrationTest, RunPolicySigkillThenResumeNeitherResamplesNorRegrade
     absl::SleepFor(absl::Milliseconds(10));
   }
   first->Stop(SIGKILL, absl::Seconds(10));
+  // Poll until the simulator has read (and logged) every request the killed run had sent.
+  while (::hb::testing::HalfClosedConnections(sim.port) > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(::hb::testing::HalfClosedConnections(sim.port), 0);
   const std::string journal = dir + "/out/journal.sqlite";
   const int64_t replies = ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM replies");
   const int64_t graded =
