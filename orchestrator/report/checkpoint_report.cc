@@ -46,7 +46,6 @@ using report_internal::ScoreOne;
 using report_internal::SummaryJson;
 using report_internal::TaskLine;
 using report_internal::TaskState;
-using report_internal::Usage;
 
 std::string GeneratedAt(const ReportContext& context) {
   if (!context.generated_at.empty()) return context.generated_at;
@@ -133,7 +132,7 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     return &task;
   };
 
-  Usage usage;
+  ReportUsage usage;
   for (const VerdictRow& row : verdicts) {
     HB_ASSIGN_OR_RETURN(TaskState * task, locate("verdict", row.prompt_id, row.rubric_index));
     if (task->response == nullptr) {
@@ -235,20 +234,49 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   result.simulated = context.simulated;
   result.incomplete = incomplete;
   const std::string generated_at = GeneratedAt(context);
-  result.tokens = usage.spent();
-  result.from_cache_rows = usage.from_cache_rows;
-  result.saved_tokens = usage.saved;
-  result.batch_rows = usage.batch_rows;
-  result.batch_tokens = usage.batch;
+  result.usage = usage;
 
   HB_RETURN_IF_ERROR(verdicts_out->Commit());
   HB_RETURN_IF_ERROR(failures_out->Commit());
   HB_RETURN_IF_ERROR(tasks_out->Commit());
-  HB_RETURN_IF_ERROR(WriteFileAtomically(
-      dir + "/summary.json", SummaryJson(context, result, usage, incomplete, generated_at)));
-  HB_RETURN_IF_ERROR(WriteHtml(
-      BuildHtmlHead(context, result, usage, tasks, incomplete, generated_at), tasks, dir));
+  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/summary.json",
+                                         SummaryJson(context, result, incomplete, generated_at)));
+  HB_RETURN_IF_ERROR(
+      WriteHtml(BuildHtmlHead(context, result, tasks, incomplete, generated_at), tasks, dir));
   return result;
+}
+
+void ReportUsage::Add(const VerdictRow& row) {
+  attempts += row.attempts;
+  const TokenCounts tokens{row.prompt_tokens, row.cached_tokens, row.completion_tokens};
+  if (row.from_cache) {
+    ++from_cache_rows;
+    saved += tokens;
+    return;
+  }
+  prompt_tokens += row.prompt_tokens;
+  cached_tokens += row.cached_tokens;
+  completion_tokens += row.completion_tokens;
+  if (row.batch) {
+    ++batch_rows;
+    batch += tokens;
+  }
+}
+
+ReportUsage& ReportUsage::operator+=(const ReportUsage& other) {
+  attempts += other.attempts;
+  prompt_tokens += other.prompt_tokens;
+  cached_tokens += other.cached_tokens;
+  completion_tokens += other.completion_tokens;
+  from_cache_rows += other.from_cache_rows;
+  saved += other.saved;
+  batch_rows += other.batch_rows;
+  batch += other.batch;
+  return *this;
+}
+
+double ReportUsage::CostUsd(const TokenPrices& prices, double batch_price_factor) const {
+  return SpentCostUsd(spent(), batch, prices, batch_price_factor);
 }
 
 }  // namespace hb

@@ -93,6 +93,24 @@ struct ReportContext {
 };
 
 // What the caller needs for a comparison or a console summary.
+// What the graded rows of a report cost, summed over them (ReportUsage::Add); += sums the
+// reports of several checkpoints (run's final line). The token counts are those spent upstream.
+struct ReportUsage {
+  int64_t attempts = 0, prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  // Rows answered from the verdict cache, and the tokens their cached gradings had cost.
+  int64_t from_cache_rows = 0;
+  TokenCounts saved;
+  // Rows graded through the Batch API, and their part of the spent tokens.
+  int64_t batch_rows = 0;
+  TokenCounts batch;
+
+  TokenCounts spent() const { return {prompt_tokens, cached_tokens, completion_tokens}; }
+  void Add(const VerdictRow& row);
+  ReportUsage& operator+=(const ReportUsage& other);
+  // The spent tokens in dollars at `prices`, the batch rows' at `batch_price_factor` x those.
+  double CostUsd(const TokenPrices& prices, double batch_price_factor) const;
+};
+
 struct CheckpointResult {
   std::string checkpoint;
   // Clipped mean of the graded tasks' scores; NaN when no task is graded.
@@ -109,13 +127,8 @@ struct CheckpointResult {
   // aggregate's "score" bootstrap std (0 when no task is graded).
   double score_bootstrap_std = 0;
   // Tokens the graded rows spent upstream (verdict-cache hits excluded), the rows answered from
-  // the verdict cache and the tokens they saved.
-  TokenCounts tokens;
-  int64_t from_cache_rows = 0;
-  TokenCounts saved_tokens;
-  // The rows graded through the Batch API and their part of `tokens`.
-  int64_t batch_rows = 0;
-  TokenCounts batch_tokens;
+  // the verdict cache and what they saved, the rows graded through the Batch API.
+  ReportUsage usage;
   // The report's SIMULATED and INCOMPLETE marks, carried into comparisons.
   bool simulated = false, incomplete = false;
   // The checkpoint's folder as an absolute path when it was graded elsewhere (`compare`);

@@ -35,7 +35,7 @@ std::string GraderUpstreamFact(const ReportContext& context) {
 
 // summary.json "usage": what the grading spent and what the verdict cache saved.
 void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
-                const ReportContext& context, const Usage& usage) {
+                const ReportContext& context, const ReportUsage& usage) {
   auto tokens = [&writer](const TokenCounts& t) {
     writer.Key("prompt_tokens");
     writer.Int64(t.prompt_tokens);
@@ -50,7 +50,7 @@ void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
   writer.Int64(usage.attempts);
   tokens(usage.spent());
   writer.Key("cost_usd");
-  writer.Double(usage.CostUsd(context));
+  writer.Double(usage.CostUsd(context.prices, context.batch_price_factor));
   writer.Key("batch_rows");
   writer.Int64(usage.batch_rows);
   writer.Key("batch_price_factor");
@@ -82,10 +82,11 @@ void WriteUsage(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
 }
 
 // report.html's "cost" fact: the same figures as WriteUsage, in one line.
-std::string CostFact(const ReportContext& context, const Usage& usage) {
-  std::string text = absl::StrFormat("$%.2f: %d input tokens (%d cached), %d output tokens",
-                                     usage.CostUsd(context), usage.prompt_tokens,
-                                     usage.cached_tokens, usage.completion_tokens);
+std::string CostFact(const ReportContext& context, const ReportUsage& usage) {
+  std::string text =
+      absl::StrFormat("$%.2f: %d input tokens (%d cached), %d output tokens",
+                      usage.CostUsd(context.prices, context.batch_price_factor),
+                      usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens);
   if (usage.batch_rows > 0) {
     absl::StrAppend(&text, absl::StrFormat("; %d rows through the Batch API at x%g the price",
                                            usage.batch_rows, context.batch_price_factor));
@@ -107,28 +108,8 @@ std::string CostFact(const ReportContext& context, const Usage& usage) {
 
 }  // namespace
 
-void Usage::Add(const VerdictRow& row) {
-  attempts += row.attempts;
-  if (row.from_cache) {
-    ++from_cache_rows;
-    saved += {row.prompt_tokens, row.cached_tokens, row.completion_tokens};
-    return;
-  }
-  prompt_tokens += row.prompt_tokens;
-  cached_tokens += row.cached_tokens;
-  completion_tokens += row.completion_tokens;
-  if (row.batch) {
-    ++batch_rows;
-    batch += {row.prompt_tokens, row.cached_tokens, row.completion_tokens};
-  }
-}
-
-double Usage::CostUsd(const ReportContext& context) const {
-  return SpentCostUsd(spent(), batch, context.prices, context.batch_price_factor);
-}
-
 std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,
-                        const Usage& usage, bool incomplete, const std::string& generated_at) {
+                        bool incomplete, const std::string& generated_at) {
   rapidjson::StringBuffer buffer;
   rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
   writer.SetIndent(' ', 2);
@@ -165,7 +146,7 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("failed_rows");
   writer.Int64(result.failed_rows);
   writer.EndObject();
-  WriteUsage(writer, context, usage);
+  WriteUsage(writer, context, result.usage);
   writer.Key("provenance");
   writer.StartObject();
   writer.Key("dataset");
@@ -250,7 +231,7 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
 }
 
 HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& result,
-                         const Usage& usage, const std::vector<TaskState>& tasks, bool incomplete,
+                         const std::vector<TaskState>& tasks, bool incomplete,
                          const std::string& generated_at) {
   HtmlReport html;
   html.checkpoint = context.checkpoint;
@@ -263,7 +244,7 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
        absl::StrCat(result.graded, " of ", result.tasks, " (", result.not_graded, " not graded)")},
       {"rubric rows", absl::StrCat(result.graded_rows, " graded, ", result.failed_rows,
                                    " failed, of ", result.rows)},
-      {"cost", CostFact(context, usage)},
+      {"cost", CostFact(context, result.usage)},
       {"dataset", absl::StrCat(context.dataset_path, " (sha256 ", context.dataset_sha256, ")")},
       {"subset", context.subset.empty() ? "not given" : context.subset},
       {"examples", context.examples >= 0 ? absl::StrCat(context.examples) : "all"},

@@ -672,14 +672,8 @@ struct ReportTotals {
   std::vector<std::string> errors;
   // Per checkpoint, this run's tasks without a response (only when some lack one).
   std::vector<std::pair<std::string, int64_t>> without_response;
-  // Over every checkpoint, as the reports give them: tokens spent upstream, rows answered from
-  // the verdict cache and the tokens those saved.
-  TokenCounts tokens;
-  int64_t from_cache_rows = 0;
-  TokenCounts saved_tokens;
-  // The rows graded through the Batch API and their part of `tokens`.
-  int64_t batch_rows = 0;
-  TokenCounts batch_tokens;
+  // Over every checkpoint, as the reports give them.
+  ReportUsage usage;
 };
 
 // This run's tasks that have no response in `c`.
@@ -786,11 +780,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     for (RowFailure& failure : failures) totals.errors.push_back(std::move(failure.reason));
     totals.failed_rows += result->failed_rows;
     totals.missing_rows += result->rows - result->graded_rows - result->failed_rows;
-    totals.tokens += result->tokens;
-    totals.from_cache_rows += result->from_cache_rows;
-    totals.saved_tokens += result->saved_tokens;
-    totals.batch_rows += result->batch_rows;
-    totals.batch_tokens += result->batch_tokens;
+    totals.usage += result->usage;
     PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
     results.push_back(*std::move(result));
   }
@@ -816,21 +806,20 @@ void PrintSimulatedBanner() {
 void PrintCostLine(const RunOptions& options, const ReportTotals& totals, absl::Duration wall_time,
                    absl::Duration this_run) {
   const TokenPrices& prices = options.prices;
+  const ReportUsage& usage = totals.usage;
   std::string line = absl::StrFormat(
       "hb-orchestrator run: cost $%.2f: tokens in %s (cached %s) out %s at $%.2f / $%.2f / $%.2f "
       "per million input / cached input / output tokens",
-      SpentCostUsd(totals.tokens, totals.batch_tokens, prices, options.batch_price_factor),
-      FormatTokenCount(totals.tokens.prompt_tokens), FormatTokenCount(totals.tokens.cached_tokens),
-      FormatTokenCount(totals.tokens.completion_tokens), prices.input_per_mtok,
-      prices.cached_input_per_mtok, prices.output_per_mtok);
-  if (totals.batch_rows > 0) {
+      usage.CostUsd(prices, options.batch_price_factor), FormatTokenCount(usage.prompt_tokens),
+      FormatTokenCount(usage.cached_tokens), FormatTokenCount(usage.completion_tokens),
+      prices.input_per_mtok, prices.cached_input_per_mtok, prices.output_per_mtok);
+  if (usage.batch_rows > 0) {
     absl::StrAppend(&line, absl::StrFormat("; %d row(s) through the Batch API at x%g",
-                                           totals.batch_rows, options.batch_price_factor));
+                                           usage.batch_rows, options.batch_price_factor));
   }
-  if (totals.from_cache_rows > 0) {
-    absl::StrAppend(&line,
-                    absl::StrFormat("; %d verdict(s) from the verdict cache saved $%.2f",
-                                    totals.from_cache_rows, CostUsd(totals.saved_tokens, prices)));
+  if (usage.from_cache_rows > 0) {
+    absl::StrAppend(&line, absl::StrFormat("; %d verdict(s) from the verdict cache saved $%.2f",
+                                           usage.from_cache_rows, CostUsd(usage.saved, prices)));
   }
   absl::StrAppend(&line, "; wall time ", FormatEta(wall_time));
   if (wall_time - this_run >= absl::Seconds(1)) {

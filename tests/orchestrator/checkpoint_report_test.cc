@@ -161,9 +161,9 @@ TEST_F(CheckpointReportTest, UsageSeparatesWhatWasSpentFromWhatTheVerdictCacheSa
   HB_ASSERT_OK_AND_ASSIGN(
       CheckpointResult result,
       WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out));
-  EXPECT_EQ(result.tokens.prompt_tokens, 800000);
-  EXPECT_EQ(result.from_cache_rows, 2);
-  EXPECT_EQ(result.saved_tokens.prompt_tokens, 200000);
+  EXPECT_EQ(result.usage.prompt_tokens, 800000);
+  EXPECT_EQ(result.usage.from_cache_rows, 2);
+  EXPECT_EQ(result.usage.saved.prompt_tokens, 200000);
   rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
   const rapidjson::Value& usage = summary["usage"];
   EXPECT_EQ(usage["prompt_tokens"].GetInt64(), 800000);
@@ -207,9 +207,9 @@ TEST_F(CheckpointReportTest, BatchRowsArePricedAtTheBatchFactor) {
   HB_ASSERT_OK_AND_ASSIGN(
       CheckpointResult result,
       WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out));
-  EXPECT_EQ(result.batch_rows, 7);
-  EXPECT_EQ(result.batch_tokens.prompt_tokens, 700000);
-  EXPECT_EQ(result.tokens.prompt_tokens, 1000000);
+  EXPECT_EQ(result.usage.batch_rows, 7);
+  EXPECT_EQ(result.usage.batch.prompt_tokens, 700000);
+  EXPECT_EQ(result.usage.prompt_tokens, 1000000);
   const rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
   const rapidjson::Value& usage = summary["usage"];
   // Per row $0.28 online: 3 rows online ($0.84) + 7 rows at half ($0.98).
@@ -220,6 +220,37 @@ TEST_F(CheckpointReportTest, BatchRowsArePricedAtTheBatchFactor) {
               HasSubstr("$1.82: 1000000 input tokens (0 cached), 100000 output tokens; 7 rows "
                         "through the Batch API at x0.5 the price"));
   EXPECT_THAT(Read(out + "/verdicts.jsonl"), HasSubstr("\"batch\":true"));
+}
+
+// run's final line sums the checkpoints' usage: every field, the cost of the sum is the sum of
+// the costs.
+TEST(ReportUsageTest, SumsEveryFieldAndPricesTheSum) {
+  VerdictRow online, batch, cached;
+  online.attempts = 2;
+  online.prompt_tokens = 1000;
+  online.cached_tokens = 100;
+  online.completion_tokens = 50;
+  batch = online;
+  batch.batch = true;
+  cached = online;
+  cached.from_cache = true;
+  ReportUsage a, b;
+  a.Add(online);
+  a.Add(cached);
+  b.Add(batch);
+  ReportUsage sum = a;
+  sum += b;
+  EXPECT_EQ(sum.attempts, 6);
+  EXPECT_EQ(sum.prompt_tokens, 2000);
+  EXPECT_EQ(sum.cached_tokens, 200);
+  EXPECT_EQ(sum.completion_tokens, 100);
+  EXPECT_EQ(sum.from_cache_rows, 1);
+  EXPECT_EQ(sum.saved.prompt_tokens, 1000);
+  EXPECT_EQ(sum.batch_rows, 1);
+  EXPECT_EQ(sum.batch.prompt_tokens, 1000);
+  const TokenPrices prices{2.0, 0.5, 8.0};
+  EXPECT_DOUBLE_EQ(sum.CostUsd(prices, 0.5), a.CostUsd(prices, 0.5) + b.CostUsd(prices, 0.5));
+  EXPECT_DOUBLE_EQ(b.CostUsd(prices, 0.5), 0.5 * a.CostUsd(prices, 0.5));
 }
 
 TEST_F(CheckpointReportTest, ScoresGradedTasksAndExplainsTheOthers) {
