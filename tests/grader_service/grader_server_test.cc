@@ -321,13 +321,20 @@ std::string CompletionBody(const std::string& content) {
       R"(},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2}})");
 }
 
-TEST(GraderServerTest, UpstreamBodyIsExactlyBuildChatCompletionBody) {
-  auto loopback = LoopbackHttpServer::Start([](const LoopbackRequest&) {
+// A loopback chat-completions endpoint that answers every request with the same verdict.
+absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> StartVerdictUpstream(bool criteria_met) {
+  return LoopbackHttpServer::Start([criteria_met](const LoopbackRequest&) {
     LoopbackResponse r;
-    r.body = CompletionBody(R"("{\"criteria_met\": true, \"explanation\": \"ok\"}")");
+    r.body =
+        CompletionBody(criteria_met ? R"("{\"criteria_met\": true, \"explanation\": \"ok\"}")"
+                                    : R"("{\"criteria_met\": false, \"explanation\": \"no\"}")");
     r.headers = {{"Content-Type", "application/json"}};
     return r;
   });
+}
+
+TEST(GraderServerTest, UpstreamBodyIsExactlyBuildChatCompletionBody) {
+  auto loopback = StartVerdictUpstream(/*criteria_met=*/true);
   ASSERT_TRUE(loopback.ok()) << loopback.status();
   GraderServerOptions options = Options((*loopback)->base_url() + "/v1");
   options.llm.api_key = "sk-test-SECRET";
@@ -351,12 +358,7 @@ TEST(GraderServerTest, UpstreamBodyIsExactlyBuildChatCompletionBody) {
 // inside (substituted too: quirk 11) and bytes JSON must escape: the items share one rendered
 // conversation, yet each body on the wire is exactly BuildChatCompletionBody's.
 TEST(GraderServerTest, ALargeConversationGoesUpstreamByteForByte) {
-  auto loopback = LoopbackHttpServer::Start([](const LoopbackRequest&) {
-    LoopbackResponse r;
-    r.body = CompletionBody(R"("{\"criteria_met\": false, \"explanation\": \"no\"}")");
-    r.headers = {{"Content-Type", "application/json"}};
-    return r;
-  });
+  auto loopback = StartVerdictUpstream(/*criteria_met=*/false);
   ASSERT_TRUE(loopback.ok()) << loopback.status();
   auto server = StartServer(Options((*loopback)->base_url() + "/v1"));
   ASSERT_NE(server, nullptr);
