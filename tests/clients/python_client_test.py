@@ -24,7 +24,11 @@ import urllib.error
 import urllib.request
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "clients", "python"))
+CLIENT_DIR = os.path.join(SOURCE_DIR, "clients", "python")
+sys.path.insert(0, CLIENT_DIR)
+# The example scripts run as child processes import the client from the source tree too.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (CLIENT_DIR, os.environ.get("PYTHONPATH")) if p)
 
 from healthbench_env import (AuthenticationError, GradingError, HealthBenchEnv,  # noqa: E402
                              RequestError, ServerError)
@@ -128,6 +132,25 @@ def ors_answer(base_url, task_id, reply, token=None):
     return json.loads("".join(data for name, data in stream if name in ("chunk", "end")))
 
 
+class environment:
+    """Sets environment variables (HEALTHBENCH_ENV_* cleared first) for a with block."""
+
+    NAMES = ("HEALTHBENCH_ENV_URL", "HEALTHBENCH_ENV_TOKEN", "HEALTHBENCH_ENV_TOKEN_FILE")
+
+    def __init__(self, **values):
+        self.values = values
+
+    def __enter__(self):
+        self.saved = {k: os.environ.pop(k, None) for k in self.NAMES}
+        os.environ.update(self.values)
+
+    def __exit__(self, *exc):
+        for k in self.NAMES:
+            os.environ.pop(k, None)
+            if self.saved[k] is not None:
+                os.environ[k] = self.saved[k]
+
+
 def dataset_ids():
     with open(DATA) as f:
         return [json.loads(line)["prompt_id"] for line in f if line.strip()]
@@ -217,10 +240,10 @@ class HealthBenchEnvClientTest(unittest.TestCase):
         cls.bad_env, cls.bad_url = start_env(bad_sim_url, "--max-attempts=1")
         cls.processes.append(cls.bad_env)
         cls.tmp = tempfile.TemporaryDirectory()
-        token_file = os.path.join(cls.tmp.name, "tokens")
-        with open(token_file, "w") as f:
+        cls.token_file = os.path.join(cls.tmp.name, "tokens")
+        with open(cls.token_file, "w") as f:
             f.write("# test token\n%s\n" % TOKEN)
-        cls.auth_env, cls.auth_url = start_env(sim_url, "--auth-token-file=" + token_file)
+        cls.auth_env, cls.auth_url = start_env(sim_url, "--auth-token-file=" + cls.token_file)
         cls.processes.append(cls.auth_env)
         cls.ids = dataset_ids()
 
@@ -327,19 +350,14 @@ class HealthBenchEnvClientTest(unittest.TestCase):
         rewards.set_default_env(no_token)
         with self.assertRaises(AuthenticationError):
             rewards.trl_reward(prompts=["p"], completions=[REPLY], prompt_id=self.ids[:1])
-        saved = {k: os.environ.get(k) for k in ("HEALTHBENCH_ENV_URL", "HEALTHBENCH_ENV_TOKEN")}
-        os.environ["HEALTHBENCH_ENV_URL"] = self.auth_url
-        os.environ["HEALTHBENCH_ENV_TOKEN"] = TOKEN
-        try:
-            rewards.set_default_env(None)  # rebuilt from the environment variables
-            reward = rewards.compute_score("healthbench", REPLY, self.ids[0])
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        self.assertEqual(reward, self.client.submit(self.ids[0], REPLY).reward)
+        expected = self.client.submit(self.ids[0], REPLY).reward
+        # From the environment: the token itself, or hb-env's own token file.
+        for variables in ({"HEALTHBENCH_ENV_TOKEN": TOKEN},
+                          {"HEALTHBENCH_ENV_TOKEN_FILE": self.token_file}):
+            with environment(HEALTHBENCH_ENV_URL=self.auth_url, **variables):
+                rewards.set_default_env(None)  # rebuilt from the environment variables
+                self.assertEqual(rewards.compute_score("healthbench", REPLY, self.ids[0]),
+                                 expected)
 
     def test_retries_5xx_and_429_honouring_retry_after(self):
         proxy = FlakyProxy(self.url)
@@ -379,6 +397,75 @@ class HealthBenchEnvClientTest(unittest.TestCase):
             client.submit("no-such-task", REPLY)
         self.assertEqual([p for p in proxy.paths if p == "/create"], ["/create"])
         client.close()
+
+
+class TrainerExamplesTest(unittest.TestCase):
+    """examples/trainers: the dataset rows, the verl reward config and the TRL script give the
+    rewards hb-env gives for the same replies."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sim, sim_url = start_sim()
+        cls.env, cls.url = start_env(sim_url)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.client = HealthBenchEnv(cls.url)
+        cls.examples = os.path.join(SOURCE_DIR, "examples", "trainers")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.env.stop()
+        cls.sim.stop()
+        cls.tmp.cleanup()
+
+    def make_rows(self, fmt):
+        out = os.path.join(self.tmp.name, fmt + ".jsonl")
+        subprocess.run([sys.executable, os.path.join(self.examples, "make_dataset.py"),
+                        "--input", DATA, "--format", fmt, "--out", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            return [json.loads(line) for line in f]
+
+    def test_verl_config_loads_compute_score_and_rows_carry_the_task_id(self):
+        import importlib
+        import yaml
+        rows = self.make_rows("verl")
+        with open(DATA) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        self.assertEqual(len(rows), len(records))
+        self.assertEqual(rows[1]["reward_model"]["ground_truth"], records[1]["prompt_id"])
+        self.assertEqual(rows[1]["prompt"], records[1]["prompt"])
+        self.assertNotIn("rubrics", json.dumps(rows))
+        with open(os.path.join(self.examples, "verl_reward.yaml")) as f:
+            config = yaml.safe_load(f)
+        reward = config["custom_reward_function"]
+        self.assertTrue(reward["path"].startswith("pkg://"))
+        # verl's load_module for "pkg://a/b" or "pkg://a.b": importlib.import_module("a.b").
+        module = importlib.import_module(reward["path"][len("pkg://"):].replace("/", "."))
+        compute_score = getattr(module, reward["name"])
+        self.assertEqual(config["reward_manager"]["name"], "naive")
+        rewards.set_default_env(self.client)
+        self.addCleanup(rewards.set_default_env, None)
+        for row in rows[:2]:
+            score = compute_score(data_source=row["data_source"], solution_str=REPLY,
+                                  ground_truth=row["reward_model"]["ground_truth"],
+                                  extra_info=row["extra_info"], **reward["reward_kwargs"])
+            self.assertEqual(score, self.client.submit(row["reward_model"]["ground_truth"],
+                                                       REPLY).reward)
+
+    def test_trl_script_dry_run_grades_conversational_completions(self):
+        rows = self.make_rows("trl")
+        self.assertEqual(rows[0]["prompt_id"], dataset_ids()[0])
+        path = os.path.join(self.tmp.name, "trl.jsonl")
+        with environment(HEALTHBENCH_ENV_URL=self.url):
+            out = subprocess.run(
+                [sys.executable, os.path.join(self.examples, "trl_grpo.py"), "--dataset", path,
+                 "--dry-run", "--dry-run-rows", "3", "--dry-run-reply", REPLY],
+                check=True, capture_output=True, text=True, timeout=120).stdout
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([line["prompt_id"] for line in lines], dataset_ids()[:3])
+        self.assertEqual([line["reward"] for line in lines],
+                         [self.client.submit(t, REPLY).reward for t in dataset_ids()[:3]])
 
 
 def main():

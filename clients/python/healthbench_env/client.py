@@ -53,6 +53,7 @@ __all__ = [
 
 URL_ENV = "HEALTHBENCH_ENV_URL"
 TOKEN_ENV = "HEALTHBENCH_ENV_TOKEN"
+TOKEN_FILE_ENV = "HEALTHBENCH_ENV_TOKEN_FILE"
 
 
 class HealthBenchEnvError(Exception):
@@ -145,6 +146,25 @@ def _detail(body: bytes) -> str:
     return text.strip()
 
 
+def _token_from_environment() -> Optional[str]:
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return token.strip()
+    path = os.environ.get(TOKEN_FILE_ENV)
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    return line
+    except OSError as e:
+        raise ValueError("%s=%s: cannot read the token file: %s" % (TOKEN_FILE_ENV, path, e))
+    raise ValueError("%s=%s: the file holds no token (one token per line, '#' comments)"
+                     % (TOKEN_FILE_ENV, path))
+
+
 class _Response:
     def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes):
         self.status = status
@@ -158,7 +178,9 @@ class HealthBenchEnv:
     url: hb-env's HTTP base URL (its --http-listen address, e.g. "http://127.0.0.1:8080"),
         default $HEALTHBENCH_ENV_URL. https:// uses TLS (ca_file for a private CA).
     token: bearer token (one line of hb-env's --auth-token-file), default
-        $HEALTHBENCH_ENV_TOKEN; sent as "Authorization: Bearer <token>".
+        $HEALTHBENCH_ENV_TOKEN, else the first token in the file named by
+        $HEALTHBENCH_ENV_TOKEN_FILE (same format as --auth-token-file, so that the secret stays
+        off command lines); sent as "Authorization: Bearer <token>".
     timeout: deadline of one submission in seconds, retries and waits included.
     read_timeout: socket timeout of one read; hb-env pings an open call every 10 s.
     max_attempts: attempts per request, the first included.
@@ -187,7 +209,7 @@ class HealthBenchEnv:
         self._port = parsed.port or (443 if self._https else 80)
         self._prefix = parsed.path.rstrip("/")
         self.url = url
-        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+        self.token = token if token is not None else _token_from_environment()
         self.env_name = env_name
         self.timeout = timeout
         self.read_timeout = read_timeout
