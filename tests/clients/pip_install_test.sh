@@ -7,8 +7,9 @@ set -euo pipefail
 python3=$1 source_dir=$2 scratch=$3
 rm -rf "$scratch" && mkdir -p "$scratch"
 "$python3" -m venv --system-site-packages "$scratch/venv"
-"$scratch/venv/bin/pip" install --quiet --no-index --no-build-isolation \
-  "$source_dir/clients/python"
+# pip builds in the folder it is given: a copy keeps build/ and *.egg-info out of the sources.
+cp -r "$source_dir/clients/python" "$scratch/src"
+"$scratch/venv/bin/pip" install --quiet --no-index --no-build-isolation "$scratch/src"
 cd "$scratch"
 "$scratch/venv/bin/python" - <<'PY'
 import healthbench_env, healthbench_env.rewards as rewards
