@@ -39,18 +39,6 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
-__all__ = [
-    "HealthBenchEnv",
-    "HealthBenchEnvError",
-    "GradingError",
-    "AuthenticationError",
-    "RequestError",
-    "ServerError",
-    "SubmitResult",
-    "Task",
-    "TaskPrompt",
-]
-
 URL_ENV = "HEALTHBENCH_ENV_URL"
 TOKEN_ENV = "HEALTHBENCH_ENV_TOKEN"
 TOKEN_FILE_ENV = "HEALTHBENCH_ENV_TOKEN_FILE"
