@@ -14,6 +14,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -306,6 +307,16 @@ class HealthBenchEnvClientTest(unittest.TestCase):
                                    prompt_id=self.ids[:4], trainer_state=None,
                                    completion_ids=[[1]] * 4),
                 [r.reward for r in expected])
+        self.assertEqual(
+            asyncio.run(rewards.trl_reward_async(prompts=["p"] * 4, completions=as_messages,
+                                                 prompt_id=self.ids[:4], log_metric=None)),
+            [r.reward for r in expected])
+        self.assertEqual(
+            asyncio.run(rewards.compute_score_async("healthbench", as_strings[1], self.ids[1],
+                                                    clipped=True)),
+            expected[1].reward_clipped)
+        with self.assertRaises(ValueError):
+            rewards.trl_reward(prompts=["p"], completions=as_strings, prompt_id=self.ids[:1])
 
     def test_batches_sync_and_async_answer_in_input_order(self):
         pairs = [(t, REPLY) for t in self.ids[:6]] + [("no-such-task", REPLY)]
@@ -334,6 +345,12 @@ class HealthBenchEnvClientTest(unittest.TestCase):
             rewards.trl_reward(prompts=["p", "p"], completions=[REPLY, "Rest."],
                                prompt_id=self.ids[:2]),
             [None, None])
+        self.assertEqual(
+            asyncio.run(rewards.trl_reward_async(prompts=["p"], completions=[REPLY],
+                                                 prompt_id=self.ids[:1])),
+            [None])
+        with self.assertRaises(GradingError):
+            asyncio.run(rewards.compute_score_async("healthbench", REPLY, self.ids[0]))
         # hb-env's own ORS answer for the same reply is a failure, not a reward of 0.
         self.assertFalse(ors_answer(self.bad_url, self.ids[0], REPLY)["ok"])
         bad.close()
@@ -358,6 +375,30 @@ class HealthBenchEnvClientTest(unittest.TestCase):
                 rewards.set_default_env(None)  # rebuilt from the environment variables
                 self.assertEqual(rewards.compute_score("healthbench", REPLY, self.ids[0]),
                                  expected)
+
+    def test_a_silent_server_times_out_within_the_deadline(self):
+        # A listener that never accepts: the request is sent into its backlog, no answer comes.
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        self.addCleanup(silent.close)
+        url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        waits = []
+        client = HealthBenchEnv(url, read_timeout=0.2, max_attempts=2, sleep=waits.append)
+        with self.assertRaises(ServerError) as caught:
+            client.submit(self.ids[0], REPLY)
+        self.assertIn("/create_session: TimeoutError", str(caught.exception))
+        self.assertIn("(after 2 attempts)", str(caught.exception))
+        self.assertEqual(len(waits), 1)
+        # The submission's deadline bounds the attempts and the waits between them.
+        short = HealthBenchEnv(url, timeout=0.3, read_timeout=60, backoff_base=1.0,
+                               backoff_cap=1.0, max_attempts=5, sleep=waits.append)
+        started = time.monotonic()
+        with self.assertRaises(ServerError) as caught:
+            short.submit(self.ids[0], REPLY)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertIn("/create_session: TimeoutError", str(caught.exception))
+        self.assertIn("(no time left to retry within 0.3 s)", str(caught.exception))
 
     def test_retries_5xx_and_429_honouring_retry_after(self):
         proxy = FlakyProxy(self.url)

@@ -333,8 +333,8 @@ class HealthBenchEnv:
             delay = error.retry_after
         else:
             delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * (2 ** attempt)))
-        if time.monotonic() + delay > deadline:
-            raise ServerError("%s (no time left to retry within %.0f s)" % (error, self.timeout),
+        if time.monotonic() + delay >= deadline:
+            raise ServerError("%s (no time left to retry within %g s)" % (error, self.timeout),
                               error.status)
         self._sleep(delay)
 

@@ -13,15 +13,18 @@ TRL GRPO (reward_funcs=[trl_reward]): the dataset has a "prompt_id" column; TRL 
 column as a keyword list, plus its own keywords (trainer_state, log_metric, ...), ignored here.
 
     trl_reward(prompts, completions, prompt_id, **kwargs) -> list[float | None]
+
+compute_score_async and trl_reward_async are the same as coroutines (verl's reward loop and
+TRL both await coroutine reward functions).
 """
 
 import threading
 from typing import Any, List, Optional, Sequence
 
-from healthbench_env.client import (AuthenticationError, GradingError, HealthBenchEnv,
-                                    HealthBenchEnvError, RequestError, ServerError)
+from healthbench_env.client import GradingError, HealthBenchEnv, HealthBenchEnvError, ServerError
 
-__all__ = ["compute_score", "trl_reward", "completion_text", "set_default_env", "default_env"]
+__all__ = ["compute_score", "compute_score_async", "trl_reward", "trl_reward_async",
+           "completion_text", "set_default_env", "default_env"]
 
 _lock = threading.Lock()
 _env: Optional[HealthBenchEnv] = None
@@ -42,6 +45,12 @@ def default_env() -> HealthBenchEnv:
         return _env
 
 
+def _check_task_id(ground_truth: Any) -> None:
+    if not isinstance(ground_truth, str) or not ground_truth:
+        raise ValueError("compute_score: reward_model.ground_truth must be the HealthBench "
+                         "prompt_id of the row (a non-empty string), got %r" % (ground_truth,))
+
+
 def _pick(result, clipped: bool) -> float:
     return result.reward_clipped if clipped else result.reward
 
@@ -57,10 +66,18 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any,
     silent 0. Other keyword arguments verl passes are ignored.
     """
     del data_source, extra_info, kwargs
-    if not isinstance(ground_truth, str) or not ground_truth:
-        raise ValueError("compute_score: reward_model.ground_truth must be the HealthBench "
-                         "prompt_id of the row (a non-empty string), got %r" % (ground_truth,))
+    _check_task_id(ground_truth)
     return _pick(default_env().submit(ground_truth, solution_str), clipped)
+
+
+async def compute_score_async(data_source: Any, solution_str: str, ground_truth: Any,
+                              extra_info: Optional[dict] = None, *, clipped: bool = False,
+                              **kwargs: Any) -> float:
+    """compute_score as a coroutine (verl awaits coroutine reward functions in its reward
+    loop instead of running them on a thread). Same arguments, result and errors."""
+    del data_source, extra_info, kwargs
+    _check_task_id(ground_truth)
+    return _pick(await default_env().asubmit(ground_truth, solution_str), clipped)
 
 
 def completion_text(completion: Any) -> str:
@@ -91,12 +108,30 @@ def trl_reward(prompts: Sequence[Any], completions: Sequence[Any], prompt_id: Se
     graded (GradingError, or ServerError after the retries). A misconfiguration (no or wrong
     token, unknown prompt_id) raises instead: it would make every reward None."""
     del prompts, kwargs
+    results = default_env().submit_batch(_submissions(completions, prompt_id),
+                                         return_exceptions=True)
+    return _rewards_or_none(results, clipped)
+
+
+async def trl_reward_async(prompts: Sequence[Any], completions: Sequence[Any],
+                           prompt_id: Sequence[str], *, clipped: bool = False,
+                           **kwargs: Any) -> List[Optional[float]]:
+    """trl_reward as a coroutine: TRL gathers coroutine reward functions on its event loop, so
+    the grading overlaps the other async reward functions. Same arguments and result."""
+    del prompts, kwargs
+    results = await default_env().asubmit_batch(_submissions(completions, prompt_id),
+                                                return_exceptions=True)
+    return _rewards_or_none(results, clipped)
+
+
+def _submissions(completions: Sequence[Any], prompt_id: Sequence[str]):
     if len(prompt_id) != len(completions):
         raise ValueError("trl_reward: %d completions but %d prompt_id values (the dataset needs "
                          "a prompt_id column)" % (len(completions), len(prompt_id)))
-    results = default_env().submit_batch(
-        [(task_id, completion_text(c)) for task_id, c in zip(prompt_id, completions)],
-        return_exceptions=True)
+    return [(task_id, completion_text(c)) for task_id, c in zip(prompt_id, completions)]
+
+
+def _rewards_or_none(results, clipped: bool) -> List[Optional[float]]:
     rewards: List[Optional[float]] = []
     for result in results:
         if isinstance(result, (GradingError, ServerError)):
