@@ -37,7 +37,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 URL_ENV = "HEALTHBENCH_ENV_URL"
 TOKEN_ENV = "HEALTHBENCH_ENV_TOKEN"
