@@ -77,7 +77,8 @@ std::string Text(const std::string& path) {
 std::string MaskAfter(const std::string& text, absl::string_view key, absl::string_view chars) {
   std::string out;
   size_t from = 0;
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, from)) {
+  for (size_t at = text.find(key.data(), 0, key.size()); at != std::string::npos;
+       at = text.find(key.data(), from, key.size())) {
     size_t end = at + key.size();
     out.append(text, from, end - from).append("_");
     while (end < text.size() && chars.find(text[end]) != absl::string_view::npos) ++end;
