@@ -92,11 +92,11 @@ def start_sim(*flags):
     return sim, "http://127.0.0.1:%d/v1" % sim.port_from_line("listening on ")
 
 
-def start_env(sim_url, *flags):
+def start_env(sim_url, *flags, cache_entries=0):
     env = Process([BINARIES["hb-env"], "--split=test=" + DATA, "--listen=127.0.0.1:0",
                    "--http-listen=127.0.0.1:0", "--metrics-listen=", "--llm-base-url=" + sim_url,
-                   "--grader-template=" + TEMPLATE, "--log-level=error", "--cache-entries=0"]
-                  + list(flags))
+                   "--grader-template=" + TEMPLATE, "--log-level=error",
+                   "--cache-entries=%d" % cache_entries] + list(flags))
     env.port_from_line("grpc listening on ")
     return env, "http://127.0.0.1:%d" % env.port_from_line("http listening on ")
 
