@@ -13,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
@@ -74,14 +73,13 @@ std::string Text(const std::string& path) {
 // Also without the responses' sha256 in a verdicts.jsonl header (the responses files differ in
 // their cached tokens).
 // `text` with every run of `chars` that directly follows `key` replaced by "_".
-std::string MaskAfter(const std::string& text, absl::string_view key, absl::string_view chars) {
+std::string MaskAfter(const std::string& text, const std::string& key, const std::string& chars) {
   std::string out;
   size_t from = 0;
-  for (size_t at = text.find(key.data(), 0, key.size()); at != std::string::npos;
-       at = text.find(key.data(), from, key.size())) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, from)) {
     size_t end = at + key.size();
     out.append(text, from, end - from).append("_");
-    while (end < text.size() && chars.find(text[end]) != absl::string_view::npos) ++end;
+    while (end < text.size() && chars.find(text[end]) != std::string::npos) ++end;
     from = end;
   }
   return out.append(text, from, std::string::npos);
