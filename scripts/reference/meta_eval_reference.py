@@ -204,7 +204,7 @@ def main():
         "physician_agreement_summary": summary,
         "rows": {"selected": len(selected), "graded": len(graded),
                  "failed": len(selected) - len(graded)},
-        "failed_rows": [{"index": i, "line": i + 1} for i, _ in indexed if verdicts[i] is None],
+        "failed_rows": [{"line": i + 1} for i, _ in indexed if verdicts[i] is None],
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"selection": [i for i, _ in indexed],
