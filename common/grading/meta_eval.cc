@@ -171,6 +171,16 @@ void AddPhysicianAgreement(const std::vector<MetaEvalRow>& rows, MetaEvalResult&
   }
 }
 
+// WritePythonFloat, or null for Python's None.
+template <typename Writer>
+void WriteOptionalPythonFloat(Writer& writer, const std::optional<double>& value) {
+  if (value.has_value()) {
+    WritePythonFloat(writer, *value);
+  } else {
+    writer.Null();
+  }
+}
+
 template <typename Writer>
 void WriteAgreement(Writer& writer, const AgreementMetric& metric) {
   writer.StartObject();
@@ -181,11 +191,7 @@ void WriteAgreement(Writer& writer, const AgreementMetric& metric) {
     writer.Int64(static_cast<int64_t>(metric.n));
   }
   writer.Key("value");
-  if (metric.value.has_value()) {
-    WritePythonFloat(writer, *metric.value);
-  } else {
-    writer.Null();
-  }
+  WriteOptionalPythonFloat(writer, metric.value);
   writer.EndObject();
 }
 
@@ -320,11 +326,7 @@ std::string MetaEvalJson(const MetaEvalResult& result) {
   writer.Int64(result.rows);
   writer.EndObject();
   writer.Key("score");
-  if (result.score.has_value()) {
-    WritePythonFloat(writer, *result.score);
-  } else {
-    writer.Null();
-  }
+  WriteOptionalPythonFloat(writer, result.score);
   writer.EndObject();
   return std::string(buffer.GetString(), buffer.GetSize()) + "\n";
 }
