@@ -90,13 +90,11 @@ std::vector<std::pair<std::string, std::string>> MetaPairs(const JournalMeta& me
   std::vector<std::pair<std::string, std::string>> pairs = {
       {"schema_version", kSchemaVersion},
       {"dataset_sha256", meta.dataset_sha256},
-      {"template_sha256", meta.template_sha256},
-      {"grader_model", meta.grader_model},
-      {"grader_temperature", JsonNumber(meta.grader_temperature)},
-      {"grader_max_tokens", absl::StrCat(meta.grader_max_tokens)},
-      {"grader_system_message", meta.grader_system_message},
-      {"tool_version", meta.tool_version},
   };
+  for (const IdentityField& field : IdentityFields(meta.grader)) {
+    pairs.emplace_back(field.journal_key, field.value);
+  }
+  pairs.emplace_back("tool_version", meta.tool_version);
   for (const auto& [checkpoint, sha] : meta.responses_sha256) {
     pairs.emplace_back(absl::StrCat("responses_sha256:", checkpoint), sha);
   }

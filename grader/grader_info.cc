@@ -1,9 +1,10 @@
-#include "grader_client/grader_info.h"
+#include "grader/grader_info.h"
 
 #include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "http/url_redaction.h"
 
 namespace hb {
@@ -18,20 +19,6 @@ struct Field {
   std::function<std::string(const GraderInfo&)> value;
 };
 
-const std::vector<Field>& VerdictFields() {
-  static const auto* fields = new std::vector<Field>{
-      {"model", "--llm-model", [](const GraderInfo& i) { return i.model(); }},
-      {"temperature", "--llm-temperature",
-       [](const GraderInfo& i) { return absl::StrCat(i.temperature()); }},
-      {"max_tokens", "--llm-max-tokens",
-       [](const GraderInfo& i) { return absl::StrCat(i.max_tokens()); }},
-      {"system_message", "", [](const GraderInfo& i) { return i.system_message(); }},
-      {"template_sha256", "--grader-template",
-       [](const GraderInfo& i) { return i.template_sha256(); }},
-  };
-  return *fields;
-}
-
 const std::vector<Field>& InformationalFields() {
   static const auto* fields = new std::vector<Field>{
       {"upstream_base_url", "--llm-base-url",
@@ -45,6 +32,28 @@ std::string Difference(const Field& field, const ReplicaInfo& a, const ReplicaIn
   return absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
                       field.value(a.info), "', replica ", b.replica, " has '", field.value(b.info),
                       "'");
+}
+
+// kFailedPrecondition naming the first field of `a`'s identity whose value `b` does not share
+// (a field `b` does not list counts as empty), with the fix.
+absl::Status CheckFieldsOf(const ReplicaInfo& a, const ReplicaInfo& b) {
+  const std::vector<IdentityField> other_fields = IdentityFields(IdentityOf(b.info));
+  for (const IdentityField& field : IdentityFields(IdentityOf(a.info))) {
+    std::string other;
+    for (const IdentityField& f : other_fields) {
+      if (f.name == field.name) other = f.value;
+    }
+    if (field.value == other) continue;
+    const std::string fix =
+        field.flag.empty()
+            ? "run the same hb-grader build and settings on every replica"
+            : absl::StrCat("start every hb-grader replica with the same ", field.flag);
+    return absl::FailedPreconditionError(
+        absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
+                     field.value, "', replica ", b.replica, " has '", other,
+                     "'; their verdicts would not be comparable: ", fix));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -62,6 +71,10 @@ GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& tem
   return info;
 }
 
+GraderIdentity IdentityOf(const GraderInfo& info) {
+  return GraderIdentity{SettingsOf(info), info.template_sha256()};
+}
+
 GraderSettings SettingsOf(const GraderInfo& info) {
   GraderSettings settings;
   settings.model = info.model();
@@ -76,17 +89,8 @@ absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
   if (replicas.empty()) return absl::OkStatus();
   const ReplicaInfo& first = replicas.front();
   for (size_t i = 1; i < replicas.size(); ++i) {
-    for (const Field& field : VerdictFields()) {
-      if (field.value(first.info) == field.value(replicas[i].info)) continue;
-      std::string fix =
-          *field.flag != '\0'
-              ? absl::StrCat("start every hb-grader replica with the same ", field.flag)
-              : "run the same hb-grader build and settings on every replica";
-      return absl::FailedPreconditionError(absl::StrCat(Difference(field, first, replicas[i]),
-                                                        "; their verdicts would not be "
-                                                        "comparable: ",
-                                                        fix));
-    }
+    HB_RETURN_IF_ERROR(CheckFieldsOf(first, replicas[i]));
+    HB_RETURN_IF_ERROR(CheckFieldsOf(replicas[i], first));
     if (warnings == nullptr) continue;
     for (const Field& field : InformationalFields()) {
       if (field.value(first.info) != field.value(replicas[i].info)) {
