@@ -28,6 +28,16 @@ std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm) {
   return warnings;
 }
 
+EndpointPreflight LlmEndpoint(const LlmOptions& llm) {
+  EndpointPreflight endpoint;
+  endpoint.base_url = llm.base_url;
+  endpoint.has_api_key = !llm.api_key.empty();
+  endpoint.url_flag = "--llm-base-url";
+  endpoint.url_is_default = !llm.base_url_given;
+  endpoint.key_source = "$OPENAI_API_KEY or --llm-api-key-file";
+  return endpoint;
+}
+
 absl::StatusOr<GraderStackOptions> CompleteGraderStackOptions(GraderStackOptions options) {
   if (options.llm.base_url.empty()) return absl::InvalidArgumentError("--llm-base-url is empty");
   HB_RETURN_IF_ERROR(ValidateGraderSettings(options.settings));

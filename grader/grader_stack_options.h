@@ -14,6 +14,7 @@
 #include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
 #include "grader/grader.h"
+#include "llm/endpoint_preflight.h"
 #include "prometheus/registry.h"
 
 namespace hb {
@@ -38,6 +39,10 @@ struct LlmOptions {
 // plain http:// to a host that is not this machine. Never contains the key; URLs are redacted.
 // GraderStack::Start (every grader that calls upstream) logs them once at start.
 std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm);
+
+// The upstream as PreflightEndpoint (llm/endpoint_preflight.h) checks it before the first
+// request, named by the grader flags (--llm-base-url; $OPENAI_API_KEY or --llm-api-key-file).
+EndpointPreflight LlmEndpoint(const LlmOptions& llm);
 
 struct GraderStackOptions {
   LlmOptions llm;

@@ -183,9 +183,18 @@ absl::Status MakeDirs(const std::string& path) {
     return absl::FailedPreconditionError(absl::StrCat("not a directory: ", path));
   }
   if (::access(path.c_str(), W_OK) != 0) {
-    return ErrnoStatus(errno, "directory is not writable:", path);
+    return ErrnoStatus(errno, "directory is not writable", path);
   }
   return absl::OkStatus();
+}
+
+absl::Status MakeOutputDirs(absl::string_view flag, absl::string_view value,
+                            const std::string& folder) {
+  const absl::Status made = MakeDirs(folder);
+  if (made.ok()) return made;
+  return absl::FailedPreconditionError(absl::StrCat(
+      flag, " ", value, ": ", made.message(), "; give ", flag,
+      " a path this user can write (or create the folder with write permission first)"));
 }
 
 }  // namespace hb

@@ -69,4 +69,12 @@ class AtomicFileWriter {
 // name the path when it cannot be created or is not a writable directory.
 absl::Status MakeDirs(const std::string& path);
 
+// MakeDirs(folder) for the output of a command given as `flag` `value` (e.g. "--out" and the
+// folder itself, or a file in `folder`), before the command does any work. Every error is
+// kFailedPrecondition (a usage error, exit 2) naming the flag, its value, the reason and the fix:
+// "--out /data/run: cannot create directory /data: Permission denied; give --out a path this
+// user can write (or create the folder with write permission first)".
+absl::Status MakeOutputDirs(absl::string_view flag, absl::string_view value,
+                            const std::string& folder);
+
 }  // namespace hb

@@ -239,6 +239,7 @@ class OrchestratorCommandLine {
       one.out = PolicyResponsesPath(run, policy.name);
       one.policy_base_url = policy.base_url;
       one.request.model = policy.model;
+      one.endpoint_flag = absl::StrCat("--policy ", policy.name);
       if (absl::Status valid = ValidateSampleOptions(one); !valid.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("--policy ", policy.name, "=", policy.model,
                                                        "@", policy.base_url, ": ",

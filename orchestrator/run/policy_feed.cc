@@ -89,12 +89,20 @@ absl::Status PolicyFeed::Probe(size_t source_index, std::vector<const Example*>&
     }
     return absl::OkStatus();  // transient: the sampler asks again
   }
+  HB_RETURN_IF_ERROR(CheckNotGraderVerdict(options, probe->content));
   Journal(source_index, ToSampledReply(tasks.front()->prompt_id, options, *std::move(probe)));
   tasks.erase(tasks.begin());
   return absl::OkStatus();
 }
 
 void PolicyFeed::OnResult(size_t source, PolicySampleResult result) {
+  if (result.reply.ok()) {
+    // A grader route answers every task with a verdict: never journaled as a reply (the probe
+    // refuses such an endpoint; this catches it when the probe's own call failed).
+    absl::Status verdict =
+        CheckNotGraderVerdict(sources_[source]->spec.sampling, result.reply->content);
+    if (!verdict.ok()) result.reply = std::move(verdict);
+  }
   if (result.reply.ok()) {
     Journal(source, ToSampledReply(result.prompt_id, sources_[source]->spec.sampling,
                                    *std::move(result.reply)));

@@ -56,9 +56,10 @@ class PolicyFeed {
   using FinishedCallback = std::function<void()>;
 
   // Samples tasks[i] (not owned; must outlive the feed) from sources[i]. First each source's
-  // first task is sent alone (the probe, as `sample`'s): an unreachable URL, a refused key or
-  // an unknown model fails here with kFailedPrecondition naming the checkpoint, before any
-  // other request. kInternal when the HTTP client cannot start. `journal` must outlive the feed.
+  // first task is sent alone (the probe, as `sample`'s): an unreachable URL, a refused key,
+  // an unknown model or a grader verdict as reply (CheckNotGraderVerdict: a grader route given
+  // as the policy) fails here with kFailedPrecondition naming the checkpoint, before any other
+  // request. kInternal when the HTTP client cannot start. `journal` must outlive the feed.
   static absl::StatusOr<std::unique_ptr<PolicyFeed>> Start(
       std::vector<PolicySource> sources, std::vector<std::vector<const Example*>> tasks,
       ReplyJournal& journal, ReplyCallback on_reply, FinishedCallback on_finished);

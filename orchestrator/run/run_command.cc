@@ -25,6 +25,7 @@
 #include "grader/grader_info.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
+#include "llm/endpoint_preflight.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/run/batch_api.h"
 #include "orchestrator/run/batch_grader.h"
@@ -842,10 +843,24 @@ void PrintTopFailureReasons(const std::vector<std::string>& errors) {
   }
 }
 
+// ---- Phase 0: what can be known before any request (llm/endpoint_preflight.h): the embedded
+// grader's upstream (online or batch) and every policy has its key and a host that resolves.
+// (A gRPC --grader's upstream is its replicas' business: hb-grader checks its own.)
+absl::Status PreflightEndpoints(const RunOptions& options) {
+  if (options.grader == kEmbeddedGrader) {
+    HB_RETURN_IF_ERROR(PreflightEndpoint(LlmEndpoint(options.grader_options.llm)));
+  }
+  for (const PolicySource& policy : options.policies) {
+    HB_RETURN_IF_ERROR(PreflightEndpoint(PolicyEndpoint(policy.sampling)));
+  }
+  return absl::OkStatus();
+}
+
 // The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
 absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   const absl::Time started = absl::Now();
-  HB_RETURN_IF_ERROR(AsUsage(MakeDirs(options.RunDir())));
+  HB_RETURN_IF_ERROR(PreflightEndpoints(options));
+  HB_RETURN_IF_ERROR(MakeOutputDirs("--out", options.out, options.RunDir()));
   HB_ASSIGN_OR_RETURN(const std::unique_ptr<OutputLock> lock,
                       OutputLock::Acquire(options.RunDir()));
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));

@@ -125,7 +125,10 @@ absl::Status ValidateBatchOptions(const RunOptions& options);
 std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
     const std::vector<std::string>& errors, size_t n);
 
-// Runs `options` (valid) in phases: load inputs, connect the grader (grader_client/
+// Runs `options` (valid) in phases: check before any request that the endpoints it will call
+// can be called (the embedded grader's upstream and each policy: an API key for a remote https
+// endpoint, a host that resolves; llm/endpoint_preflight.h) and that the output folder can be
+// written (exit 2 naming the flag and the fix), load inputs, connect the grader (grader_client/
 // grader_connection.h ConnectGrader: what it
 // grades with is what the journal and the reports record), open the journal, plan, grade,
 // write reports. With policies, grading and sampling overlap: the output folder is locked first,

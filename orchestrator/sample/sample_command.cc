@@ -1,5 +1,7 @@
 #include "orchestrator/sample/sample_command.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -12,11 +14,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
 #include "common/base/status_macros.h"
+#include "common/grading/grader_reply.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/subsets.h"
 #include "http/curl_http_client.h"
@@ -141,8 +145,9 @@ absl::Status TakeProbe(const SampleOptions& options, PolicySampleTask first,
 
 // Samples `first` through the probe and `rest` through the sampler at the same time (so the
 // probe costs no round trip of its own), and journals replies as they arrive; returns the
-// failures. Errors: the probe's (PolicyProbeError: the sampler is stopped and its calls in
-// flight are waited for) or the journal's.
+// failures. Errors: the probe's (PolicyProbeError), CheckNotGraderVerdict's (a reply of a
+// grader route, never journaled) or the journal's; the sampler is then stopped and its calls in
+// flight are waited for.
 absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
     const SampleOptions& options, LlmClient& llm, Scheduler& scheduler, SampleJournal& journal,
     PolicySampleTask first, std::vector<PolicySampleTask> rest, int64_t done_before, int64_t total,
@@ -183,6 +188,11 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
       probing = false;
       status = TakeProbe(options, std::move(first), *std::move(probe), sampler, batch, summary);
       if (!start_with_probe) sampler.Start();
+    }
+    // Replies of a grader route are never journaled (the probe's or any other, whichever
+    // comes first): the job stops.
+    for (const SampledReply& reply : batch) {
+      if (status.ok()) status = CheckNotGraderVerdict(options, reply.response);
     }
     if (status.ok()) status = journal.Append(batch);
     done += static_cast<int64_t>(batch.size());
@@ -281,6 +291,56 @@ absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& 
                    " failed: ", status.message(), " (", hint, ")"));
 }
 
+EndpointPreflight PolicyEndpoint(const SampleOptions& options) {
+  EndpointPreflight endpoint;
+  endpoint.base_url = options.policy_base_url;
+  endpoint.has_api_key = !options.api_key.empty();
+  endpoint.url_flag = options.endpoint_flag;
+  endpoint.key_source = "$POLICY_API_KEY or --policy-api-key-file";
+  return endpoint;
+}
+
+absl::Status PrepareSampleOutputs(const std::string& out) {
+  const auto is_directory = [](const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  if (absl::EndsWith(out, "/") || is_directory(out)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", out,
+        " is a directory: sample writes one responses file (plus .journal, .failures.jsonl and "
+        ".summary.json beside it); give a file path, e.g. --out ",
+        absl::StripSuffix(out, "/"), "/responses.jsonl"));
+  }
+  for (const char* suffix : {".journal", ".failures.jsonl", ".summary.json"}) {
+    const std::string path = absl::StrCat(out, suffix);
+    if (is_directory(path)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--out ", out, ": ", path,
+          " is a directory, where sample writes a file; move it away or choose another --out"));
+    }
+  }
+  const size_t last = out.rfind('/');
+  if (last == std::string::npos) return MakeOutputDirs("--out", out, ".");
+  return MakeOutputDirs("--out", out, last == 0 ? "/" : out.substr(0, last));
+}
+
+absl::Status CheckNotGraderVerdict(const SampleOptions& options, absl::string_view content) {
+  if (!ParseGraderReply(content).ok()) return absl::OkStatus();
+  constexpr size_t kShown = 120;
+  const std::string shown = content.size() <= kShown
+                                ? std::string(content)
+                                : absl::StrCat(content.substr(0, kShown), "...");
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a reply of ", RedactUrl(options.policy_base_url), " (", options.endpoint_flag, ", model ",
+      options.request.model,
+      ") is a grader verdict, not an answer to the task: a JSON object with a boolean "
+      "\"criteria_met\": ",
+      shown, " \u2014 ", options.endpoint_flag,
+      " points at a grader route; give the policy's own endpoint (hb-llm-sim serves policies at "
+      "http://HOST:PORT/policy/v1, its grader at /v1)"));
+}
+
 absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
                                        const std::string& body) {
   absl::Notification done;
@@ -331,6 +391,7 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
                                            Scheduler& scheduler, std::FILE* log) {
   const absl::Time start = absl::Now();
   HB_RETURN_IF_ERROR(ValidateSampleOptions(options));
+  HB_RETURN_IF_ERROR(PrepareSampleOutputs(options.out));
   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(options.dataset, {}));
   if (options.examples >= 0) SelectExamples(dataset, static_cast<size_t>(options.examples));
   HB_ASSIGN_OR_RETURN(
@@ -340,10 +401,6 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
     std::vector<Example> mine;
     for (size_t p : positions) mine.push_back(std::move(dataset.examples[p]));
     dataset.examples = std::move(mine);
-  }
-  const size_t slash = options.out.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    HB_RETURN_IF_ERROR(MakeDirs(options.out.substr(0, slash)));
   }
   SampleJournalHeader header{dataset.sha256, options.examples,
                              PolicySettingsFingerprint(options.request),
@@ -394,7 +451,9 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
 }
 
 int RunSample(const SampleOptions& options) {
-  if (absl::Status valid = ValidateSampleOptions(options); !valid.ok()) {
+  absl::Status valid = ValidateSampleOptions(options);
+  if (valid.ok()) valid = PreflightEndpoint(PolicyEndpoint(options));
+  if (!valid.ok()) {
     std::fprintf(stderr, "hb-orchestrator sample: %s\n", std::string(valid.message()).c_str());
     return kSampleExitUsage;
   }

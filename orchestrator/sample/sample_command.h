@@ -23,9 +23,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/base/scheduler.h"
 #include "common/retry/retry_policy.h"
+#include "llm/endpoint_preflight.h"
 #include "llm/llm_client.h"
 #include "orchestrator/sample/policy_request.h"
 #include "orchestrator/sample/policy_sampler.h"
@@ -61,6 +63,9 @@ struct SampleOptions {
   absl::Duration progress_interval = absl::Seconds(5);
   // Prefix of progress and summary lines on stderr ("sample" or "sample <checkpoint>").
   std::string log_name = "sample";
+  // How errors name the flag that gave policy_base_url ("--policy-base-url"; `run`: "--policy
+  // NAME").
+  std::string endpoint_flag = "--policy-base-url";
 };
 
 // kInvalidArgument naming the flag behind the first bad field.
@@ -79,16 +84,36 @@ struct SampleSummary {
 };
 
 // Samples through `llm` (its base URL is the policy's), retry timers on `scheduler`; both not
-// owned. Progress and the summary go to `log`. Errors: kInvalidArgument (options, dataset),
-// kFailedPrecondition (probe: unreachable, 400/401/403/404; a journal of another job),
-// kDataLoss / kInternal (journal, outputs). Failed tasks are not an error: see
-// SampleSummary::failed.
+// owned. The outputs are checked first (PrepareSampleOutputs), before the dataset is read and
+// anything is sent. Progress and the summary go to `log`. Errors: kInvalidArgument (options,
+// dataset, --out a directory), kFailedPrecondition (--out not writable; probe: unreachable,
+// 400/401/403/404, a grader verdict as reply; a journal of another job), kDataLoss / kInternal
+// (journal, outputs). Failed tasks are not an error: see SampleSummary::failed.
 absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClient& llm,
                                            Scheduler& scheduler, std::FILE* log);
 
 // The sampler settings of `options` (in flight, adaptive, retries, attempt timeout, a seeded
 // jitter source).
 PolicySamplerOptions MakePolicySamplerOptions(const SampleOptions& options);
+
+// The policy endpoint as PreflightEndpoint (llm/endpoint_preflight.h) checks it before the first
+// request: options.endpoint_flag, and $POLICY_API_KEY or --policy-api-key-file for the key.
+EndpointPreflight PolicyEndpoint(const SampleOptions& options);
+
+// Makes sure the outputs (OUT, OUT.journal, OUT.failures.jsonl, OUT.summary.json) can be
+// written before anything is sampled, and creates OUT's folder. kInvalidArgument when OUT (or
+// one of the others) is a directory ("--out runs/ is a directory: sample writes one responses
+// file there, e.g. --out runs/responses.jsonl"); kFailedPrecondition when its folder cannot be
+// created or written (common/base/file.h MakeOutputDirs).
+absl::Status PrepareSampleOutputs(const std::string& out);
+
+// kFailedPrecondition when `content`, a reply of the policy, is a grader verdict (it parses as
+// the grader's reply does: a JSON object with a boolean "criteria_met",
+// common/grading/grader_reply.h): the endpoint is a grader route, and grading its verdicts as
+// answers would score nothing. The message names the URL, options.endpoint_flag and the fix.
+// `sample` stops at the first such reply (journaling none); `run --policy` stops when the probe
+// gets one and fails the task for any later one.
+absl::Status CheckNotGraderVerdict(const SampleOptions& options, absl::string_view content);
 
 // The probe: `body` sent alone through `llm`, waited for (timeout: the smaller of
 // probe_timeout and attempt_timeout), so a misconfiguration fails in seconds.
@@ -104,7 +129,8 @@ absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& 
 SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
                             ChatResult result);
 
-// The whole command: a libcurl client for the policy, SampleToFile, and the exit code.
+// The whole command: PreflightEndpoint(PolicyEndpoint), a libcurl client for the policy,
+// SampleToFile, and the exit code.
 int RunSample(const SampleOptions& options);
 
 }  // namespace hb

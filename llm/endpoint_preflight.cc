@@ -1,0 +1,108 @@
+#include "llm/endpoint_preflight.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "http/url_redaction.h"
+#include "security/transport_security.h"
+
+namespace hb {
+namespace {
+
+bool EnvSet(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0';
+}
+
+}  // namespace
+
+absl::Status ResolveHost(const std::string& host, absl::Duration timeout) {
+  // getaddrinfo cannot be cancelled: it runs on a thread of its own, which outlives a timeout
+  // (and then only writes the shared state).
+  struct State {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    int result ABSL_GUARDED_BY(mu) = 0;
+    int error ABSL_GUARDED_BY(mu) = 0;  // errno for EAI_SYSTEM
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, host] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int result = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    const int error = errno;
+    if (found != nullptr) ::freeaddrinfo(found);
+    absl::MutexLock lock(&state->mu);
+    state->result = result;
+    state->error = error;
+    state->done = true;
+  }).detach();
+  absl::MutexLock lock(&state->mu);
+  if (!state->mu.AwaitWithTimeout(absl::Condition(&state->done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer from the resolver within ", absl::FormatDuration(timeout)));
+  }
+  if (state->result == 0) return absl::OkStatus();
+  return absl::NotFoundError(state->result == EAI_SYSTEM ? std::strerror(state->error)
+                                                         : ::gai_strerror(state->result));
+}
+
+std::string UrlHost(absl::string_view base_url) {
+  const std::string host_port = UrlHostPort(base_url);
+  absl::string_view host = host_port;
+  if (absl::StartsWith(host, "[")) {
+    const size_t end = host.find(']');
+    return std::string(host.substr(1, end == absl::string_view::npos ? end : end - 1));
+  }
+  return std::string(host.substr(0, host.find(':')));
+}
+
+bool EndpointNeedsApiKey(absl::string_view base_url) {
+  return absl::StartsWithIgnoreCase(base_url, "https://") &&
+         !IsLoopbackAddress(UrlHostPort(base_url));
+}
+
+bool EndpointUsesProxy(absl::string_view base_url) {
+  if (EnvSet("ALL_PROXY") || EnvSet("all_proxy")) return true;
+  if (absl::StartsWithIgnoreCase(base_url, "https://")) {
+    return EnvSet("https_proxy") || EnvSet("HTTPS_PROXY");
+  }
+  // libcurl reads only the lower-case http_proxy (the upper-case one is a CGI hazard).
+  return EnvSet("http_proxy");
+}
+
+absl::Status PreflightEndpoint(const EndpointPreflight& endpoint, const HostResolver& resolve) {
+  const std::string url = RedactUrl(endpoint.base_url);
+  const std::string which =
+      endpoint.url_is_default ? absl::StrCat("the default ", endpoint.url_flag) : endpoint.url_flag;
+  if (!endpoint.has_api_key && EndpointNeedsApiKey(endpoint.base_url)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no API key for ", url, " (", which, "): set ", endpoint.key_source, ", or give ",
+        endpoint.url_flag,
+        " a server that needs none (on this machine, or plain http:// inside the cluster: vLLM, "
+        "hb-llm-sim); an https server that takes no key accepts any placeholder key"));
+  }
+  const std::string host = UrlHost(endpoint.base_url);
+  if (host.empty() || EndpointUsesProxy(endpoint.base_url)) return absl::OkStatus();
+  if (absl::Status resolved = resolve(host); !resolved.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resolve host '", host, "' of ", which, " ", url, ": ",
+                     resolved.message(), ". Check the host name in ", endpoint.url_flag,
+                     ", and this machine's DNS and network (no request was sent)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hb
