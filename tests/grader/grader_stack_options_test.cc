@@ -50,5 +50,18 @@ TEST(ApiKeyWarningsTest, NoKeyNoWarningAndTheKeyIsNeverInOne) {
   }
 }
 
+// The upstream's preflight names the grader flags and whether the URL is the default.
+TEST(LlmEndpointTest, NamesTheGraderFlagsAndTheKeySource) {
+  const EndpointPreflight implicit = LlmEndpoint(Llm(LlmOptions{}.base_url, false, ""));
+  EXPECT_EQ(implicit.base_url, "https://api.openai.com/v1");
+  EXPECT_FALSE(implicit.has_api_key);
+  EXPECT_TRUE(implicit.url_is_default);
+  EXPECT_EQ(implicit.url_flag, "--llm-base-url");
+  EXPECT_EQ(implicit.key_source, "$OPENAI_API_KEY or --llm-api-key-file");
+  const EndpointPreflight given = LlmEndpoint(Llm("http://127.0.0.1:9/v1", true));
+  EXPECT_TRUE(given.has_api_key);
+  EXPECT_FALSE(given.url_is_default);
+}
+
 }  // namespace
 }  // namespace hb

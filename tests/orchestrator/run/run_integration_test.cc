@@ -68,7 +68,10 @@ struct Orch {
   std::string stderr_path;
 };
 
-Orch SpawnOrchestrator(const std::vector<std::string>& args, const std::string& log_dir) {
+// `env` ("NAME=value", value possibly empty) replaces those variables of this process's
+// environment.
+Orch SpawnOrchestrator(const std::vector<std::string>& args, const std::string& log_dir,
+                       const std::vector<std::string>& env = {}) {
   static int counter = 0;
   Orch orch;
   orch.stderr_path = absl::StrCat(log_dir, "/orchestrator-", ++counter, ".stderr");
@@ -79,8 +82,16 @@ Orch SpawnOrchestrator(const std::vector<std::string>& args, const std::string& 
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_strings = {kFixedTime};
+  env_strings.insert(env_strings.end(), env.begin(), env.end());
+  const auto replaced = [&env](absl::string_view entry) {
+    for (const std::string& e : env) {
+      if (absl::StartsWith(entry, e.substr(0, e.find('=') + 1))) return true;
+    }
+    return false;
+  };
   for (char** e = environ; *e != nullptr; ++e) {
-    if (!absl::StartsWith(*e, "HB_FIXED_TIME=") && !absl::StartsWith(*e, "JOB_COMPLETION_INDEX=")) {
+    if (!absl::StartsWith(*e, "HB_FIXED_TIME=") && !absl::StartsWith(*e, "JOB_COMPLETION_INDEX=") &&
+        !replaced(*e)) {
       env_strings.emplace_back(*e);
     }
   }
@@ -128,8 +139,8 @@ std::string ReadText(const std::string& path) {
 }
 
 int RunOrchestrator(const std::vector<std::string>& args, const std::string& log_dir,
-                    std::string* stderr_text = nullptr) {
-  Orch orch = SpawnOrchestrator(args, log_dir);
+                    std::string* stderr_text = nullptr, const std::vector<std::string>& env = {}) {
+  Orch orch = SpawnOrchestrator(args, log_dir, env);
   const int code = WaitExit(orch.pid);
   if (stderr_text != nullptr) *stderr_text = ReadText(orch.stderr_path);
   if (code != 0) std::cerr << "orchestrator stderr:\n" << ReadText(orch.stderr_path);
@@ -527,11 +538,11 @@ TEST_F(RunIntegrationTest, BadUsageExitsWithTwo) {
                             dir_, &stderr_text),
             2);
   EXPECT_THAT(stderr_text, HasSubstr("checkpoint name 'a b'"));
-  EXPECT_EQ(
-      RunOrchestrator({"run", "--dataset=" + dir_ + "/missing.jsonl", "--responses=" + base_,
-                       "--out=" + dir_ + "/o", "--grader-template=" + ReferenceTemplatePath()},
-                      dir_, &stderr_text),
-      2);
+  EXPECT_EQ(RunOrchestrator({"run", "--dataset=" + dir_ + "/missing.jsonl", "--responses=" + base_,
+                             "--out=" + dir_ + "/o", "--grader-template=" + ReferenceTemplatePath(),
+                             "--llm-base-url=http://127.0.0.1:1/v1"},
+                            dir_, &stderr_text),
+            2);
   EXPECT_THAT(stderr_text, HasSubstr(dir_ + "/missing.jsonl"));
 }
 
@@ -595,6 +606,63 @@ TEST_F(RunIntegrationTest, UnreachableGraderExitsWithTwoAtOnce) {
   EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: no hb-grader replica reachable at "
                                      "ipv4:127.0.0.1:1 within 5s: "));
   EXPECT_THAT(stderr_text, Not(HasSubstr("Run the same command again")));
+}
+
+// An embedded grader (online or batch) whose upstream cannot be called is refused before
+// anything is read, created or sent, with the reason and the fix: no key for a remote https
+// endpoint (here the default, OpenAI's), or a host that does not resolve (.invalid never does).
+TEST_F(RunIntegrationTest, AnUpstreamWithoutKeyOrAddressExitsWithTwoAtOnce) {
+  const std::string out = dir_ + "/out";
+  const std::vector<std::string> no_key = {"OPENAI_API_KEY="};
+  for (const std::string& mode : {std::string("online"), std::string("batch")}) {
+    SCOPED_TRACE(mode);
+    std::string stderr_text;
+    const absl::Time start = absl::Now();
+    EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded", {"--grader-mode=" + mode}), dir_,
+                              &stderr_text, no_key),
+              2);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    // (After the SIMULATED banner of --simulated-verdicts.)
+    EXPECT_THAT(
+        stderr_text,
+        HasSubstr(
+            "\nhb-orchestrator run: no API key for https://api.openai.com/v1 (the default "
+            "--llm-base-url): set $OPENAI_API_KEY or --llm-api-key-file, or give "
+            "--llm-base-url a server that needs none (on this machine, or plain http:// inside "
+            "the cluster: vLLM, hb-llm-sim); an https server that takes no key accepts any "
+            "placeholder key\n"));
+  }
+  std::string stderr_text;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded",
+                                    {"--llm-base-url=http://hb-preflight-test.invalid:8000/v1"}),
+                            dir_, &stderr_text, no_key),
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: cannot resolve host "
+                                     "'hb-preflight-test.invalid' of --llm-base-url "
+                                     "http://hb-preflight-test.invalid:8000/v1: "));
+  EXPECT_THAT(stderr_text, HasSubstr(". Check the host name in --llm-base-url, and this "
+                                     "machine's DNS and network (no request was sent)\n"));
+  struct stat st;
+  EXPECT_NE(::stat(out.c_str(), &st), 0) << "the run created its output folder";
+}
+
+// An --out that cannot be written is refused before any request, naming it and the fix.
+TEST_F(RunIntegrationTest, AnOutThatCannotBeWrittenExitsWithTwoAtOnce) {
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim sim,
+                          hb::testing::StartLlmSim({"--request-log=" + dir_ + "/requests.log"}));
+  HB_ASSERT_OK(WriteFileAtomically(dir_ + "/file", ""));
+  std::string stderr_text;
+  EXPECT_EQ(
+      RunOrchestrator(RunArgs(dir_ + "/file/out", "embedded", {"--llm-base-url=" + sim.base_url}),
+                      dir_, &stderr_text),
+      2);
+  EXPECT_THAT(stderr_text,
+              HasSubstr(absl::StrCat("hb-orchestrator run: --out ", dir_,
+                                     "/file/out: cannot create directory ", dir_,
+                                     "/file/out: Not a directory; give --out a path this user "
+                                     "can write (or create the folder with write permission "
+                                     "first)\n")));
+  EXPECT_EQ(ReadText(dir_ + "/requests.log"), "");
 }
 
 // An upstream that answers 401 (a wrong key): the probe row fails with a final error, the run

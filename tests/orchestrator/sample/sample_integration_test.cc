@@ -228,6 +228,92 @@ TEST(SampleIntegrationTest, ConfigurationErrorsExitTwoWithinSecondsWithTheReason
   EXPECT_EQ(Lines(dir + "/ok.jsonl"), 3);
 }
 
+// What an operator in a hurry gets wrong is refused within seconds, before any request, with the
+// reason and the fix: no key for a remote https policy, a host that does not resolve, an --out
+// that is a directory.
+TEST(SampleIntegrationTest, OperatorErrorsExitTwoBeforeAnyRequestNamingTheFix) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({"--request-log=" + dir + "/requests.log"});
+  const std::string no_key = "POLICY_API_KEY=";
+  const absl::Time start = absl::Now();
+
+  std::vector<std::string> remote = SampleArgs(sim, "ckpt-a", dir + "/r.jsonl");
+  remote[2] = "--policy-base-url=https://api.example.com/v1";
+  EXPECT_EQ(RunOrchestrator(remote, dir + "/r.stderr", no_key), 2);
+  EXPECT_EQ(Text(dir + "/r.stderr"),
+            "hb-orchestrator sample: no API key for https://api.example.com/v1 "
+            "(--policy-base-url): set $POLICY_API_KEY or --policy-api-key-file, or give "
+            "--policy-base-url a server that needs none (on this machine, or plain http:// inside "
+            "the cluster: vLLM, hb-llm-sim); an https server that takes no key accepts any "
+            "placeholder key\n");
+
+  std::vector<std::string> unresolvable = SampleArgs(sim, "ckpt-a", dir + "/u.jsonl");
+  unresolvable[2] = "--policy-base-url=http://hb-preflight-test.invalid:8000/v1";
+  EXPECT_EQ(RunOrchestrator(unresolvable, dir + "/u.stderr", no_key), 2);
+  EXPECT_THAT(Text(dir + "/u.stderr"),
+              HasSubstr("hb-orchestrator sample: cannot resolve host 'hb-preflight-test.invalid' "
+                        "of --policy-base-url http://hb-preflight-test.invalid:8000/v1: "));
+
+  EXPECT_EQ(RunOrchestrator(SampleArgs(sim, "ckpt-a", dir), dir + "/d.stderr"), 2);
+  EXPECT_EQ(Text(dir + "/d.stderr"),
+            absl::StrCat("hb-orchestrator sample: --out ", dir,
+                         " is a directory: sample writes one responses file (plus .journal, "
+                         ".failures.jsonl and .summary.json beside it); give a file path, e.g. "
+                         "--out ",
+                         dir, "/responses.jsonl\n"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(Lines(dir + "/requests.log"), 0);
+}
+
+// A policy URL that is a grader route (hb-llm-sim's /v1 instead of /policy/v1) answers with
+// verdicts: `sample` and `run --policy` refuse it with exit 2 instead of grading verdicts as
+// answers, and no reply is journaled.
+TEST(SampleIntegrationTest, AGraderRouteAsPolicyIsRefused) {
+  const std::string dir = MakeTempDir();
+  LlmSim sim = StartSim({});
+  std::vector<std::string> sample = SampleArgs(sim, "ckpt-a", dir + "/g.jsonl");
+  sample[2] = "--policy-base-url=" + sim.base_url;
+  EXPECT_EQ(RunOrchestrator(sample, dir + "/sample.stderr"), 2);
+  EXPECT_THAT(Text(dir + "/sample.stderr"),
+              HasSubstr(absl::StrCat("hb-orchestrator sample: a reply of ", sim.base_url,
+                                     " (--policy-base-url, model ckpt-a) is a grader verdict, not "
+                                     "an answer to the task: a JSON object with a boolean "
+                                     "\"criteria_met\": {")));
+  EXPECT_THAT(Text(dir + "/sample.stderr"),
+              HasSubstr(" \u2014 --policy-base-url points at a grader route; give the policy's "
+                        "own endpoint (hb-llm-sim serves policies at http://HOST:PORT/policy/v1, "
+                        "its grader at /v1)\n"));
+  EXPECT_EQ(Lines(dir + "/g.jsonl.journal"), 1) << "only the header: no reply journaled";
+  EXPECT_EQ(Text(dir + "/g.jsonl"), absl::StrCat("<missing ", dir, "/g.jsonl>"));
+
+  const std::vector<std::string> run = {
+      "run",
+      "--dataset=" + Dataset(),
+      "--grader-template=" + ::hb::testing::ReferenceTemplatePath(),
+      "--llm-base-url=" + sim.base_url,
+      "--progress=off",
+      absl::StrCat("--policy=a=ckpt-a@", sim.base_url),
+      "--out=" + dir + "/run"};
+  EXPECT_EQ(RunOrchestrator(run, dir + "/run.stderr"), 2);
+  EXPECT_THAT(Text(dir + "/run.stderr"),
+              HasSubstr(absl::StrCat("hb-orchestrator run: a reply of ", sim.base_url,
+                                     " (--policy a, model ckpt-a) is a grader verdict, not an "
+                                     "answer to the task: ")));
+  EXPECT_THAT(Text(dir + "/run.stderr"), HasSubstr(" \u2014 --policy a points at a grader route"));
+  EXPECT_EQ(
+      ::hb::testing::QueryJournalInt(dir + "/run/journal.sqlite", "SELECT COUNT(*) FROM replies"),
+      0);
+
+  // A remote https policy without its key: refused before anything is sent.
+  std::vector<std::string> remote = run;
+  remote[5] = "--policy=a=ckpt-a@https://api.example.com/v1";
+  EXPECT_EQ(RunOrchestrator(remote, dir + "/remote.stderr", "POLICY_API_KEY="), 2);
+  EXPECT_THAT(Text(dir + "/remote.stderr"),
+              HasSubstr("hb-orchestrator run: no API key for https://api.example.com/v1 "
+                        "(--policy a): set $POLICY_API_KEY or --policy-api-key-file, or give "
+                        "--policy a a server that needs none"));
+}
+
 TEST(SampleIntegrationTest, RunPolicyEqualsSampleThenRunResponses) {
   const std::string dir = MakeTempDir();
   LlmSim sim = StartSim({});
