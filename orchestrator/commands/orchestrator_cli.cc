@@ -52,8 +52,10 @@ constexpr char kRunFooter[] = R"(exit codes:
   3  some rows failed after their attempts (their tasks are reported as not graded); run
      again to retry exactly those rows. Also: some tasks have no response (reports marked
      INCOMPLETE), unless --allow-partial-responses
-  2  bad usage or bad input, including a journal from another run or grader replicas that
-     disagree on their settings (not worth retrying)
+  2  bad usage or bad input, including a journal from another run, grader replicas that
+     disagree on their settings, no API key for a remote https endpoint, a host that does not
+     resolve or an --out that cannot be written (these before any request), a --policy that
+     answers with grader verdicts (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
   1  internal error)";
 
@@ -74,8 +76,10 @@ constexpr char kSampleFooter[] = R"(exit codes:
   0  every task has a reply
   3  some tasks failed after their attempts (listed on stderr and in FILE.failures.jsonl); run
      again to retry exactly those
-  2  bad usage or input: flags, dataset, a journal from other settings, or the probe failed
-     (unreachable URL, 400/401/403, unknown model 404)
+  2  bad usage or input: flags, dataset, a journal from other settings, no API key for a
+     remote https URL, a host that does not resolve, an --out that is a directory or cannot be
+     written (these before any request), the probe failed (unreachable URL, 400/401/403,
+     unknown model 404), or replies that are grader verdicts (a grader route as policy)
   1  internal error)";
 
 constexpr char kTasksDescription[] =
