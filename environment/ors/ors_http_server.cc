@@ -198,6 +198,8 @@ class OrsHttpServer::Impl {
   std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
+  // Freed after base_ (the connection filters, finalized with it, refer to it).
+  std::unique_ptr<BoundedEvhttp> bounded_;
   event* wake_ = nullptr;
   event* ping_timer_ = nullptr;
   event* reap_timer_ = nullptr;
@@ -225,10 +227,11 @@ absl::Status OrsHttpServer::Impl::Listen() {
   http_ = base_ != nullptr ? evhttp_new(base_) : nullptr;
   if (http_ == nullptr) return absl::InternalError("libevent: cannot create the HTTP server");
   evhttp_set_gencb(http_, OnRequest, this);
-  // libevent cuts off bodies over twice the limit; OnRequest answers the rest with the limit.
-  evhttp_set_max_body_size(http_, static_cast<ev_ssize_t>(2 * options_.max_body_bytes));
-  const timeval io_timeout = absl::ToTimeval(options_.io_timeout);
-  evhttp_set_timeout_tv(http_, &io_timeout);
+  HttpServerLimits limits = options_.http_limits;
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.idle_timeout = options_.io_timeout;
+  if (absl::Status valid = CheckHttpServerLimits(limits); !valid.ok()) return valid;
+  bounded_ = std::make_unique<BoundedEvhttp>(http_, limits);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
   evhttp_bound_socket* bound =
@@ -273,12 +276,15 @@ void OrsHttpServer::Impl::Shutdown() {
   // The loop is stopped: everything below runs on this thread alone.
   if (http_ != nullptr) evhttp_free(http_);  // closes connections; OnStreamClosed frees streams
   http_ = nullptr;
+  // Runs the finalizers of the freed connections' bufferevents (BoundedEvhttp's filters).
+  if (base_ != nullptr) event_base_loop(base_, EVLOOP_NONBLOCK);
   for (event** ev : {&wake_, &ping_timer_, &reap_timer_}) {
     if (*ev != nullptr) event_free(*ev);
     *ev = nullptr;
   }
-  if (base_ != nullptr) event_base_free(base_);
+  if (base_ != nullptr) event_base_free(base_);  // runs the connection filters' finalizers
   base_ = nullptr;
+  bounded_.reset();
 }
 
 void OrsHttpServer::Impl::OnWake(evutil_socket_t, short, void* arg) {
@@ -337,13 +343,7 @@ void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
   const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
   evbuffer* in = evhttp_request_get_input_buffer(req);
-  const size_t size = evbuffer_get_length(in);
-  if (size > self->options_.max_body_bytes) {
-    SendError(req, 413,
-              absl::StrCat("request body is ", size, " bytes, over the limit of ",
-                           self->options_.max_body_bytes, " bytes (max_body_bytes)"));
-    return;
-  }
+  const size_t size = evbuffer_get_length(in);  // at most max_body_bytes (BoundedEvhttp)
   const std::string route = path == nullptr || *path == '\0' ? "/" : path;
   if (route != "/health") {
     evkeyvalq* headers = evhttp_request_get_input_headers(req);
