@@ -314,30 +314,34 @@ class BoundedEvhttp::Connection {
 
   // evhttp's writes. A filter's writer is told "all written" as soon as its output reached the
   // socket bufferevent, and evhttp frees a `Connection: close` connection right then, which
-  // would discard what the socket bufferevent had not sent yet; so the answer is written to
-  // the socket here, and what the socket does not take now is kept in `src` (evhttp then
-  // still waits) and written when the socket is writable (OnWritable).
-  static bufferevent_filter_result Out(evbuffer* src, evbuffer* /*dst*/, ev_ssize_t /*limit*/,
-                                       bufferevent_flush_mode /*mode*/, void* ctx) {
-    auto* self = static_cast<Connection*>(ctx);
-    const evutil_socket_t fd = bufferevent_getfd(self->socket_);
-    if (fd < 0) return BEV_ERROR;
-    const size_t before = evbuffer_get_length(src);
-    while (evbuffer_get_length(src) > 0) {
-      if (SendSome(src, fd) > 0) {
-        self->traffic_ = true;
+  // would discard what the socket bufferevent had not sent yet. So the filter passes nothing
+  // on here: OnWritable writes evhttp's output to the socket itself, on the next loop turn
+  // (as a socket bufferevent would: evhttp sets what to do when the write is done only after
+  // adding the data), and tells evhttp once all of it is out.
+  static bufferevent_filter_result Out(evbuffer* /*src*/, evbuffer* /*dst*/, ev_ssize_t /*limit*/,
+                                       bufferevent_flush_mode /*mode*/, void* /*ctx*/) {
+    return BEV_NEED_MORE;
+  }
+
+  // Writes what `pending` holds until the socket is full (then waits for it to be writable);
+  // true when all of it is out.
+  bool WritePending(evbuffer* pending) {
+    const evutil_socket_t fd = bufferevent_getfd(socket_);
+    while (fd >= 0 && evbuffer_get_length(pending) > 0) {
+      if (SendSome(pending, fd) > 0) {
+        traffic_ = true;
         continue;
       }
       const int err = EVUTIL_SOCKET_ERROR();
-      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) self->write_failed_ = true;
-      break;
+      if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+        write_failed_ = true;
+        Writable()->active(EV_WRITE);
+      } else {
+        Writable()->add();
+      }
+      return false;
     }
-    if (self->write_failed_) {
-      self->Writable()->active(EV_WRITE);
-    } else if (evbuffer_get_length(src) > 0) {
-      self->Writable()->add();
-    }
-    return evbuffer_get_length(src) < before ? BEV_OK : BEV_NEED_MORE;
+    return fd >= 0;
   }
 
   // evhttp adds its answer to the filter's output while writing is still disabled and enables
@@ -383,11 +387,10 @@ class BoundedEvhttp::Connection {
     if (self->answered_) return self->FlushAnswer();
     // Writes what evhttp left in the filter's output; when all of it is out, tells evhttp
     // (which may free the connection in its callback: nothing here touches it afterwards).
+    // Nothing pending: evhttp was told already (telling it again would end its next request).
     evbuffer* pending = bufferevent_get_output(self->filter_);
-    if (evbuffer_get_length(pending) > 0) {
-      Out(pending, nullptr, -1, BEV_NORMAL, self);
-      if (evbuffer_get_length(pending) > 0 || self->write_failed_) return;
-    }
+    if (evbuffer_get_length(pending) == 0) return;
+    if (!self->WritePending(pending)) return;
     bufferevent_trigger(self->filter_, EV_WRITE, 0);
   }
 
@@ -445,21 +448,9 @@ class BoundedEvhttp::Connection {
   // shuts the write side down. Waits for the socket to be writable when it is full; a failed
   // send closes the connection at once.
   void FlushAnswer() {
-    const evutil_socket_t fd = bufferevent_getfd(socket_);
-    while (fd >= 0 && evbuffer_get_length(answer_) > 0 && SendSome(answer_, fd) > 0) {
-    }
-    if (evbuffer_get_length(answer_) == 0) {
-      if (!shut_ && fd >= 0) shutdown(fd, SHUT_WR);
-      shut_ = true;
-      return;
-    }
-    const int err = EVUTIL_SOCKET_ERROR();
-    if (fd >= 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
-      Writable()->add();
-    } else {
-      Writable()->active(EV_WRITE);
-      write_failed_ = true;
-    }
+    if (!WritePending(answer_) || shut_) return;
+    shut_ = true;
+    shutdown(bufferevent_getfd(socket_), SHUT_WR);
   }
 
   // Tells evhttp the connection failed while reading: it frees it (and so this object).
