@@ -14,9 +14,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
-#include "grader/grader_metrics.h"
 #include "http/http_client.h"
 #include "llm/llm_client.h"
+#include "llm/llm_metrics.h"
 
 namespace hb {
 
@@ -26,7 +26,7 @@ struct OpenAiLlmClientOptions {
   // Sent as a bearer token when non-empty. Never logged.
   std::string api_key;
   // Optional; not owned; must outlive the client.
-  GraderMetrics* metrics = nullptr;
+  LlmMetrics* metrics = nullptr;
   // For latency; Clock::Real() when null. Not owned.
   Clock* clock = nullptr;
 };

@@ -21,35 +21,8 @@ namespace {
 
 using JsonValue = rapidjson::Value;
 
-// Builds "<path>:<line>: field '<field>': <what>" errors for one record.
-class RecordErrors {
- public:
-  RecordErrors(const std::string& path, int line) : path_(path), line_(line) {}
-
-  absl::Status Error(absl::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_, ": ", message));
-  }
-  absl::Status Field(absl::string_view field, absl::string_view message) const {
-    return Error(absl::StrCat("field '", field, "': ", message));
-  }
-  absl::Status WrongType(absl::string_view field, absl::string_view expected,
-                         const JsonValue& got) const {
-    return Error(JsonTypeError(field, expected, got).message());
-  }
-  absl::Status Missing(absl::string_view field) const { return Field(field, "missing"); }
-
- private:
-  const std::string& path_;
-  int line_;
-};
-
-absl::StatusOr<std::string> RequireString(const JsonValue& object, absl::string_view name,
-                                          const std::string& field, const RecordErrors& errors) {
-  const JsonValue* value = FindJsonMember(object, name);
-  if (value == nullptr) return errors.Missing(field);
-  if (!value->IsString()) return errors.WrongType(field, "a string", *value);
-  return std::string(value->GetString(), value->GetStringLength());
-}
+using jsonl_internal::RecordErrors;
+using jsonl_internal::RequireString;
 
 // A list of unique strings (tags).
 absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
@@ -78,22 +51,9 @@ absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
 
 absl::StatusOr<std::vector<Message>> ParsePrompt(const JsonValue& record,
                                                  const RecordErrors& errors) {
-  const JsonValue* prompt = FindJsonMember(record, "prompt");
-  if (prompt == nullptr) return errors.Missing("prompt");
-  if (!prompt->IsArray()) return errors.WrongType("prompt", "a list of messages", *prompt);
-  if (prompt->Empty()) return errors.Field("prompt", "empty list");
-  std::vector<Message> messages;
-  messages.reserve(prompt->Size());
-  for (rapidjson::SizeType i = 0; i < prompt->Size(); ++i) {
-    const JsonValue& turn = (*prompt)[i];
-    const std::string field = absl::StrCat("prompt[", i, "]");
-    if (!turn.IsObject()) return errors.WrongType(field, "an object", turn);
-    Message message;
-    HB_ASSIGN_OR_RETURN(message.role, RequireString(turn, "role", field + ".role", errors));
-    HB_ASSIGN_OR_RETURN(message.content,
-                        RequireString(turn, "content", field + ".content", errors));
-    messages.push_back(std::move(message));
-  }
+  HB_ASSIGN_OR_RETURN(std::vector<Message> messages,
+                      jsonl_internal::RequireMessages(record, "prompt", errors));
+  if (messages.empty()) return errors.Field("prompt", "empty list");
   if (messages.back().role != "user") {
     return errors.Field(
         absl::StrCat("prompt[", messages.size() - 1, "].role"),

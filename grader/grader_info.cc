@@ -1,0 +1,104 @@
+#include "grader/grader_info.h"
+
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "http/url_redaction.h"
+
+namespace hb {
+namespace {
+
+using healthbench::grader::v1::GraderInfo;
+
+struct Field {
+  const char* name;
+  // The flag of hb-grader that sets it (the fix), empty when none.
+  const char* flag;
+  std::function<std::string(const GraderInfo&)> value;
+};
+
+const std::vector<Field>& InformationalFields() {
+  static const auto* fields = new std::vector<Field>{
+      {"upstream_base_url", "--llm-base-url",
+       [](const GraderInfo& i) { return i.upstream_base_url(); }},
+      {"version", "", [](const GraderInfo& i) { return i.version(); }},
+  };
+  return *fields;
+}
+
+std::string Difference(const Field& field, const ReplicaInfo& a, const ReplicaInfo& b) {
+  return absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
+                      field.value(a.info), "', replica ", b.replica, " has '", field.value(b.info),
+                      "'");
+}
+
+// kFailedPrecondition naming the first field of `a`'s identity whose value `b` does not share
+// (a field `b` does not list counts as empty), with the fix.
+absl::Status CheckFieldsOf(const ReplicaInfo& a, const ReplicaInfo& b) {
+  const std::vector<IdentityField> other_fields = IdentityFields(IdentityOf(b.info));
+  for (const IdentityField& field : IdentityFields(IdentityOf(a.info))) {
+    std::string other;
+    for (const IdentityField& f : other_fields) {
+      if (f.name == field.name) other = f.value;
+    }
+    if (field.value == other) continue;
+    const std::string fix =
+        field.flag.empty()
+            ? "run the same hb-grader build and settings on every replica"
+            : absl::StrCat("start every hb-grader replica with the same ", field.flag);
+    return absl::FailedPreconditionError(
+        absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
+                     field.value, "', replica ", b.replica, " has '", other,
+                     "'; their verdicts would not be comparable: ", fix));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& template_sha256,
+                          const std::string& base_url, const std::string& version) {
+  GraderInfo info;
+  info.set_model(settings.model);
+  info.set_temperature(settings.temperature);
+  info.set_max_tokens(settings.max_tokens);
+  info.set_system_message(settings.system_message);
+  info.set_template_sha256(template_sha256);
+  info.set_upstream_base_url(RedactUrl(base_url));
+  info.set_version(version);
+  return info;
+}
+
+GraderIdentity IdentityOf(const GraderInfo& info) {
+  return GraderIdentity{SettingsOf(info), info.template_sha256()};
+}
+
+GraderSettings SettingsOf(const GraderInfo& info) {
+  GraderSettings settings;
+  settings.model = info.model();
+  settings.temperature = info.temperature();
+  settings.max_tokens = info.max_tokens();
+  settings.system_message = info.system_message();
+  return settings;
+}
+
+absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
+                               std::vector<std::string>* warnings) {
+  if (replicas.empty()) return absl::OkStatus();
+  const ReplicaInfo& first = replicas.front();
+  for (size_t i = 1; i < replicas.size(); ++i) {
+    HB_RETURN_IF_ERROR(CheckFieldsOf(first, replicas[i]));
+    HB_RETURN_IF_ERROR(CheckFieldsOf(replicas[i], first));
+    if (warnings == nullptr) continue;
+    for (const Field& field : InformationalFields()) {
+      if (field.value(first.info) != field.value(replicas[i].info)) {
+        warnings->push_back(Difference(field, first, replicas[i]));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hb
