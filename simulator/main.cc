@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "cli/command_line.h"
 #include "common/base/clock.h"
+#include "common/base/json.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "event2/buffer.h"
@@ -35,6 +36,7 @@
 #include "event2/http.h"
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
+#include "http/bounded_evhttp.h"
 #include "simulator/sim_core.h"
 
 namespace hb::sim {
@@ -203,7 +205,15 @@ void OnRequest(evhttp_request* req, void* arg) {
 struct Loop {
   event_base* base = nullptr;
   evhttp* http = nullptr;
+  // Bounds every request (head, body, time); outlives `http` and `base`.
+  std::unique_ptr<BoundedEvhttp> bounded;
 };
+
+// The simulator's refusals in the OpenAI error shape, as its other errors.
+std::string OpenAiErrorBody(int /*status*/, absl::string_view message) {
+  return absl::StrCat("{\"error\":{\"message\":", JsonQuote(message),
+                      ",\"type\":\"invalid_request_error\"}}");
+}
 
 // Binds and listens; returns the fd and fills `port` with the actual port, or -1.
 int BindListener(const std::string& host, const std::string& port_text, int* port) {
@@ -398,8 +408,10 @@ int Run(int argc, char** argv) {
     loop.base = event_base_new();
     loop.http = evhttp_new(loop.base);
     evhttp_set_gencb(loop.http, OnRequest, &server);
-    evhttp_set_max_body_size(loop.http, flags.max_body_bytes);
-    evhttp_set_timeout(loop.http, flags.http_timeout_s);
+    HttpServerLimits limits;
+    limits.max_body_bytes = static_cast<size_t>(std::max<int64_t>(1, flags.max_body_bytes));
+    limits.idle_timeout = absl::Seconds(std::max(1, flags.http_timeout_s));
+    loop.bounded = std::make_unique<BoundedEvhttp>(loop.http, limits, OpenAiErrorBody);
     evhttp_set_allowed_methods(loop.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                               EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                               EVHTTP_REQ_OPTIONS);
@@ -433,6 +445,7 @@ int Run(int argc, char** argv) {
 
   for (Loop& loop : loops) {
     evhttp_free(loop.http);
+    event_base_loop(loop.base, EVLOOP_NONBLOCK);  // finalizes the freed connections
     event_base_free(loop.base);
   }
   HB_LOG_INFO("hb-llm-sim stopped");

@@ -70,9 +70,14 @@ struct Inbox {
   std::optional<absl::StatusOr<SubmitResult>> inline_result ABSL_GUARDED_BY(mu);
 };
 
-std::string SessionHeader(evhttp_request* req) {
+// The request's X-Session-ID: kInvalidArgument when missing or not a well-formed id.
+absl::StatusOr<std::string> SessionHeader(evhttp_request* req) {
   const char* sid = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Session-ID");
-  return sid == nullptr ? "" : std::string(absl::StripAsciiWhitespace(sid));
+  if (sid == nullptr) return absl::InvalidArgumentError("X-Session-ID header is required");
+  std::string id(absl::StripAsciiWhitespace(sid));
+  if (id.empty()) return absl::InvalidArgumentError("X-Session-ID header is required");
+  if (absl::Status valid = CheckSessionId(id); !valid.ok()) return valid;
+  return id;
 }
 
 void Send(evhttp_request* req, int code, absl::string_view content_type, absl::string_view body) {
@@ -181,11 +186,11 @@ class OrsHttpServer::Impl {
 
   void Route(evhttp_request* req, absl::string_view path, absl::string_view body);
   void RouteEnv(evhttp_request* req, absl::string_view route, absl::string_view body);
-  void Create(evhttp_request* req, absl::string_view body);
-  void Call(evhttp_request* req, const std::string& task_id, absl::string_view body);
-  void Attach(evhttp_request* req, const std::string& call_id);
-  // The task of the request's session, or an error already sent.
-  std::optional<std::string> SessionTask(evhttp_request* req);
+  void Create(evhttp_request* req, const std::string& sid, absl::string_view body);
+  void Call(evhttp_request* req, const std::string& sid, const std::string& task_id,
+            absl::string_view body);
+  // Streams call `call_id`'s result to `req` (session `sid`'s calls only).
+  void Attach(evhttp_request* req, const std::string& call_id, const std::string& sid);
   void Deliver(const std::string& call_id, absl::StatusOr<SubmitResult> result);
   void Finish(Stream* stream, const std::string& payload);
   void Forget(Stream* stream);
@@ -198,6 +203,8 @@ class OrsHttpServer::Impl {
   std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
+  // Freed after base_ (the connection filters, finalized with it, refer to it).
+  std::unique_ptr<BoundedEvhttp> bounded_;
   event* wake_ = nullptr;
   event* ping_timer_ = nullptr;
   event* reap_timer_ = nullptr;
@@ -225,10 +232,11 @@ absl::Status OrsHttpServer::Impl::Listen() {
   http_ = base_ != nullptr ? evhttp_new(base_) : nullptr;
   if (http_ == nullptr) return absl::InternalError("libevent: cannot create the HTTP server");
   evhttp_set_gencb(http_, OnRequest, this);
-  // libevent cuts off bodies over twice the limit; OnRequest answers the rest with the limit.
-  evhttp_set_max_body_size(http_, static_cast<ev_ssize_t>(2 * options_.max_body_bytes));
-  const timeval io_timeout = absl::ToTimeval(options_.io_timeout);
-  evhttp_set_timeout_tv(http_, &io_timeout);
+  HttpServerLimits limits = options_.http_limits;
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.idle_timeout = options_.io_timeout;
+  if (absl::Status valid = CheckHttpServerLimits(limits); !valid.ok()) return valid;
+  bounded_ = std::make_unique<BoundedEvhttp>(http_, limits);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
   evhttp_bound_socket* bound =
@@ -273,12 +281,15 @@ void OrsHttpServer::Impl::Shutdown() {
   // The loop is stopped: everything below runs on this thread alone.
   if (http_ != nullptr) evhttp_free(http_);  // closes connections; OnStreamClosed frees streams
   http_ = nullptr;
+  // Runs the finalizers of the freed connections' bufferevents (BoundedEvhttp's filters).
+  if (base_ != nullptr) event_base_loop(base_, EVLOOP_NONBLOCK);
   for (event** ev : {&wake_, &ping_timer_, &reap_timer_}) {
     if (*ev != nullptr) event_free(*ev);
     *ev = nullptr;
   }
-  if (base_ != nullptr) event_base_free(base_);
+  if (base_ != nullptr) event_base_free(base_);  // runs the connection filters' finalizers
   base_ = nullptr;
+  bounded_.reset();
 }
 
 void OrsHttpServer::Impl::OnWake(evutil_socket_t, short, void* arg) {
@@ -337,13 +348,7 @@ void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
   const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
   evbuffer* in = evhttp_request_get_input_buffer(req);
-  const size_t size = evbuffer_get_length(in);
-  if (size > self->options_.max_body_bytes) {
-    SendError(req, 413,
-              absl::StrCat("request body is ", size, " bytes, over the limit of ",
-                           self->options_.max_body_bytes, " bytes (max_body_bytes)"));
-    return;
-  }
+  const size_t size = evbuffer_get_length(in);  // at most max_body_bytes (BoundedEvhttp)
   const std::string route = path == nullptr || *path == '\0' ? "/" : path;
   if (route != "/health") {
     evkeyvalq* headers = evhttp_request_get_input_headers(req);
@@ -371,21 +376,26 @@ void OrsHttpServer::Impl::Route(evhttp_request* req, absl::string_view path,
   } else if (route("/list_environments", get)) {
     if (get) SendJson(req, api_.ListEnvironments());
   } else if (route("/create_session", post)) {
-    if (post) {
-      SendSse(req, absl::StrCat(SseEvent("task_id", RandomUuid()), SseEvent("end", "")));
-    }
+    if (!post) return;
+    absl::StatusOr<std::string> sid = sessions_.Issue();
+    if (!sid.ok()) return SendStatus(req, sid.status());
+    SendSse(req, absl::StrCat(SseEvent("task_id", *sid), SseEvent("end", "")));
   } else if (route("/ping", post) || route("/delete_session", post) || route("/delete", post) ||
              route("/create", post)) {
     if (!post) return;
-    const std::string sid = SessionHeader(req);
-    if (sid.empty()) return SendError(req, 400, "X-Session-ID header is required");
-    if (path == "/create") return Create(req, body);
+    absl::StatusOr<std::string> sid = SessionHeader(req);
+    if (!sid.ok()) return SendStatus(req, sid.status());
+    if (path == "/create") return Create(req, *sid, body);
     if (path == "/ping") {
-      auto task = sessions_.Touch(sid);
+      auto task = sessions_.Touch(*sid);
       return task.ok() ? SendJson(req, OrsApi::Health()) : SendStatus(req, task.status());
     }
-    if (path == "/delete") sessions_.Delete(sid);
-    SendJson(req, absl::StrCat("{\"sid\":", JsonQuote(sid), "}"));
+    // Both forget the session (created or only issued); /delete of an unknown one is 404,
+    // /delete_session (the client forgetting an id, maybe after /delete) is idempotent.
+    if (!sessions_.Delete(*sid) && path == "/delete") {
+      return SendError(req, 404, "Active environment not found");
+    }
+    SendJson(req, absl::StrCat("{\"sid\":", JsonQuote(*sid), "}"));
   } else {
     RouteEnv(req, path, body);
   }
@@ -424,30 +434,23 @@ void OrsHttpServer::Impl::RouteEnv(evhttp_request* req, absl::string_view path,
   if (route == "task") return SendResult(req, api_.Task(body));
   if (route == "task_range") return SendResult(req, api_.TaskRange(body));
   // The rest need a live session.
-  std::optional<std::string> task_id = SessionTask(req);
-  if (!task_id.has_value()) return;
+  absl::StatusOr<std::string> sid = SessionHeader(req);
+  if (!sid.ok()) return SendStatus(req, sid.status());
+  absl::StatusOr<std::string> task_id = sessions_.Touch(*sid);
+  if (!task_id.ok()) return SendStatus(req, task_id.status());
   if (route == "task_tools") return SendJson(req, OrsApi::Tools());
   if (route == "prompt") return SendResult(req, api_.Prompt(*task_id));
-  Call(req, *task_id, body);
+  Call(req, *sid, *task_id, body);
 }
 
-std::optional<std::string> OrsHttpServer::Impl::SessionTask(evhttp_request* req) {
-  const std::string sid = SessionHeader(req);
-  if (sid.empty()) {
-    SendError(req, 400, "X-Session-ID header is required");
-    return std::nullopt;
-  }
-  absl::StatusOr<std::string> task_id = sessions_.Touch(sid);
-  if (!task_id.ok()) {
-    SendStatus(req, task_id.status());
-    return std::nullopt;
-  }
-  return *std::move(task_id);
-}
-
-void OrsHttpServer::Impl::Create(evhttp_request* req, absl::string_view body) {
-  const std::string sid = SessionHeader(req);
+void OrsHttpServer::Impl::Create(evhttp_request* req, const std::string& sid,
+                                 absl::string_view body) {
   if (sessions_.Touch(sid).ok()) return SendError(req, 400, "Session already exists");
+  if (!sessions_.IsIssued(sid)) {
+    return SendError(req, 404,
+                     "unknown session id: use the id POST /create_session returned (it expires "
+                     "when unused for the session idle timeout)");
+  }
   absl::StatusOr<std::string> task_id = api_.ResolveCreate(body);
   if (!task_id.ok()) return SendStatus(req, task_id.status());
   if (absl::Status created = sessions_.Create(sid, *task_id); !created.ok()) {
@@ -456,15 +459,20 @@ void OrsHttpServer::Impl::Create(evhttp_request* req, absl::string_view body) {
   SendJson(req, absl::StrCat("{\"sid\":", JsonQuote(sid), "}"));
 }
 
-void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& task_id,
-                               absl::string_view body) {
+void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& sid,
+                               const std::string& task_id, absl::string_view body) {
   absl::StatusOr<OrsToolCall> call = OrsApi::ParseToolCall(body);
   if (!call.ok()) return SendStatus(req, call.status());
-  if (!call->call_id.empty()) return Attach(req, call->call_id);
-  const std::string call_id = sessions_.StartCall();
+  if (!call->call_id.empty()) return Attach(req, call->call_id, sid);
+  const std::string call_id = sessions_.StartCall(sid);
   if (call->tool_error.has_value()) {
     sessions_.FinishCall(call_id, OrsApi::RunToolError(*call->tool_error));
-    return Attach(req, call_id);
+    return Attach(req, call_id, sid);
+  }
+  // One answer per episode: refused before the environment (and its judge) sees it.
+  if (absl::Status begun = sessions_.BeginAnswer(sid, call_id); !begun.ok()) {
+    sessions_.DropCall(call_id);
+    return SendStatus(req, begun);
   }
   {
     absl::MutexLock lock(&inbox_->mu);
@@ -494,9 +502,9 @@ void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& task_id,
     return SendStatus(req, inline_result->status());
   }
   if (inline_result.has_value()) {
-    sessions_.FinishCall(call_id, OrsApi::RunToolOutput(*inline_result));
+    sessions_.FinishCall(call_id, OrsApi::RunToolOutput(*inline_result), inline_result->ok());
   }
-  Attach(req, call_id);
+  Attach(req, call_id, sid);
 }
 
 std::string OrsHttpServer::Impl::ResultEvents(const std::string& call_id,
@@ -509,9 +517,13 @@ std::string OrsHttpServer::Impl::ResultEvents(const std::string& call_id,
   return events;
 }
 
-void OrsHttpServer::Impl::Attach(evhttp_request* req, const std::string& call_id) {
+void OrsHttpServer::Impl::Attach(evhttp_request* req, const std::string& call_id,
+                                 const std::string& sid) {
   const OrsSessionManager::Call* call = sessions_.FindCall(call_id);
-  if (call == nullptr) return SendSse(req, SseEvent("error", "unknown task_id"));
+  // Another session's call is as unknown as one that never was.
+  if (call == nullptr || call->sid != sid) {
+    return SendSse(req, SseEvent("error", "unknown task_id"));
+  }
   if (call->done) return SendSse(req, ResultEvents(call_id, call->payload));
   AddSseHeaders(req);
   evhttp_send_reply_start(req, 200, nullptr);
@@ -523,7 +535,7 @@ void OrsHttpServer::Impl::Attach(evhttp_request* req, const std::string& call_id
 }
 
 void OrsHttpServer::Impl::Deliver(const std::string& call_id, absl::StatusOr<SubmitResult> result) {
-  sessions_.FinishCall(call_id, OrsApi::RunToolOutput(result));
+  sessions_.FinishCall(call_id, OrsApi::RunToolOutput(result), result.ok());
   const OrsSessionManager::Call* call = sessions_.FindCall(call_id);
   if (call == nullptr) return;
   auto it = waiters_.find(call_id);

@@ -23,8 +23,11 @@
 // Session errors: no X-Session-ID -> 400 "X-Session-ID header is required"; unknown, deleted
 // or reaped session -> 404 "Active environment not found"; /create twice -> 400 "Session
 // already exists". Unknown path -> 404 "Not Found"; wrong method -> 405 "Method Not Allowed".
-// A body over max_body_bytes -> 413 "request body is N bytes, over the limit of M bytes"
-// (bodies over twice the limit are cut off by libevent with its own 413 page).
+// Requests are read through hb::BoundedEvhttp (http/bounded_evhttp.h): a body over
+// max_body_bytes -> 413 {"detail": "request body is N bytes, over the limit of M bytes
+// (max_body_bytes)"} before the body is read; a head over http_limits -> 431 (414 for the
+// request line); a request not arrived whole within http_limits.max_request_time -> 408; each
+// answered in JSON before the connection closes.
 // Unlike the reference, an unknown first path segment is not redirected to the default
 // environment: /{unknown}/... answers 404 "unknown environment '...'".
 //
@@ -56,6 +59,7 @@
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "environment/environment.h"
+#include "http/bounded_evhttp.h"
 #include "security/bearer_tokens.h"
 
 namespace hb::env {
@@ -66,6 +70,9 @@ struct OrsServerOptions {
   std::string env_name = "healthbench";
   absl::Duration session_idle_timeout = absl::Minutes(15);
   size_t max_body_bytes = 4 << 20;
+  // Head, request-line and time limits of every request (its max_body_bytes is replaced by
+  // the one above).
+  HttpServerLimits http_limits;
   // How often the reaper runs (real time; idleness itself is judged by the injected clock).
   absl::Duration reaper_period = absl::Seconds(5);
   // Interval of ": ping" comments on an open call stream (the reference's 10 s).

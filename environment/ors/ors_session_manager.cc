@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace hb::env {
@@ -19,14 +21,38 @@ std::string RandomUuid() {
                          hi_v4 & 0xFFFF, lo_var >> 48, lo_var & 0xFFFFFFFFFFFFull);
 }
 
+absl::Status CheckSessionId(absl::string_view sid) {
+  const bool valid =
+      !sid.empty() && sid.size() <= 64 && std::all_of(sid.begin(), sid.end(), [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      });
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "X-Session-ID must be 1 to 64 characters of A-Z a-z 0-9 - _ (got %d bytes); use the id "
+      "POST /create_session returned",
+      sid.size()));
+}
+
 OrsSessionManager::OrsSessionManager(Clock& clock, Options options,
                                      std::function<std::string()> new_id)
     : clock_(clock), options_(options), new_id_(std::move(new_id)) {
   if (!new_id_) new_id_ = RandomUuid;
 }
 
+absl::StatusOr<std::string> OrsSessionManager::Issue() {
+  if (sessions_.size() + issued_.size() >= options_.max_sessions) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("too many open sessions (%d); delete finished sessions or retry later",
+                        options_.max_sessions));
+  }
+  std::string sid = RandomUuid();
+  issued_[sid] = clock_.Now();
+  return sid;
+}
+
 absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_id) {
-  if (sessions_.size() >= options_.max_sessions && !sessions_.contains(sid)) {
+  if (sessions_.size() >= options_.max_sessions && !sessions_.contains(sid) &&
+      !issued_.contains(sid)) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("too many open sessions (%d); delete finished sessions or retry later",
                         options_.max_sessions));
@@ -34,7 +60,33 @@ absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_i
   auto [it, inserted] =
       sessions_.try_emplace(std::string(sid), Session{std::move(task_id), clock_.Now()});
   if (!inserted) return absl::AlreadyExistsError("Session already exists");
+  issued_.erase(sid);
   return absl::OkStatus();
+}
+
+absl::Status OrsSessionManager::BeginAnswer(absl::string_view sid, const std::string& call_id) {
+  auto it = sessions_.find(sid);
+  if (it == sessions_.end()) return absl::NotFoundError("Active environment not found");
+  Session& session = it->second;
+  if (session.finished) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "episode already finished: this session's answer was graded (task_id ", session.answer_call,
+        "); reconnect with that task_id to read its result, or create a new session"));
+  }
+  if (!session.answer_call.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "an answer is already being graded in this session (task_id ", session.answer_call,
+        "); reconnect with that task_id instead of answering again"));
+  }
+  session.answer_call = call_id;
+  return absl::OkStatus();
+}
+
+void OrsSessionManager::ReleaseAnswer(const std::string& sid, absl::string_view call_id) {
+  auto it = sessions_.find(sid);
+  if (it != sessions_.end() && !it->second.finished && it->second.answer_call == call_id) {
+    it->second.answer_call.clear();
+  }
 }
 
 absl::StatusOr<std::string> OrsSessionManager::Touch(absl::string_view sid) {
@@ -44,18 +96,31 @@ absl::StatusOr<std::string> OrsSessionManager::Touch(absl::string_view sid) {
   return it->second.task_id;
 }
 
-bool OrsSessionManager::Delete(absl::string_view sid) { return sessions_.erase(sid) > 0; }
+bool OrsSessionManager::Delete(absl::string_view sid) {
+  const bool issued = issued_.erase(sid) > 0;
+  return sessions_.erase(sid) > 0 || issued;
+}
 
-std::string OrsSessionManager::StartCall() {
+std::string OrsSessionManager::StartCall(std::string sid) {
   std::string id = new_id_();
-  calls_[id] = Call{};
+  Call call;
+  call.sid = std::move(sid);
+  calls_[id] = std::move(call);
   return id;
 }
 
-void OrsSessionManager::FinishCall(absl::string_view call_id, std::string payload) {
+void OrsSessionManager::FinishCall(absl::string_view call_id, std::string payload, bool finished) {
   auto it = calls_.find(call_id);
   if (it == calls_.end() || it->second.done) return;
-  it->second = Call{true, std::move(payload), clock_.Now()};
+  it->second.done = true;
+  it->second.payload = std::move(payload);
+  it->second.finished_at = clock_.Now();
+  if (auto session = sessions_.find(it->second.sid);
+      finished && session != sessions_.end() && session->second.answer_call == call_id) {
+    session->second.finished = true;
+  } else {
+    ReleaseAnswer(it->second.sid, call_id);
+  }
   finished_order_.push_back(it->first);
   ++finished_count_;
   while (finished_count_ > options_.max_finished_calls) ForgetOldestFinished();
@@ -65,6 +130,7 @@ void OrsSessionManager::DropCall(absl::string_view call_id) {
   auto it = calls_.find(call_id);
   if (it == calls_.end()) return;
   if (it->second.done) --finished_count_;
+  ReleaseAnswer(it->second.sid, call_id);
   calls_.erase(it);
 }
 
@@ -97,6 +163,13 @@ std::vector<std::string> OrsSessionManager::Reap() {
     if (now - it->second.last_active > options_.idle_timeout) {
       reaped.push_back(it->first);
       sessions_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = issued_.begin(); it != issued_.end();) {
+    if (now - it->second > options_.idle_timeout) {
+      issued_.erase(it++);
     } else {
       ++it;
     }

@@ -186,15 +186,20 @@ class OrsHttpServerTest : public ::testing::Test {
     return Parse(conn.ReadAll());
   }
 
-  // A session for task `spec_id` via /create_session + /create, as the client opens one.
-  std::string OpenSession(const std::string& prompt_id) {
+  // A session id from /create_session (not created yet).
+  std::string IssueSession() {
     const Reply created = Do("POST", "/create_session");
     const std::vector<Event> events = Events(created.body);
     EXPECT_THAT(events, SizeIs(2));
     if (events.size() != 2) return "";
     EXPECT_EQ(events[0].name, "task_id");
     EXPECT_EQ(events[1].name, "end");
-    const std::string sid = events[0].data;
+    return events[0].data;
+  }
+
+  // A session for task `spec_id` via /create_session + /create, as the client opens one.
+  std::string OpenSession(const std::string& prompt_id) {
+    const std::string sid = IssueSession();
     const Reply create = Do("POST", "/create",
                             absl::StrCat(R"({"task_spec":{"prompt_id":")", prompt_id,
                                          R"(","tags":[]},"env_name":"healthbench"})"),
@@ -277,7 +282,7 @@ TEST_F(OrsHttpServerTest, BadInputEachWithItsExactError) {
   EXPECT_EQ(
       r.body,
       R"j({"detail":"request body is 1001 bytes, over the limit of 1000 bytes (max_body_bytes)"})j");
-  const std::string sid = "fresh-session";
+  const std::string sid = IssueSession();
   r = Do("POST", "/create", R"({"task_spec":{"prompt_id":"zz"}})", sid);
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.body, R"({"detail":"unknown task id 'zz'"})");
@@ -318,9 +323,76 @@ TEST_F(OrsHttpServerTest, SessionLifecycle) {
   EXPECT_EQ(r.body, R"({"detail":"Active environment not found"})");
   EXPECT_EQ(Do("POST", "/delete_session", "", sid).body, absl::StrCat(R"({"sid":")", sid, R"("})"));
   // By split and index.
-  r = Do("POST", "/create", R"({"split":"test","index":-1})", "s2");
-  EXPECT_EQ(r.body, R"({"sid":"s2"})");
-  EXPECT_THAT(Do("GET", "/healthbench/prompt", "", "s2").body, HasSubstr("user: t"));
+  const std::string s2 = IssueSession();
+  r = Do("POST", "/create", R"({"split":"test","index":-1})", s2);
+  EXPECT_EQ(r.body, absl::StrCat(R"({"sid":")", s2, R"("})"));
+  EXPECT_THAT(Do("GET", "/healthbench/prompt", "", s2).body, HasSubstr("user: t"));
+}
+
+TEST_F(OrsHttpServerTest, SessionIdsAreTheServersAndBounded) {
+  StartServer();
+  const std::string create = R"({"split":"dev","index":0})";
+  Reply r = Do("POST", "/create", create, "made-up-id");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body,
+            "{\"detail\":\"unknown session id: use the id POST /create_session returned (it "
+            "expires when unused for the session idle timeout)\"}");
+  // A 64 KB id does not even reach the router (the head is over its limit); a 1000-byte one
+  // is refused by name.
+  r = Do("POST", "/create", create, std::string(64 << 10, 'a'));
+  EXPECT_EQ(r.status, 431);
+  r = Do("POST", "/create", create, std::string(1000, 'a'));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body,
+            "{\"detail\":\"X-Session-ID must be 1 to 64 characters of A-Z a-z 0-9 - _ (got "
+            "1000 bytes); use the id POST /create_session returned\"}");
+  r = Do("GET", "/healthbench/prompt", "", "../etc");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("(got 6 bytes)"));
+  r = Do("POST", "/delete", "", "never-issued");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, R"({"detail":"Active environment not found"})");
+  // An issued id that was forgotten cannot be created any more.
+  const std::string sid = IssueSession();
+  EXPECT_EQ(Do("POST", "/delete_session", "", sid).status, 200);
+  EXPECT_EQ(Do("POST", "/create", create, sid).status, 404);
+}
+
+TEST_F(OrsHttpServerTest, OneAnswerPerEpisodeAndResultsStayInTheirSession) {
+  StartServer();
+  const std::string sid = OpenSession("p0");
+  const std::vector<Event> first =
+      Events(Do("POST", "/healthbench/call", AnswerBody("a"), sid).body);
+  ASSERT_THAT(first, SizeIs(2));
+  EXPECT_THAT(first[1].data, HasSubstr("\"finished\":true"));
+  const std::string call_id = first[0].data;
+  // A second answer in the finished episode: refused, the judge never sees it.
+  Reply r = Do("POST", "/healthbench/call", AnswerBody("b"), sid);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, absl::StrCat("{\"detail\":\"episode already finished: this session's "
+                                 "answer was graded (task_id ",
+                                 call_id,
+                                 "); reconnect with that task_id to read its result, or create "
+                                 "a new session\"}"));
+  EXPECT_THAT(env_.replies(), ElementsAre("a"));
+  // Its result stays readable by its session, and only by it.
+  EXPECT_THAT(Events(Do("POST", "/healthbench/call", AnswerBody("", call_id), sid).body),
+              SizeIs(2));
+  const std::string other = OpenSession("p1");
+  r = Do("POST", "/healthbench/call", AnswerBody("", call_id), other);
+  EXPECT_EQ(r.body, "event: error\r\ndata: unknown task_id\r\n\r\n");
+}
+
+TEST_F(OrsHttpServerTest, ASecondAnswerWhileTheFirstIsGradedIsRefused) {
+  StartServer();
+  const std::string sid = OpenSession("p0");
+  std::unique_ptr<Conn> held = StartHeldCall(sid, "first");
+  Reply r = Do("POST", "/healthbench/call", AnswerBody("second"), sid);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("an answer is already being graded in this session"));
+  env_.HoldSubmissions(false);
+  EXPECT_THAT(held->ReadAll(), HasSubstr("event: end"));
+  EXPECT_THAT(env_.replies(), ElementsAre("first"));
 }
 
 TEST_F(OrsHttpServerTest, CallAnswerStreamsTheGradedResult) {
@@ -482,13 +554,14 @@ TEST_F(OrsHttpServerTest, ReapsIdleSessionsByTheInjectedClock) {
 
 TEST_F(OrsHttpServerTest, ManyOpenCallsShareOneLoopThread) {
   StartServer();
-  const std::string sid = OpenSession("p0");
-  env_.HoldSubmissions(true);
   constexpr int kCalls = 200;
+  std::vector<std::string> sids;  // one episode each: a session grades one answer at a time
+  for (int i = 0; i < kCalls; ++i) sids.push_back(OpenSession("p0"));
+  env_.HoldSubmissions(true);
   std::vector<std::unique_ptr<Conn>> conns;
   for (int i = 0; i < kCalls; ++i) {
     conns.push_back(std::make_unique<Conn>(server_->port()));
-    conns.back()->Send("POST", "/healthbench/call", AnswerBody(std::to_string(i)), sid);
+    conns.back()->Send("POST", "/healthbench/call", AnswerBody(std::to_string(i)), sids[i]);
   }
   env_.WaitForSubmissions(kCalls);
   env_.HoldSubmissions(false);
