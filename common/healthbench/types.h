@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hb {
@@ -41,6 +42,10 @@ struct Example {
   std::vector<RubricItem> rubrics;
   std::vector<std::string> example_tags;
   std::optional<IdealCompletions> ideal_completions;
+  // HealthBench Professional's slice fields (use_case, type, difficulty, specialty) present in
+  // the record, in that order, as (field, value). Each is also in `example_tags` as
+  // "<field>:<value>", so per-slice metrics come out beside theme and axis.
+  std::vector<std::pair<std::string, std::string>> slices;
   // 1-based line of the record in its file.
   int line = 0;
 };
