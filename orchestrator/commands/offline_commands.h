@@ -31,7 +31,7 @@ absl::StatusOr<std::string> RunTasks(const TasksOptions& options);
 // `dry-run`: every grader request a run would send, without sending it. One JSONL line per
 // rubric row of each task that has a response:
 //   {"prompt_id","rubric_index","request_sha256","request":{...}}
-// where "request" is the exact body BuildChatCompletionBody returns, spliced byte for byte (so
+// where "request" is the exact body BuildGraderRequestBody returns, spliced byte for byte (so
 // the raw text of the value hashes to request_sha256), and prints the row count and a cost
 // estimate.
 //
