@@ -9,13 +9,27 @@
 
 namespace hb::cli {
 
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings) {
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api) {
   command.Flag("llm-model", &settings->model, "MODEL", "grader model (SPEC §5)");
   command.Flag("llm-temperature", &settings->temperature, "T",
-               "grader sampling temperature (SPEC §5)");
+               "grader sampling temperature (SPEC §5; chat completions only)");
   command.Flag("llm-max-tokens", &settings->max_tokens, "N",
-               "grader max_tokens (SPEC §5); the system message is always the reference's "
-               "\"You are a helpful assistant.\"");
+               "grader max_tokens (SPEC §5; chat completions only); the system message is "
+               "always the reference's \"You are a helpful assistant.\"");
+  command.Flag("llm-api", api, "auto|chat|responses",
+               "grader API: chat completions or OpenAI's Responses API (POST {base}/responses, "
+               "body {model, input, reasoning}); auto, as simple-evals PR #108: responses for "
+               "gpt-5*, o1*, o3*, o4* models or when --llm-reasoning-effort is given");
+  command.Flag("llm-reasoning-effort", &settings->reasoning_effort, "low|medium|high",
+               "the Responses grader's reasoning effort (empty: not sent; the HealthBench "
+               "Professional grader is gpt-5.4-2026-03-05 at low)");
+}
+
+absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        GraderSettings* settings) {
+  absl::Status status = ResolveGraderSettings(api, command.Given("llm-temperature"),
+                                              command.Given("llm-max-tokens"), *settings);
+  return status.ok() ? ValidateGraderSettings(*settings) : status;
 }
 
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference) {
@@ -31,8 +45,9 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
   flags->command = &command;
   command.Group(group);
   command.Flag("llm-base-url", &server.llm.base_url, "URL",
-               "OpenAI-compatible endpoint; requests go to {base}/chat/completions");
-  AddGraderSettingsFlags(command, &server.settings);
+               "OpenAI-compatible endpoint; requests go to {base}/chat/completions (or "
+               "{base}/responses, see --llm-api)");
+  AddGraderSettingsFlags(command, &server.settings, &flags->api);
   command.Flag("llm-api-key-file", &flags->api_key_file, "PATH",
                "file holding the API key; when empty, $OPENAI_API_KEY is used; none is fine "
                "for local endpoints. The key is never logged");
@@ -90,6 +105,11 @@ absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags)
   if (!key.ok()) return key.status();
   options.llm.api_key = *std::move(key);
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
+  if (flags.command != nullptr) {
+    absl::Status settings =
+        ResolveGraderSettingsFlags(*flags.command, flags.api, &options.settings);
+    if (!settings.ok()) return settings;
+  }
   return CompleteGraderServerOptions(std::move(options));
 }
 
@@ -103,11 +123,21 @@ absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
 
 void AddPriceFlags(Command& command, TokenPrices* prices) {
   command.Flag("price-input-per-mtok", &prices->input_per_mtok, "USD",
-               "cost estimate: USD per million input tokens (gpt-4.1 list price)");
+               "cost estimate: USD per million input tokens (default: the grader model's list "
+               "price when known — gpt-4.1, gpt-5.4, gpt-5.4-mini, gpt-5.4-nano, gpt-5.5 — "
+               "else gpt-4.1's)");
   command.Flag("price-cached-input-per-mtok", &prices->cached_input_per_mtok, "USD",
                "USD per million cached input tokens");
   command.Flag("price-output-per-mtok", &prices->output_per_mtok, "USD",
                "USD per million output tokens");
+}
+
+void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices) {
+  for (const char* flag :
+       {"price-input-per-mtok", "price-cached-input-per-mtok", "price-output-per-mtok"}) {
+    if (command.Given(flag)) return;
+  }
+  if (const std::optional<TokenPrices> list = ListPricesForModel(model)) *prices = *list;
 }
 
 void AddListenFlag(Command& command, std::string* address, const std::string& help) {

@@ -11,13 +11,21 @@
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
 #include "common/healthbench/types.h"
+#include "grader/grader_settings.h"
 #include "grader_service/grader_server_options.h"
 #include "orchestrator/run/token_prices.h"
 
 namespace hb::cli {
 
-// --llm-model, --llm-temperature, --llm-max-tokens.
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings);
+// --llm-model, --llm-temperature, --llm-max-tokens, --llm-api (into `*api`),
+// --llm-reasoning-effort.
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api);
+
+// After parsing: settings->api from --llm-api (ResolveGraderSettings: auto follows
+// simple-evals PR #108), refusing --llm-temperature / --llm-max-tokens given to a Responses
+// grader, then ValidateGraderSettings. kInvalidArgument naming the flag.
+absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        GraderSettings* settings);
 
 // --grader-template PATH, --require-reference-template.
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference);
@@ -25,6 +33,7 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 // What the grader/LLM group fills. The API key is not a flag: see ResolveGraderFlags.
 struct GraderFlags {
   GraderServerOptions server;
+  GraderApiChoice api = GraderApiChoice::kAuto;
   std::string api_key_file;
   // The command the group was added to (AddGraderFlags), asked which flags were given.
   const Command* command = nullptr;
@@ -59,6 +68,10 @@ absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
 
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);
+
+// After parsing: when none of the --price-* flags was given, the grader `model`'s list prices
+// (ListPricesForModel) replace the gpt-4.1 defaults; a model without list prices keeps them.
+void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices);
 
 // --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
 void AddListenFlag(Command& command, std::string* address, const std::string& help);

@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedGrader>> EmbeddedGrader::Start(
   llm_options.base_url = options.llm.base_url;
   llm_options.api_key = options.llm.api_key;
   llm_options.metrics = embedded->metrics_.get();
+  llm_options.api = options.settings.api;
   embedded->llm_ = std::make_unique<OpenAiLlmClient>(*embedded->http_, llm_options);
 
   GraderConfig config;

@@ -73,6 +73,11 @@ inline const char* GraderApiName(GraderApi api) {
 inline const char* GraderApiPath(GraderApi api) {
   return api == GraderApi::kResponses ? "/responses" : "/chat/completions";
 }
+// The Batch API's `endpoint` and each input line's `url` ("/v1/chat/completions",
+// "/v1/responses").
+inline std::string GraderApiBatchUrl(GraderApi api) {
+  return std::string("/v1") + GraderApiPath(api);
+}
 
 // How the grader model is called (SPEC §5). Defaults are the reference's. On the Responses
 // API only `model` and `reasoning_effort` are sent (temperature, max_tokens and the system

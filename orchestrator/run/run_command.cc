@@ -587,6 +587,7 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
   api_options.base_url = llm.base_url;
   api_options.api_key = llm.api_key;
   api_options.retry = options.grader_options.retry;
+  api_options.api = options.grader_options.settings.api;
   BatchApi api(*http, *http, api_options);
   HB_RETURN_IF_ERROR(api.Probe());
   BatchGradingOptions batch_options = MakeBatchGradingOptions(options);
