@@ -30,6 +30,7 @@
 #include "common/base/json.h"
 #include "common/base/sha256.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
 #include "gmock/gmock.h"
@@ -823,6 +824,21 @@ bool WaitWhileRunning(pid_t pid, const std::function<bool()>& ready) {
   return false;
 }
 
+// The request bodies of dry-run's output, by "<prompt_id>/<rubric_index>".
+std::map<std::string, std::string> DryRunBodies(const std::string& path) {
+  std::map<std::string, std::string> bodies;
+  for (const std::string& line : Lines(ReadText(path))) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    rapidjson::StringBuffer body;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+    row["request"].Accept(writer);
+    bodies[absl::StrCat(row["prompt_id"].GetString(), "/", row["rubric_index"].GetInt())] =
+        body.GetString();
+  }
+  return bodies;
+}
+
 class BatchIntegrationTest : public RunIntegrationTest {
  protected:
   std::vector<std::string> BatchArgs(const std::string& out, const hb::testing::LlmSim& sim,
@@ -887,16 +903,7 @@ TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRu
                  "--out=" + dir_ + "/dry.jsonl", "--grader-template=" + ReferenceTemplatePath()},
                 dir_),
             0);
-  std::map<std::string, std::string> dry;
-  for (const std::string& line : Lines(ReadText(dir_ + "/dry.jsonl"))) {
-    rapidjson::Document row;
-    row.Parse(line.c_str());
-    rapidjson::StringBuffer body;
-    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
-    row["request"].Accept(writer);
-    dry[absl::StrCat("base/", row["prompt_id"].GetString(), "/", row["rubric_index"].GetInt())] =
-        body.GetString();
-  }
+  const std::map<std::string, std::string> dry = DryRunBodies(dir_ + "/dry.jsonl");
   size_t compared = 0;
   for (int64_t f = 1; f <= files; ++f) {
     const std::string path = absl::StrFormat("%s/batch/batch-%06d.jsonl", batch, f);
@@ -910,12 +917,87 @@ TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRu
       rapidjson::StringBuffer body;
       rapidjson::Writer<rapidjson::StringBuffer> writer(body);
       row["body"].Accept(writer);
-      EXPECT_EQ(body.GetString(), dry[row["custom_id"].GetString()])
-          << row["custom_id"].GetString();
+      const std::string key = row["custom_id"].GetString();  // "base/<prompt_id>/<index>"
+      EXPECT_EQ(body.GetString(), dry.at(key.substr(key.find('/') + 1))) << key;
       ++compared;
     }
   }
   EXPECT_EQ(compared, rows_per_checkpoint_);
+}
+
+// simple-evals PR #108's grader (gpt-5.4 at low effort, the Responses API) on the real records,
+// online and through the Batch API's /v1/responses: the same grader prompts as the chat path,
+// the same simulator verdicts, the same scores; reasoning tokens billed as output.
+TEST_F(BatchIntegrationTest, ResponsesGraderGradesExactlyWhatTheChatGraderGrades) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=100ms"}));
+  const std::vector<std::string> gpt54 = {"--llm-model=gpt-5.4-2026-03-05",
+                                          "--llm-reasoning-effort=low"};
+  const std::string chat = dir_ + "/chat";
+  const std::string online = dir_ + "/responses";
+  const std::string batch = dir_ + "/responses-batch";
+  std::vector<std::string> online_args = gpt54;
+  online_args.push_back("--llm-base-url=" + sim.base_url);
+  ASSERT_EQ(
+      RunOrchestrator(RunArgs(chat, "embedded", {"--llm-base-url=" + sim.base_url}, false), dir_),
+      0);
+  ASSERT_EQ(RunOrchestrator(RunArgs(online, "embedded", online_args, false), dir_), 0);
+  ASSERT_EQ(RunOrchestrator(BatchArgs(batch, sim, gpt54), dir_), 0);
+  const auto chat_verdicts = VerdictMap(chat + "/base/verdicts.jsonl");
+  EXPECT_EQ(chat_verdicts.size(), rows_per_checkpoint_);
+  for (const std::string& run : {online, batch}) {
+    EXPECT_EQ(VerdictMap(run + "/base/verdicts.jsonl"), chat_verdicts) << run;
+    EXPECT_EQ(CheckVerdictsMatchSimulator(run, "base", base_), rows_per_checkpoint_) << run;
+    EXPECT_EQ(ReadText(run + "/base/tasks.jsonl"), ReadText(chat + "/base/tasks.jsonl")) << run;
+    rapidjson::Document summary, chat_summary;
+    summary.Parse(ReadText(run + "/base/summary.json").c_str());
+    chat_summary.Parse(ReadText(chat + "/base/summary.json").c_str());
+    EXPECT_EQ(summary["score"].GetDouble(), chat_summary["score"].GetDouble()) << run;
+    // The same reply text, plus the simulator's 192 reasoning tokens per low-effort row.
+    EXPECT_EQ(summary["usage"]["completion_tokens"].GetInt64(),
+              chat_summary["usage"]["completion_tokens"].GetInt64() +
+                  192 * static_cast<int64_t>(rows_per_checkpoint_))
+        << run;
+  }
+
+  // Row for row, the grader prompt in the Responses body is the chat body's user turn, and the
+  // body is exactly {model, input, reasoning}.
+  for (const auto& [out, flags] : {std::pair{dir_ + "/dry-chat.jsonl", std::vector<std::string>{}},
+                                   std::pair{dir_ + "/dry-responses.jsonl", gpt54}}) {
+    std::vector<std::string> args = {"dry-run", "--dataset=" + dataset_, "--responses=" + base_,
+                                     "--out=" + out,
+                                     "--grader-template=" + ReferenceTemplatePath()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(RunOrchestrator(args, dir_), 0);
+  }
+  const auto chat_bodies = DryRunBodies(dir_ + "/dry-chat.jsonl");
+  const auto responses_bodies = DryRunBodies(dir_ + "/dry-responses.jsonl");
+  ASSERT_EQ(responses_bodies.size(), rows_per_checkpoint_);
+  for (const auto& [key, body] : responses_bodies) {
+    rapidjson::Document responses_doc, chat_doc;
+    responses_doc.Parse(body.c_str());
+    chat_doc.Parse(chat_bodies.at(key).c_str());
+    EXPECT_EQ(BuildResponsesBody(
+                  GraderSettings{"gpt-5.4-2026-03-05", 0.5, 2048, "", GraderApi::kResponses, "low"},
+                  chat_doc["messages"][1]["content"].GetString()),
+              body)
+        << key;
+  }
+
+  // The batch input lines: url /v1/responses, bodies exactly dry-run's.
+  size_t lines = 0;
+  for (const std::string& line : Lines(ReadText(batch + "/batch/batch-000001.jsonl"))) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    EXPECT_EQ(std::string(row["url"].GetString()), "/v1/responses");
+    rapidjson::StringBuffer body;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+    row["body"].Accept(writer);
+    std::string key = row["custom_id"].GetString();
+    EXPECT_EQ(body.GetString(), responses_bodies.at(key.substr(key.find('/') + 1))) << key;
+    ++lines;
+  }
+  EXPECT_EQ(lines, rows_per_checkpoint_);
 }
 
 // Killed while its batch is in progress, the run resumes polling the same batch: the
