@@ -140,6 +140,38 @@ void DefaultPricesForModel(const Command& command, const std::string& model, Tok
   if (const std::optional<TokenPrices> list = ListPricesForModel(model)) *prices = *list;
 }
 
+void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags) {
+  command.Flag("length-adjustment-center", &flags->center, "CHARS",
+               "length-adjusted score (simple-evals PR #108): per task, score - P x "
+               "(characters of the reply - CHARS) / 500, reported as "
+               "overall_score_length_adjusted beside the raw score; give both flags or neither "
+               "(HealthBench Professional: 2000)");
+  command.Flag("length-adjustment-penalty-per-500-chars", &flags->penalty_per_500_chars, "P",
+               "the penalty P of --length-adjustment-center (HealthBench Professional: 0.0147)");
+}
+
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
+    const Command& command, const LengthAdjustmentFlags& flags) {
+  const bool center = command.Given("length-adjustment-center");
+  const bool penalty = command.Given("length-adjustment-penalty-per-500-chars");
+  if (!center && !penalty) return std::optional<LengthAdjustment>();
+  if (center != penalty) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--length-adjustment-center and --length-adjustment-penalty-per-500-chars go together: "
+        "add --",
+        center ? "length-adjustment-penalty-per-500-chars" : "length-adjustment-center",
+        " (HealthBench Professional: center 2000, penalty 0.0147)"));
+  }
+  if (!(flags.center >= 0 && flags.center < 1e15) ||
+      !(flags.penalty_per_500_chars >= 0 && flags.penalty_per_500_chars < 1e15)) {
+    return absl::InvalidArgumentError(
+        "--length-adjustment-center and --length-adjustment-penalty-per-500-chars must be "
+        "non-negative numbers");
+  }
+  return std::optional<LengthAdjustment>(
+      LengthAdjustment{flags.center, flags.penalty_per_500_chars});
+}
+
 void AddListenFlag(Command& command, std::string* address, const std::string& help) {
   command.Flag("listen", address, "HOST:PORT", help);
 }

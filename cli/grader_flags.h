@@ -6,10 +6,12 @@
 // (CompleteGraderServerOptions, ValidateGraderSettings, ValidateTokenPrices).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
 #include "grader/grader_settings.h"
 #include "grader_service/grader_server_options.h"
@@ -72,6 +74,19 @@ void AddPriceFlags(Command& command, TokenPrices* prices);
 // After parsing: when none of the --price-* flags was given, the grader `model`'s list prices
 // (ListPricesForModel) replace the gpt-4.1 defaults; a model without list prices keeps them.
 void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices);
+
+// --length-adjustment-center C, --length-adjustment-penalty-per-500-chars P (simple-evals
+// PR #108's length-adjusted score; both or neither).
+struct LengthAdjustmentFlags {
+  double center = 0;
+  double penalty_per_500_chars = 0;
+};
+void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags);
+
+// After parsing: std::nullopt when neither flag was given; the adjustment when both were;
+// kInvalidArgument when only one was, or either is negative (or not finite).
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
+    const Command& command, const LengthAdjustmentFlags& flags);
 
 // --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
 void AddListenFlag(Command& command, std::string* address, const std::string& help);

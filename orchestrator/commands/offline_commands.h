@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
 #include "orchestrator/run/token_prices.h"
 
@@ -86,6 +88,7 @@ struct ScoreOptions {
   std::string grader_template;
   bool require_reference_template = true;
   GraderSettings grader;  // validated by ValidateGraderSettings
+  std::optional<LengthAdjustment> length_adjustment;
   std::string grader_endpoint;
   bool simulated = false;
 };

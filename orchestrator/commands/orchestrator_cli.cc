@@ -132,6 +132,7 @@ struct RunFlags {
   RunOptions options;
   commands_internal::SubsetFlags subset;
   cli::GraderFlags grader;
+  cli::LengthAdjustmentFlags length_adjustment;
   std::vector<std::string> responses;
   // --policy NAME=MODEL@URL and the sampling flags they share.
   std::vector<std::string> policies;
@@ -215,6 +216,8 @@ class OrchestratorCommandLine {
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
     cli::DefaultPricesForModel(*run_command_, options.grader_options.settings.model,
                                &options.prices);
+    HB_ASSIGN_OR_RETURN(options.length_adjustment,
+                        cli::ResolveLengthAdjustmentFlags(*run_command_, run_.length_adjustment));
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
@@ -274,6 +277,8 @@ class OrchestratorCommandLine {
     if (command == "score") {
       HB_RETURN_IF_ERROR(
           cli::ResolveGraderSettingsFlags(*score_command_, score_api_, &score_.grader));
+      HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
+                                                        *score_command_, score_length_adjustment_));
       HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
           score_subset_, score_command_->Given("subset"), score_.dataset, score_.subset,
           score_.ignore_extra_responses));
@@ -336,6 +341,8 @@ class OrchestratorCommandLine {
            "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
     cli::AddGraderFlags(c, &run_.grader);
     cli::AddGraderClientSecurityFlags(c, &o.grader_security);
+    c.Group("scoring");
+    cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
@@ -489,6 +496,7 @@ class OrchestratorCommandLine {
     c.Group("provenance");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
                           &score_api_);
+    cli::AddLengthAdjustmentFlags(c, &score_length_adjustment_);
     c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
     c.Bool("simulated", &o.simulated, "mark the report as simulated");
   }
@@ -529,6 +537,7 @@ class OrchestratorCommandLine {
   GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
   cli::Command* dry_run_command_ = nullptr;
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;
+  cli::LengthAdjustmentFlags score_length_adjustment_;
   ScoreOptions score_;
   cli::Command* score_command_ = nullptr;
   commands_internal::SubsetFlags score_subset_;

@@ -756,6 +756,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.responses_ignored_extra = c.responses.ignored_extra;
     context.template_sha256 = grader.info.template_sha256();
     context.grader = SettingsOf(grader.info);
+    context.length_adjustment = options.length_adjustment;
     context.grader_upstream = grader.info.upstream_base_url();
     context.grader_version = grader.info.version();
     context.grader_replicas = grader.replicas;
