@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
+#include "common/healthbench/dataset.h"
 #include "grader_service/grader_server_options.h"
 
 namespace hb::cli {
@@ -170,6 +171,70 @@ absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
   }
   return std::optional<LengthAdjustment>(
       LengthAdjustment{flags.center, flags.penalty_per_500_chars});
+}
+
+void AddProfessionalFlag(Command& command, bool* professional) {
+  command.Bool("professional", professional,
+               "HealthBench Professional as simple-evals PR #108 grades it: a Professional-format "
+               "dataset, grader gpt-5.4-2026-03-05 through the Responses API at reasoning "
+               "effort low, length adjustment center 2000 / penalty 0.0147 per 500 characters; "
+               "a flag that contradicts the bundle is refused");
+}
+
+namespace {
+
+absl::Status Contradicts(absl::string_view flag, absl::string_view given,
+                         absl::string_view bundle) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--professional grades as simple-evals PR #108's HealthBench Professional bundle, with ",
+      flag, "=", bundle, "; drop ", flag, "=", given, " (or drop --professional)"));
+}
+
+}  // namespace
+
+absl::Status ApplyProfessionalGrader(const Command& command, GraderSettings* settings,
+                                     GraderApiChoice* api) {
+  if (command.Given("llm-model") && settings->model != kProfessionalGraderModel) {
+    return Contradicts("--llm-model", settings->model, kProfessionalGraderModel);
+  }
+  if (command.Given("llm-reasoning-effort") &&
+      settings->reasoning_effort != kProfessionalReasoningEffort) {
+    return Contradicts("--llm-reasoning-effort", settings->reasoning_effort,
+                       kProfessionalReasoningEffort);
+  }
+  if (command.Given("llm-api") && *api == GraderApiChoice::kChat) {
+    return Contradicts("--llm-api", "chat", "responses");
+  }
+  settings->model = kProfessionalGraderModel;
+  settings->reasoning_effort = kProfessionalReasoningEffort;
+  *api = GraderApiChoice::kResponses;
+  return absl::OkStatus();
+}
+
+absl::Status CheckProfessionalDataset(const std::string& dataset) {
+  absl::StatusOr<DatasetFormat> format = DetectDatasetFormat(dataset);
+  if (!format.ok()) return format.status();
+  if (*format == DatasetFormat::kProfessional) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--professional needs a HealthBench Professional file (records with id, conversation, "
+      "rubric_items: healthbench_professional_eval.jsonl of openai/healthbench-professional); ",
+      dataset, " is in the HealthBench format"));
+}
+
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveProfessionalLengthAdjustment(
+    const Command& command, const LengthAdjustmentFlags& flags) {
+  const LengthAdjustment bundle = kProfessionalLengthAdjustment;
+  if (command.Given("length-adjustment-center") && flags.center != bundle.center) {
+    return Contradicts("--length-adjustment-center", absl::StrCat(flags.center),
+                       absl::StrCat(bundle.center));
+  }
+  if (command.Given("length-adjustment-penalty-per-500-chars") &&
+      flags.penalty_per_500_chars != bundle.penalty_per_500_chars) {
+    return Contradicts("--length-adjustment-penalty-per-500-chars",
+                       absl::StrCat(flags.penalty_per_500_chars),
+                       absl::StrCat(bundle.penalty_per_500_chars));
+  }
+  return std::optional<LengthAdjustment>(bundle);
 }
 
 void AddListenFlag(Command& command, std::string* address, const std::string& help) {

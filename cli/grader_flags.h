@@ -88,6 +88,25 @@ void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags);
 absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
     const Command& command, const LengthAdjustmentFlags& flags);
 
+// --professional: the HealthBench Professional bundle of simple-evals PR #108.
+void AddProfessionalFlag(Command& command, bool* professional);
+
+// After parsing, when --professional is given: the grader becomes kProfessionalGraderModel at
+// kProfessionalReasoningEffort through the Responses API. A contradicting explicit flag
+// (another --llm-model, --llm-reasoning-effort or --llm-api=chat) is kInvalidArgument naming it
+// and the bundle's value (the binaries exit 2 before any request).
+absl::Status ApplyProfessionalGrader(const Command& command, GraderSettings* settings,
+                                     GraderApiChoice* api);
+
+// Under --professional: kInvalidArgument unless `dataset` is a HealthBench Professional file
+// (DetectDatasetFormat); read errors keep their codes.
+absl::Status CheckProfessionalDataset(const std::string& dataset);
+
+// ResolveLengthAdjustmentFlags under --professional: the bundle's center 2000 and penalty 0.0147,
+// each flag, when given, must say the same (kInvalidArgument otherwise).
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveProfessionalLengthAdjustment(
+    const Command& command, const LengthAdjustmentFlags& flags);
+
 // --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
 void AddListenFlag(Command& command, std::string* address, const std::string& help);
 

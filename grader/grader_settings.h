@@ -16,6 +16,11 @@ namespace hb {
 // got 'x'", an effort on the chat API). Thread-safe.
 absl::Status ValidateGraderSettings(const GraderSettings& settings);
 
+// HealthBench Professional's official grader (simple-evals PR #108): gpt-5.4-2026-03-05 at low
+// reasoning effort, through the Responses API.
+inline constexpr char kProfessionalGraderModel[] = "gpt-5.4-2026-03-05";
+inline constexpr char kProfessionalReasoningEffort[] = "low";
+
 // --llm-api: chat, responses, or auto (simple-evals PR #108's rule, see ResolveGraderApi).
 enum class GraderApiChoice { kAuto, kChat, kResponses };
 bool AbslParseFlag(absl::string_view text, GraderApiChoice* choice, std::string* error);

@@ -300,6 +300,11 @@ absl::StatusOr<Example> ParseExample(const std::string& json, const std::string&
   return ParseRecord(doc, errors, line, format);
 }
 
+absl::StatusOr<DatasetFormat> DetectDatasetFormat(const std::string& path) {
+  HB_ASSIGN_OR_RETURN(jsonl_internal::FileContents contents, jsonl_internal::ReadWithSha256(path));
+  return DetectFormat(jsonl_internal::SplitLines(contents.text));
+}
+
 absl::StatusOr<Dataset> LoadDataset(const std::string& path, const LoadOptions& options) {
   HB_ASSIGN_OR_RETURN(jsonl_internal::FileContents contents, jsonl_internal::ReadWithSha256(path));
   Dataset dataset;

@@ -91,6 +91,10 @@ struct Dataset {
 // 'rubric_items[2].criterion': missing (or criterion_text)".
 absl::StatusOr<Dataset> LoadDataset(const std::string& path, const LoadOptions& options);
 
+// The format of `path` as LoadDataset detects it (reads the file; errors as LoadDataset's read
+// errors). `--professional` checks it before anything is sent.
+absl::StatusOr<DatasetFormat> DetectDatasetFormat(const std::string& path);
+
 // Parses one JSONL record (exposed for tests and for loaders of other files). `line` is used
 // in error messages and stored in Example::line. Errors as for LoadDataset, without the
 // uniqueness check.

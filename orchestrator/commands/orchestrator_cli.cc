@@ -133,6 +133,7 @@ struct RunFlags {
   commands_internal::SubsetFlags subset;
   cli::GraderFlags grader;
   cli::LengthAdjustmentFlags length_adjustment;
+  bool professional = false;
   std::vector<std::string> responses;
   // --policy NAME=MODEL@URL and the sampling flags they share.
   std::vector<std::string> policies;
@@ -213,11 +214,19 @@ class OrchestratorCommandLine {
       response_specs_.push_back(std::move(spec));
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
+    if (run_.professional) {
+      HB_RETURN_IF_ERROR(cli::ApplyProfessionalGrader(*run_command_, &run_.grader.server.settings,
+                                                      &run_.grader.api));
+      HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
+    }
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
     cli::DefaultPricesForModel(*run_command_, options.grader_options.settings.model,
                                &options.prices);
-    HB_ASSIGN_OR_RETURN(options.length_adjustment,
-                        cli::ResolveLengthAdjustmentFlags(*run_command_, run_.length_adjustment));
+    HB_ASSIGN_OR_RETURN(
+        options.length_adjustment,
+        run_.professional
+            ? cli::ResolveProfessionalLengthAdjustment(*run_command_, run_.length_adjustment)
+            : cli::ResolveLengthAdjustmentFlags(*run_command_, run_.length_adjustment));
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
@@ -268,6 +277,11 @@ class OrchestratorCommandLine {
     if (command == "dry-run") {
       HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
                           PromptCacheKeyPerTask(dry_run_cache_key_));
+      if (dry_run_professional_) {
+        HB_RETURN_IF_ERROR(
+            cli::ApplyProfessionalGrader(*dry_run_command_, &dry_run_.grader, &dry_run_api_));
+        HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(dry_run_.dataset));
+      }
       HB_RETURN_IF_ERROR(
           cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_, &dry_run_.grader));
       cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
@@ -343,6 +357,7 @@ class OrchestratorCommandLine {
     cli::AddGraderClientSecurityFlags(c, &o.grader_security);
     c.Group("scoring");
     cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
+    cli::AddProfessionalFlag(c, &run_.professional);
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
@@ -464,6 +479,7 @@ class OrchestratorCommandLine {
     c.Group("grader");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
                           &dry_run_api_);
+    cli::AddProfessionalFlag(c, &dry_run_professional_);
     c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kDryRunPromptCacheKeyHelp);
     c.Group("cost estimate");
     cli::AddPriceFlags(c, &o.prices);
@@ -535,6 +551,7 @@ class OrchestratorCommandLine {
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
   GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
+  bool dry_run_professional_ = false;
   cli::Command* dry_run_command_ = nullptr;
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;
   cli::LengthAdjustmentFlags score_length_adjustment_;

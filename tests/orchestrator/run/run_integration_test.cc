@@ -1000,6 +1000,65 @@ TEST_F(BatchIntegrationTest, ResponsesGraderGradesExactlyWhatTheChatGraderGrades
   EXPECT_EQ(lines, rows_per_checkpoint_);
 }
 
+// --professional on our synthetic Professional-format file: PR #108's bundle (gpt-5.4, low,
+// Responses API, length adjustment 2000 / 0.0147) end to end; a contradicting flag or a
+// HealthBench-format file is refused with exit 2 before the simulator sees any request.
+TEST_F(RunIntegrationTest, ProfessionalBundleGradesAndRefusesContradictionsBeforeAnyRequest) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim, hb::testing::StartLlmSim({}));
+  const std::string dataset =
+      hb::testing::SourceDir() + "/tests/common/healthbench/testdata/professional_synthetic.jsonl";
+  const std::string responses = dir_ + "/pro.jsonl";
+  HB_ASSERT_OK(WriteFileAtomically(
+      responses,
+      "{\"prompt_id\":\"pro-001\",\"response\":\"Depends on CrCl.\"}\n"
+      "{\"prompt_id\":\"2\",\"response\":\"Troponin negative, aspirin. \xC3\xA9\"}\n"
+      "{\"prompt_id\":\"pro-003\",\"response\":\"4 g par jour maximum.\"}\n"));
+  const auto args = [&](const std::string& out, std::vector<std::string> extra,
+                        const std::string& data) {
+    std::vector<std::string> a = {"run",
+                                  "--dataset=" + data,
+                                  "--responses=pro=" + responses,
+                                  "--out=" + out,
+                                  "--grader-template=" + ReferenceTemplatePath(),
+                                  "--llm-base-url=" + sim.base_url,
+                                  "--simulated-verdicts",
+                                  "--progress=off",
+                                  "--professional"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--llm-model=gpt-4.1-2025-04-14"}, "with --llm-model=gpt-5.4-2026-03-05"},
+      {{"--llm-reasoning-effort=medium"}, "with --llm-reasoning-effort=low"},
+      {{"--llm-api=chat"}, "with --llm-api=responses"},
+      {{"--length-adjustment-center=1000"}, "with --length-adjustment-center=2000"},
+      {{"--length-adjustment-penalty-per-500-chars=0.03"},
+       "with --length-adjustment-penalty-per-500-chars=0.0147"},
+      {{"--llm-temperature=0.5"}, "--llm-temperature cannot be used"},
+  };
+  for (const auto& [extra, message] : refused) {
+    std::string err;
+    EXPECT_EQ(RunOrchestrator(args(dir_ + "/refused", extra, dataset), dir_, &err), 2) << extra[0];
+    EXPECT_THAT(err, HasSubstr(message)) << extra[0];
+  }
+  std::string err;
+  EXPECT_EQ(RunOrchestrator(args(dir_ + "/refused", {}, dataset_), dir_, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--professional needs a HealthBench Professional file"));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_requests_total"), 0);
+
+  const std::string out = dir_ + "/professional";
+  ASSERT_EQ(RunOrchestrator(args(out, {}, dataset), dir_), 0);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_requests_total"), 7);  // 3 + 2 + 2 rubric items
+  rapidjson::Document summary;
+  summary.Parse(ReadText(out + "/pro/summary.json").c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  EXPECT_EQ(summary["metrics"]["overall_score_length_adjusted:n_samples"].GetInt(), 3);
+  EXPECT_EQ(summary["provenance"]["length_adjustment"]["center"].GetDouble(), 2000.0);
+  EXPECT_EQ(summary["provenance"]["length_adjustment"]["penalty_per_500_chars"].GetDouble(),
+            0.0147);
+  EXPECT_TRUE(summary["metrics"].HasMember("specialty:cardiology"));
+}
+
 // Killed while its batch is in progress, the run resumes polling the same batch: the
 // simulator never sees a second batch for the same rows.
 TEST_F(BatchIntegrationTest, SigkillWhileABatchIsInProgressThenResumeSubmitsNoSecondBatch) {
