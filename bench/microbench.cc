@@ -263,11 +263,7 @@ void BM_JournalWrite(benchmark::State& state) {
   SqliteVerdictStoreOptions options;
   options.path = dir + "/journal.sqlite";
   options.meta.dataset_sha256 = "bench";
-  options.meta.template_sha256 = kGraderTemplateSha256;
-  options.meta.grader_model = "gpt-4.1-2025-04-14";
-  options.meta.grader_temperature = 0.5;
-  options.meta.grader_max_tokens = 2048;
-  options.meta.grader_system_message = "You are a helpful assistant.";
+  options.meta.grader.template_sha256 = kGraderTemplateSha256;  // default settings: SPEC §5
   options.meta.tool_version = "bench";
   options.meta.responses_sha256 = {{"bench", "bench"}};
   absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> store = SqliteVerdictStore::Open(options);

@@ -32,6 +32,7 @@
 #include "absl/flags/marshalling.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/base/exit_codes.h"
 
 namespace CLI {
 class App;
@@ -41,7 +42,7 @@ class Option;
 namespace hb::cli {
 
 // Exit code of every binary for bad usage (flags, and options that fail validation).
-inline constexpr int kExitUsage = 2;
+using ::hb::kExitUsage;
 
 // One command: the program itself or a subcommand. Owned by its Program.
 class Command {

@@ -6,7 +6,6 @@
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
 #include "common/healthbench/dataset.h"
-#include "grader_service/grader_server_options.h"
 
 namespace hb::cli {
 
@@ -42,43 +41,43 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 }
 
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group) {
-  GraderServerOptions& server = flags->server;
+  GraderStackOptions& stack = flags->stack;
   flags->command = &command;
   command.Group(group);
-  command.Flag("llm-base-url", &server.llm.base_url, "URL",
+  command.Flag("llm-base-url", &stack.llm.base_url, "URL",
                "OpenAI-compatible endpoint; requests go to {base}/chat/completions (or "
                "{base}/responses, see --llm-api)");
-  AddGraderSettingsFlags(command, &server.settings, &flags->api);
+  AddGraderSettingsFlags(command, &stack.settings, &flags->api);
   command.Flag("llm-api-key-file", &flags->api_key_file, "PATH",
                "file holding the API key; when empty, $OPENAI_API_KEY is used; none is fine "
                "for local endpoints. The key is never logged");
-  AddGraderTemplateFlags(command, &server.template_path, &server.require_reference_template);
-  command.Flag("max-attempts", &server.retry.max_attempts, "N",
+  AddGraderTemplateFlags(command, &stack.template_path, &stack.require_reference_template);
+  command.Flag("max-attempts", &stack.retry.max_attempts, "N",
                "upstream attempts per rubric item, the first included");
-  command.Flag("backoff-base", &server.retry.base, "DURATION",
+  command.Flag("backoff-base", &stack.retry.base, "DURATION",
                "first backoff ceiling (full jitter, doubling per attempt)");
-  command.Flag("backoff-cap", &server.retry.cap, "DURATION",
+  command.Flag("backoff-cap", &stack.retry.cap, "DURATION",
                "largest backoff ceiling; also caps a Retry-After on statuses other than 429 (a "
                "429's Retry-After is always waited out, within the caller's deadline)");
-  command.Flag("attempt-timeout", &server.llm.attempt_timeout, "DURATION",
+  command.Flag("attempt-timeout", &stack.llm.attempt_timeout, "DURATION",
                "timeout of one upstream attempt");
-  command.Flag("max-upstream-in-flight", &server.llm.max_upstream_in_flight, "N",
+  command.Flag("max-upstream-in-flight", &stack.llm.max_upstream_in_flight, "N",
                "upstream requests in flight at once; more wait in a queue");
-  command.Flag("max-message-bytes", &server.limits.max_message_bytes, "N",
+  command.Flag("max-message-bytes", &stack.limits.max_message_bytes, "N",
                "largest message content, reply or criterion accepted, in bytes");
-  command.Flag("max-conversation-messages", &server.limits.max_conversation_messages, "N",
+  command.Flag("max-conversation-messages", &stack.limits.max_conversation_messages, "N",
                "most conversation turns accepted");
-  command.Flag("max-rubric-items", &server.limits.max_rubric_items, "N",
+  command.Flag("max-rubric-items", &stack.limits.max_rubric_items, "N",
                "most rubric items per GradeReply");
-  command.Flag("max-tags-per-item", &server.limits.max_tags_per_item, "N",
+  command.Flag("max-tags-per-item", &stack.limits.max_tags_per_item, "N",
                "most tags per rubric item");
-  command.Flag("max-field-bytes", &server.limits.max_field_bytes, "N",
+  command.Flag("max-field-bytes", &stack.limits.max_field_bytes, "N",
                "largest short field accepted (each tag, points_text, request_id, "
                "prompt_cache_key), in bytes");
-  command.Flag("max-prompt-bytes", &server.limits.max_prompt_bytes, "N",
+  command.Flag("max-prompt-bytes", &stack.limits.max_prompt_bytes, "N",
                "largest rendered grader prompt of one item (conversation, reply and rubric "
                "item, each <<rubric_item>> substitution counted), in bytes");
-  command.Flag("verdict-cache", &server.verdict_cache_path, "PATH",
+  command.Flag("verdict-cache", &stack.verdict_cache_path, "PATH",
                "SQLite file of accepted grader replies keyed by the sha256 of the exact request "
                "(model, settings, messages; shareable by several processes): a request already "
                "in it is answered from it at no cost instead of sampling the grader again. "
@@ -99,8 +98,8 @@ absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::
   return env == nullptr ? std::string() : std::string(absl::StripAsciiWhitespace(env));
 }
 
-absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags) {
-  GraderServerOptions options = flags.server;
+absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) {
+  GraderStackOptions options = flags.stack;
   absl::StatusOr<std::string> key =
       ReadApiKey("llm-api-key-file", flags.api_key_file, "OPENAI_API_KEY");
   if (!key.ok()) return key.status();
@@ -111,12 +110,12 @@ absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags)
         ResolveGraderSettingsFlags(*flags.command, flags.api, &options.settings);
     if (!settings.ok()) return settings;
   }
-  return CompleteGraderServerOptions(std::move(options));
+  return CompleteGraderStackOptions(std::move(options));
 }
 
 absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
-                                         const GraderServerOptions& options) {
-  if (grader == "embedded" || options.verdict_cache_path.empty()) return absl::OkStatus();
+                                         const GraderStackOptions& options) {
+  if (grader == kEmbeddedGrader || options.verdict_cache_path.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "--verdict-cache is the embedded grader's: with a gRPC --grader, give --verdict-cache to "
       "the hb-grader replicas instead");

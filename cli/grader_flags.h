@@ -3,7 +3,7 @@
 // offline subcommands take only some), token prices and a server's listen address.
 //
 // The flags' defaults are the structs' defaults; validation stays with the structs' libraries
-// (CompleteGraderServerOptions, ValidateGraderSettings, ValidateTokenPrices).
+// (CompleteGraderStackOptions, ValidateGraderSettings, ValidateTokenPrices).
 #pragma once
 
 #include <optional>
@@ -14,8 +14,9 @@
 #include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
 #include "grader/grader_settings.h"
-#include "grader_service/grader_server_options.h"
-#include "orchestrator/run/token_prices.h"
+#include "grader/grader_stack_options.h"
+#include "grader_client/grader_connection.h"
+#include "llm/token_prices.h"
 
 namespace hb::cli {
 
@@ -34,7 +35,7 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 
 // What the grader/LLM group fills. The API key is not a flag: see ResolveGraderFlags.
 struct GraderFlags {
-  GraderServerOptions server;
+  GraderStackOptions stack;
   GraderApiChoice api = GraderApiChoice::kAuto;
   std::string api_key_file;
   // The command the group was added to (AddGraderFlags), asked which flags were given.
@@ -55,18 +56,18 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
 absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,
                                        const char* env_name);
 
-// The parsed group as complete, validated GraderServerOptions: the API key is read from
+// The parsed group as complete, validated GraderStackOptions: the API key is read from
 // --llm-api-key-file (trailing whitespace trimmed) or else $OPENAI_API_KEY (none is fine for
 // local endpoints); llm.base_url_given says whether --llm-base-url was given. Errors:
 // kInvalidArgument naming the flag (never the key); an unreadable key file keeps its read error's
 // code and names the path.
-absl::StatusOr<GraderServerOptions> ResolveGraderFlags(const GraderFlags& flags);
+absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags);
 
 // kInvalidArgument when --verdict-cache is given to a process whose grader is the gRPC
 // target `grader` rather than "embedded": the cache belongs to the process that calls the
 // upstream, so the message sends it to the hb-grader replicas.
 absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
-                                         const GraderServerOptions& options);
+                                         const GraderStackOptions& options);
 
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);

@@ -25,6 +25,16 @@ void AddServerFlags(Command& command, ServerFlags* flags) {
   AddServerSecurityFlags(command, &flags->security);
 }
 
+absl::Status CheckServerFlags(const ServerFlags& flags) {
+  if (flags.max_concurrent_rpcs < 0) {
+    return absl::InvalidArgumentError("--max-concurrent-rpcs must be >= 0 (0: no limit)");
+  }
+  if (flags.default_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--default-deadline must be positive");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
     const std::string& listen, std::shared_ptr<prometheus::Registry> registry) {
   if (listen.empty()) return nullptr;

@@ -33,6 +33,10 @@ struct ServerFlags {
 // `flags->metrics_listen` holds the binary's default on entry.
 void AddServerFlags(Command& command, ServerFlags* flags);
 
+// kInvalidArgument naming the flag when --max-concurrent-rpcs is negative or --default-deadline
+// is not positive (hb-grader checks them again in CompleteGraderServerOptions).
+absl::Status CheckServerFlags(const ServerFlags& flags);
+
 // Serves `registry` on /metrics at `listen`; nullptr when `listen` is empty. kUnavailable naming
 // the address when it cannot be bound.
 absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(

@@ -9,23 +9,13 @@
 #include "common/healthbench/prompts.h"
 #include "common/retry/retry_status.h"
 #include "google/protobuf/duration.pb.h"
-#include "orchestrator/run/row_plan.h"
-#include "orchestrator/run/row_request.h"
+#include "grader_client/grade_item_request.h"
+#include "grader_client/reply_signal.h"
 
 namespace hb::env {
 
 using healthbench::grader::v1::GradeItemRequest;
 using healthbench::grader::v1::GradeItemResponse;
-
-namespace {
-
-// The checkpoint name in the request ids the environment sends to the grader.
-const std::string& EnvCheckpoint() {
-  static const std::string* const name = new std::string("env");
-  return *name;
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs) {
   std::vector<Split> splits;
@@ -288,10 +278,13 @@ void HealthBenchEnvironment::Pump() {
   }
   for (Start& start : starts) {
     const std::shared_ptr<Grading>& grading = start.queued.grading;
-    const PlannedRow row{&EnvCheckpoint(), grading->example, &grading->response,
-                         static_cast<int>(start.queued.item)};
+    const int item = static_cast<int>(start.queued.item);
+    // Request ids as run's ("<checkpoint>/<prompt_id>/<rubric_index>/<attempt>"), checkpoint
+    // "env".
     const GradeItemRequest request =
-        BuildGradeItemRequest(row, /*attempt=*/1, /*send_prompt_cache_key=*/true);
+        BuildGradeItemRequest(*grading->example, grading->response, item,
+                              absl::StrCat("env/", grading->example->prompt_id, "/", item, "/1"),
+                              /*send_prompt_cache_key=*/true);
     const absl::Duration timeout = grading->deadline == absl::InfiniteFuture()
                                        ? options_.item_timeout
                                        : grading->deadline - clock_.Now();

@@ -26,12 +26,12 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
+#include "common/flow/adaptive_limiter.h"
 #include "common/healthbench/dataset.h"
 #include "environment/env_metrics.h"
 #include "environment/environment.h"
 #include "environment/result_cache.h"
 #include "grader_client/grader_client.h"
-#include "orchestrator/run/adaptive_limiter.h"
 
 namespace hb::env {
 
@@ -67,7 +67,7 @@ struct HealthBenchEnvironmentOptions {
   absl::Duration item_timeout = absl::Minutes(10);
   // Result cache entries (0: no cache).
   size_t cache_entries = 100000;
-  // GraderFingerprint of the grader behind the client (part of every cache key).
+  // IdentityFingerprint of the grader behind the client (part of every cache key).
   std::string grader_fingerprint;
   // Where cached results persist (`--cache-db`); optional, not owned, must outlive the
   // environment.

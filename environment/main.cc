@@ -20,9 +20,9 @@
 #include "environment/healthbench_environment.h"
 #include "environment/ors/ors_http_server.h"
 #include "environment/sqlite_result_store.h"
-#include "grader_client/embedded_grader.h"
-#include "grader_client/grpc_grader_client.h"
-#include "http/curl_http_client.h"
+#include "grader/grader_identity.h"
+#include "grader/grader_info.h"
+#include "grader_client/grader_connection.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
@@ -53,7 +53,7 @@ struct Flags {
   hb::cli::GraderFlags grader_flags;
   hb::ClientSecurityOptions grader_security;
   std::vector<std::string> splits;
-  std::string grader = "embedded";
+  std::string grader = hb::kEmbeddedGrader;
   std::string listen = "127.0.0.1:50061";
   std::string http_listen = "127.0.0.1:8080";
   hb::cli::ServerFlags server;
@@ -111,7 +111,7 @@ std::string HostOf(const std::string& address) { return address.substr(0, addres
 
 int Fail(const absl::Status& status) {
   HB_LOG_ERROR("hb-env: {}", status.ToString());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  return hb::ExitCodeFor(status);
 }
 
 }  // namespace
@@ -126,10 +126,10 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(flags.splits);
   if (!specs.ok()) return program.UsageError("", specs.status());
-  // Validated with the grader group (CompleteGraderServerOptions).
-  flags.grader_flags.server.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
-  flags.grader_flags.server.default_deadline = flags.server.default_deadline;
-  absl::StatusOr<hb::GraderServerOptions> grader_options =
+  if (absl::Status server = hb::cli::CheckServerFlags(flags.server); !server.ok()) {
+    return program.UsageError("", server);
+  }
+  absl::StatusOr<hb::GraderStackOptions> grader_options =
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
   if (absl::Status cache = hb::cli::CheckVerdictCacheIsEmbedded(flags.grader, *grader_options);
@@ -147,39 +147,22 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<hb::env::Split>> splits = hb::env::LoadSplits(*specs);
   if (!splits.ok()) return Fail(splits.status());
 
-  // The grader: in-process, or replicas over gRPC (then a curl loop only for pacing timers).
-  std::unique_ptr<hb::EmbeddedGrader> embedded;
-  std::unique_ptr<hb::GrpcGraderClient> remote;
-  std::unique_ptr<hb::CurlMultiHttpClient> timers;
-  hb::GraderClient* client = nullptr;
-  hb::Scheduler* scheduler = nullptr;
-  // What the grader grades with: the embedded one's, or the replicas' (checked to agree).
-  healthbench::grader::v1::GraderInfo grader_info;
-  const std::string& grader = flags.grader;
-  if (grader == "embedded") {
-    absl::StatusOr<std::unique_ptr<hb::EmbeddedGrader>> started =
-        hb::EmbeddedGrader::Start(*grader_options);
-    if (!started.ok()) return Fail(started.status());
-    embedded = *std::move(started);
-    client = &embedded->client();
-    scheduler = &embedded->scheduler();
-    grader_info = embedded->info();
-  } else {
-    absl::StatusOr<std::vector<hb::ReplicaInfo>> replicas =
-        hb::AgreedReplicaInfos(grader, flags.grader_security, absl::Seconds(5));
-    if (!replicas.ok()) return Fail(absl::InvalidArgumentError(replicas.status().message()));
-    grader_info = replicas->front().info;
-    absl::StatusOr<std::unique_ptr<hb::GrpcGraderClient>> created =
-        hb::GrpcGraderClient::Create(grader, flags.grader_security);
-    if (!created.ok()) return Fail(created.status());
-    remote = *std::move(created);
-    client = remote.get();
-    absl::StatusOr<std::unique_ptr<hb::CurlMultiHttpClient>> loop =
-        hb::CurlMultiHttpClient::Create(hb::CurlHttpClientOptions{});
-    if (!loop.ok()) return Fail(loop.status());
-    timers = *std::move(loop);
-    scheduler = timers.get();
+  // The grader: in-process, or replicas over gRPC (checked to agree on what they grade with).
+  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
+  if (!target.ok()) return program.UsageError("", target.status());
+  hb::GraderConnectOptions connect;
+  connect.target = *target;
+  connect.stack = *grader_options;
+  connect.security = flags.grader_security;
+  absl::StatusOr<std::unique_ptr<hb::GraderConnection>> grader = hb::ConnectGrader(connect);
+  if (!grader.ok()) {
+    // Replicas that cannot be reached or disagree are the operator's to fix: exit 2.
+    return Fail(target->embedded() ? grader.status()
+                                   : absl::InvalidArgumentError(grader.status().message()));
   }
+  const healthbench::grader::v1::GraderInfo& grader_info = (*grader)->info;
+  hb::GraderClient* client = &(*grader)->grader_client();
+  hb::Scheduler* scheduler = &(*grader)->scheduler();
 
   hb::env::HealthBenchEnvironmentOptions env_options;
   env_options.max_reply_bytes = static_cast<size_t>(flags.max_reply_bytes);
@@ -187,9 +170,7 @@ int main(int argc, char** argv) {
   env_options.max_upstream_in_flight = grader_options->llm.max_upstream_in_flight;
   env_options.cache_entries = static_cast<size_t>(flags.cache_entries);
   // Cached results are keyed by what the graders grade with, not by this process's flags.
-  env_options.grader_fingerprint = hb::env::GraderFingerprint(
-      grader_info.model(), grader_info.temperature(), grader_info.max_tokens(),
-      grader_info.system_message(), grader_info.template_sha256());
+  env_options.grader_fingerprint = hb::IdentityFingerprint(hb::IdentityOf(grader_info));
   std::unique_ptr<hb::env::SqliteResultStore> cache_store;
   if (const std::string& cache_db = flags.cache_db; !cache_db.empty()) {
     absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =

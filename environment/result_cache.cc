@@ -12,16 +12,6 @@ std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
   return absl::StrCat(task_id.size(), ":", task_id, "|", Sha256Hex(reply), "|", grader_fingerprint);
 }
 
-std::string GraderFingerprint(const std::string& model, double temperature, int max_tokens,
-                              const std::string& system_message,
-                              const std::string& template_sha256) {
-  return Sha256Hex(
-      absl::StrFormat("model=%d:%s\ntemperature=%.17g\nmax_tokens=%d\nsystem=%d:%s\n"
-                      "template_sha256=%s",
-                      model.size(), model, temperature, max_tokens, system_message.size(),
-                      system_message, template_sha256));
-}
-
 std::optional<SubmitResult> ResultCache::Find(const std::string& key) {
   std::shared_ptr<const SubmitResult> found;
   {

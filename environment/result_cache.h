@@ -20,15 +20,10 @@
 namespace hb::env {
 
 // The cache key of one submission: `task_id`, sha256 of `reply` and `grader_fingerprint`
-// (GraderFingerprint), joined so that no two different triples collide.
+// (IdentityFingerprint of the grader, grader/grader_identity.h), joined so that no two
+// different triples collide.
 std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
                           absl::string_view grader_fingerprint);
-
-// sha256 (hex) of everything that changes a verdict besides the transcript: the grader model,
-// temperature, max_tokens, system message and the template's sha256.
-std::string GraderFingerprint(const std::string& model, double temperature, int max_tokens,
-                              const std::string& system_message,
-                              const std::string& template_sha256);
 
 // Where cached results outlive the process (SqliteResultStore), written through by ResultCache.
 class ResultStore {

@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "llm/llm_metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -33,19 +34,19 @@
 
 namespace hb {
 
-class GraderMetrics {
+class GraderMetrics final : public LlmMetrics {
  public:
   // Registers the families on `registry`, which must outlive this object.
   explicit GraderMetrics(prometheus::Registry& registry);
 
   void RpcStarted(absl::string_view method);
   void RpcFinished(absl::string_view method, absl::StatusCode code, absl::Duration latency);
-  void UpstreamStarted();
-  // `status` is the HTTP status ("200", "429") or a transport failure name.
-  void UpstreamFinished(absl::string_view status, absl::Duration latency);
+  // LlmMetrics: the upstream client reports into the grader's series.
+  void UpstreamStarted() override;
+  void UpstreamFinished(absl::string_view status, absl::Duration latency) override;
   void RetryScheduled(absl::string_view reason);
-  void AddTokens(int64_t prompt, int64_t cached, int64_t completion);
-  void SetRateLimitRemaining(absl::string_view resource, double value);
+  void AddTokens(int64_t prompt, int64_t cached, int64_t completion) override;
+  void SetRateLimitRemaining(absl::string_view resource, double value) override;
   void VerdictCacheHit();
 
   // Readers (tests). A series never touched reads 0.

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "grader_service/grader_service_impl.h"
+#include "grader/grader_proto.h"
 
 namespace hb {
 

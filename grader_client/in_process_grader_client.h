@@ -1,7 +1,7 @@
 // InProcessGraderClient: GraderClient on a hb::Grader in the same process. No serialisation,
 // no socket: the request proto is converted to the Grader's input and the verdict back to a
 // GradeItemResponse with the same conversions the gRPC service uses
-// (grader_service/grader_service_impl.h), so a caller sees exactly what hb-grader would send:
+// (grader/grader_proto.h), so a caller sees exactly what hb-grader would send:
 // the same verdict fields, the same rate-limit relay, the same error statuses (passed through
 // unchanged, payloads included).
 //

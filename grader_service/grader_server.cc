@@ -12,7 +12,7 @@
 #include "common/healthbench/prompts.h"
 #include "common/rpc/server_reflection.h"
 #include "common/rpc/server_transport.h"
-#include "grader_client/embedded_grader.h"
+#include "grader/grader_stack.h"
 #include "grader_service/grader_service_impl.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server.h"
@@ -89,10 +89,10 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   server->tokens_ = options.security.tokens;
   server->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
-  GraderServerOptions stack_options = options;
+  GraderStackOptions stack_options = options;
   stack_options.registry = server->registry_;
   // The grading stack is the embedded grader's; this server only adds gRPC on top.
-  HB_ASSIGN_OR_RETURN(server->stack_, EmbeddedGrader::Start(stack_options));
+  HB_ASSIGN_OR_RETURN(server->stack_, GraderStack::Start(stack_options));
   server->completions_ = std::make_unique<ThreadScheduler>();
   GraderServiceOptions service_options;
   service_options.max_concurrent_rpcs = options.max_concurrent_rpcs;

@@ -32,7 +32,7 @@ class Server;
 
 namespace hb {
 
-class EmbeddedGrader;
+class GraderStack;
 class GraderServiceImpl;
 
 class GraderServer {
@@ -67,7 +67,7 @@ class GraderServer {
   GraderServer() = default;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<EmbeddedGrader> stack_;
+  std::unique_ptr<GraderStack> stack_;
   // GradeReply's scoring, off the upstream event loop (GraderServiceOptions::completions).
   std::unique_ptr<ThreadScheduler> completions_;
   BearerTokens tokens_;  // checked by service_

@@ -3,57 +3,15 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
-#include "grader/grader_settings.h"
-#include "http/url_redaction.h"
 
 namespace hb {
 
-std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm) {
-  std::vector<std::string> warnings;
-  if (llm.api_key.empty()) return warnings;
-  const std::string url = RedactUrl(llm.base_url);
-  if (!llm.base_url_given) {
-    warnings.push_back(absl::StrCat(
-        "the API key ($OPENAI_API_KEY or --llm-api-key-file) goes to ", url,
-        ", the default --llm-base-url: pass --llm-base-url to choose the endpoint explicitly"));
-  }
-  if (absl::StartsWithIgnoreCase(llm.base_url, "http://") &&
-      !IsLoopbackAddress(UrlHostPort(llm.base_url))) {
-    warnings.push_back(absl::StrCat("the API key goes over plain http:// to ", url,
-                                    ", readable by anyone on the path: use https://"));
-  }
-  return warnings;
-}
-
 absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOptions options) {
-  if (options.llm.base_url.empty()) return absl::InvalidArgumentError("--llm-base-url is empty");
-  HB_RETURN_IF_ERROR(ValidateGraderSettings(options.settings));
-  if (options.retry.max_attempts < 1) {
-    return absl::InvalidArgumentError("--max-attempts must be at least 1");
-  }
-  if (options.retry.base < absl::ZeroDuration() || options.retry.cap < options.retry.base) {
-    return absl::InvalidArgumentError("need 0 <= --backoff-base <= --backoff-cap");
-  }
-  if (options.llm.attempt_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--attempt-timeout must be positive");
-  }
-  if (options.llm.max_upstream_in_flight < 1) {
-    return absl::InvalidArgumentError("--max-upstream-in-flight must be at least 1");
-  }
+  GraderStackOptions& stack = options;
+  HB_ASSIGN_OR_RETURN(stack, CompleteGraderStackOptions(stack));
   const GraderLimits& limits = options.limits;
-  if (limits.max_message_bytes < 1 || limits.max_conversation_messages < 1 ||
-      limits.max_rubric_items < 1) {
-    return absl::InvalidArgumentError(
-        "--max-message-bytes, --max-conversation-messages and --max-rubric-items must be "
-        "positive");
-  }
-  if (limits.max_tags_per_item < 1 || limits.max_field_bytes < 1 || limits.max_prompt_bytes < 1) {
-    return absl::InvalidArgumentError(
-        "--max-tags-per-item, --max-field-bytes and --max-prompt-bytes must be positive");
-  }
   if (options.max_concurrent_rpcs < 0 || options.max_upstream_queue < 0) {
     return absl::InvalidArgumentError(
         "--max-concurrent-rpcs and --max-upstream-queue must be >= 0 (0: no limit)");
@@ -61,9 +19,6 @@ absl::StatusOr<GraderServerOptions> CompleteGraderServerOptions(GraderServerOpti
   if (options.default_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--default-deadline must be positive");
   }
-  // An attempt needs at most its own timeout; don't give up earlier than that would allow.
-  options.retry.min_attempt_time =
-      std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);
   const int64_t prompt_bytes =
       static_cast<int64_t>(std::min<size_t>(limits.max_prompt_bytes, 1 << 28));
   const int64_t message_bytes =

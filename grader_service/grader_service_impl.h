@@ -14,6 +14,7 @@
 #include "common/rpc/concurrency_limit.h"
 #include "grader/grader.h"
 #include "grader/grader_metrics.h"
+#include "grader/grader_proto.h"
 #include "healthbench/grader/v1/grader.grpc.pb.h"
 #include "security/bearer_tokens.h"
 
@@ -24,15 +25,6 @@ class GraderReactor;
 }
 
 namespace grader_v1 = ::healthbench::grader::v1;
-
-// Proto <-> domain conversions (exposed for tests and for the orchestrator's embedded mode).
-GradeItemInput GradeItemInputFromProto(const grader_v1::GradeItemRequest& request);
-void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse* response);
-// The GradeItem reply for `verdict`: ItemVerdictToProto plus the request's id. The gRPC service
-// and the in-process client (grader_client/in_process_grader_client.h) both answer with it.
-void GradeItemResponseToProto(const ItemVerdict& verdict, const std::string& request_id,
-                              grader_v1::GradeItemResponse* response);
-RubricItem RubricItemFromProto(const grader_v1::RubricItem& item);
 
 // Bounds on the work one server takes on (issue #12: bounded work per request).
 struct GraderServiceOptions {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "cli/command_line.h"
@@ -10,6 +11,7 @@
 #include "cli/server_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
+#include "common/base/status_macros.h"
 #include "grader_service/grader_server.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -40,6 +42,7 @@ struct Flags {
   hb::cli::GraderFlags grader;
   hb::cli::ServerFlags server;
   std::string listen = "0.0.0.0:50051";
+  int max_upstream_queue = hb::GraderServerOptions().max_upstream_queue;
 };
 
 void AddFlags(hb::cli::Command& command, Flags* flags) {
@@ -50,10 +53,25 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   flags->server.metrics_listen = "127.0.0.1:9464";
   hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderFlags(command, &flags->grader);
-  command.Flag("max-upstream-queue", &flags->grader.server.max_upstream_queue, "N",
+  command.Flag("max-upstream-queue", &flags->max_upstream_queue, "N",
                "rubric items admitted beyond --max-upstream-in-flight, waiting for an upstream "
                "slot; a request that would queue more is refused with RESOURCE_EXHAUSTED and a "
                "retry delay (0: no limit)");
+}
+
+// The grader group, the server group and --listen as complete, validated options.
+absl::StatusOr<hb::GraderServerOptions> ServerOptions(const Flags& flags) {
+  hb::GraderServerOptions options;
+  HB_ASSIGN_OR_RETURN(static_cast<hb::GraderStackOptions&>(options),
+                      hb::cli::ResolveGraderFlags(flags.grader));
+  options.listen_address = flags.listen;
+  options.max_upstream_queue = flags.max_upstream_queue;
+  options.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
+  options.default_deadline = flags.server.default_deadline;
+  options.reflection = flags.server.reflection;
+  HB_ASSIGN_OR_RETURN(options.security, hb::cli::ResolveServerSecurity(flags.server.security));
+  options.registry = std::make_shared<prometheus::Registry>();
+  return hb::CompleteGraderServerOptions(std::move(options));
 }
 
 }  // namespace
@@ -66,17 +84,8 @@ int main(int argc, char** argv) {
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   hb::InitLogging(flags.server.log_level.c_str());
-  flags.grader.server.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
-  flags.grader.server.default_deadline = flags.server.default_deadline;
-  absl::StatusOr<hb::GraderServerOptions> options = hb::cli::ResolveGraderFlags(flags.grader);
+  absl::StatusOr<hb::GraderServerOptions> options = ServerOptions(flags);
   if (!options.ok()) return program.UsageError("", options.status());
-  options->listen_address = flags.listen;
-  options->reflection = flags.server.reflection;
-  absl::StatusOr<hb::ServerSecurityOptions> security =
-      hb::cli::ResolveServerSecurity(flags.server.security);
-  if (!security.ok()) return program.UsageError("", security.status());
-  options->security = *std::move(security);
-  options->registry = std::make_shared<prometheus::Registry>();
 
   // Before any thread starts: the signals must reach the watcher only.
   hb::StopSignals signals;
@@ -90,7 +99,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<hb::GraderServer>> server = hb::GraderServer::Start(*options);
   if (!server.ok()) {
     HB_LOG_ERROR("hb-grader: {}", server.status().ToString());
-    return 1;
+    return hb::ExitCodeFor(server.status());
   }
   std::printf("listening on %s:%d\n",
               options->listen_address.substr(0, options->listen_address.rfind(':')).c_str(),

@@ -305,7 +305,7 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
     }
   }
   http_request.timeout = request.timeout;
-  GraderMetrics* metrics = options_.metrics;
+  LlmMetrics* metrics = options_.metrics;
   if (metrics != nullptr) metrics->UpstreamStarted();
   const absl::Time start = clock_.Now();
   return http_.Post(std::move(http_request), [this, metrics, start, done = std::move(done)](

@@ -17,9 +17,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
 #include "common/healthbench/types.h"
-#include "grader/grader_metrics.h"
 #include "http/http_client.h"
 #include "llm/llm_client.h"
+#include "llm/llm_metrics.h"
 
 namespace hb {
 
@@ -29,7 +29,7 @@ struct OpenAiLlmClientOptions {
   // Sent as a bearer token when non-empty. Never logged.
   std::string api_key;
   // Optional; not owned; must outlive the client.
-  GraderMetrics* metrics = nullptr;
+  LlmMetrics* metrics = nullptr;
   // For latency; Clock::Real() when null. Not owned.
   Clock* clock = nullptr;
   // The endpoint and reply format (the request bodies must match: BuildGraderRequestBody).

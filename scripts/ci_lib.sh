@@ -29,10 +29,30 @@ ci_configure() {
   cmake -S "$root" -B "$dir" -G Ninja -DHB_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >/dev/null
 }
 
-# ci_build DIR [TARGETS...]: builds quietly (ninja's progress lines dropped, errors kept).
+# ci_build DIR [TARGETS...]: builds quietly (ninja's progress lines dropped, errors kept) and
+# returns ninja's exit status: the filter may never decide it (a failed build fails the step).
 ci_build() {
   local dir=$1
   shift
-  ninja -C "$dir" -j "$jobs" "$@" | grep -v '^\[' || true
-  test "${PIPESTATUS[0]}" = 0
+  ninja -C "$dir" -j "$jobs" "$@" | { grep -v '^\[' || true; }
+  local status=${PIPESTATUS[0]}
+  return "$status"
+}
+
+# ci_test_targets DIR: every test executable target of the tree (tests/.../*_test), one a line.
+ci_test_targets() {
+  ninja -C "$1" -t targets all | sed -n 's|^\(tests/[a-z_/]*_test\): .*|\1|p'
+}
+
+# ci_check_tests_built DIR: fails, naming them, when a test executable of DIR was not built
+# (its tests would silently vanish from ctest instead of failing).
+ci_check_tests_built() {
+  local dir=$1 missing=() target
+  while read -r target; do
+    [ -x "$dir/$target" ] || missing+=("$target")
+  done < <(ci_test_targets "$dir")
+  if ((${#missing[@]})); then
+    echo "ci: ${#missing[@]} test executable(s) not built in $dir: ${missing[*]}" >&2
+    return 1
+  fi
 }

@@ -18,8 +18,9 @@ ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DHB_SANITIZE=$sanitize
 # Only what the tests run: the test executables and the binaries the integration and docs
 # tests start (no benchmarks, no load generator).
-mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's|^\(tests/[a-z_/]*_test\): .*|\1|p')
-ci_step "$kind build" ci_build "$dir" "${targets[@]}" hb-grader hb-llm-sim hb-orchestrator
+mapfile -t targets < <(ci_test_targets "$dir")
+ci_step "$kind build" ci_build "$dir" "${targets[@]}" hb-grader hb-llm-sim hb-orchestrator hb-env
+ci_check_tests_built "$dir"
 # Any report fails its test: ASan and UBSan (-fno-sanitize-recover) abort, TSan exits 66. TSan
 # gets tests/tsan.supp and ignore_noninstrumented_modules=1 through each test's ENVIRONMENT
 # (cmake/HbHelpers.cmake), and so do the servers the integration tests start; every TSan binary

@@ -32,6 +32,8 @@ if [ ! -d "$HB_SHARED_DIR/data/healthbench" ]; then
   echo "test: $HB_SHARED_DIR/data/healthbench is missing; set HB_SHARED_DIR" >&2
   exit 1
 fi
+source "$root/scripts/ci_lib.sh"
+ci_check_tests_built "$build_dir"
 start=$SECONDS
 (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" "$@")
 echo "== tests: $((SECONDS - start)) s"

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,21 @@ absl::StatusOr<std::string> SubsetDatasetPath(const std::string& dataset, Subset
       "scripts/fetch_data.sh, or name the ",
       SubsetName(subset),
       " file with --subset-dataset FILE (or give it as --dataset with --ignore-extra-responses)"));
+}
+
+absl::StatusOr<std::vector<size_t>> ShardTaskPositions(size_t num_tasks, int index, int count) {
+  if (count < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard-count must be >= 1, got ", count));
+  }
+  if (index < 0 || index >= count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard-index must be in [0, ", count, "), got ", index));
+  }
+  std::vector<size_t> out;
+  for (size_t i = static_cast<size_t>(index); i < num_tasks; i += static_cast<size_t>(count)) {
+    out.push_back(i);
+  }
+  return out;
 }
 
 }  // namespace hb

@@ -9,7 +9,9 @@
 // Thread-safe (no state). Reads only file existence.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -35,5 +37,10 @@ const char* SubsetFileName(Subset subset);
 // is kInvalidArgument.
 absl::StatusOr<std::string> SubsetDatasetPath(const std::string& dataset, Subset subset,
                                               const std::string& subset_dataset);
+
+// The positions (0-based, ascending) of the tasks shard `index` of `count` owns among
+// `num_tasks`: every position i with i % count == index. kInvalidArgument unless
+// count >= 1 and 0 <= index < count.
+absl::StatusOr<std::vector<size_t>> ShardTaskPositions(size_t num_tasks, int index, int count);
 
 }  // namespace hb

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
-#include "orchestrator/run/token_prices.h"
+#include "llm/token_prices.h"
 
 namespace hb {
 

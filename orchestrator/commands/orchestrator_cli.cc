@@ -14,14 +14,14 @@
 #include "absl/strings/strip.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
-#include "cli/policy_flags.h"
 #include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
-#include "orchestrator/sample/policy_checkpoints.h"
+#include "orchestrator/commands/policy_flags.h"
+#include "orchestrator/run/policy_checkpoints.h"
 
 namespace hb {
 namespace {
@@ -215,7 +215,7 @@ class OrchestratorCommandLine {
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
     if (run_.professional) {
-      HB_RETURN_IF_ERROR(cli::ApplyProfessionalGrader(*run_command_, &run_.grader.server.settings,
+      HB_RETURN_IF_ERROR(cli::ApplyProfessionalGrader(*run_command_, &run_.grader.stack.settings,
                                                       &run_.grader.api));
       HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
     }
@@ -271,7 +271,7 @@ class OrchestratorCommandLine {
   }
 
   // Runs the offline `command`; returns the text to print. `*exit_code` becomes 3
-  // (kRunExitRowsFailed) when a merged report is INCOMPLETE, else stays 0.
+  // (kExitRowsFailed) when a merged report is INCOMPLETE, else stays 0.
   absl::StatusOr<std::string> RunOffline(const std::string& command, int* exit_code) {
     if (command == "tasks") return RunTasks(tasks_);
     if (command == "dry-run") {
@@ -310,7 +310,7 @@ class OrchestratorCommandLine {
       }
     }
     HB_ASSIGN_OR_RETURN(MergeResult merged, RunMerge(merge_));
-    if (merged.incomplete) *exit_code = kRunExitRowsFailed;
+    if (merged.incomplete) *exit_code = kExitRowsFailed;
     return merged.message;
   }
 
@@ -464,7 +464,7 @@ class OrchestratorCommandLine {
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
                                     bool* require_reference, GraderSettings* settings,
                                     GraderApiChoice* api) {
-    *grader_template = GraderServerOptions().template_path;
+    *grader_template = GraderStackOptions().template_path;
     cli::AddGraderTemplateFlags(c, grader_template, require_reference);
     cli::AddGraderSettingsFlags(c, settings, api);
   }
@@ -605,7 +605,7 @@ int OrchestratorMain(int argc, char** argv) {
     return cli::kExitUsage;
   }
   std::cout << *result << std::endl;
-  if (exit_code == kRunExitRowsFailed) {
+  if (exit_code == kExitRowsFailed) {
     std::fprintf(stderr, "hb-orchestrator %s: some reports are marked INCOMPLETE (exit 3)\n",
                  command.c_str());
   }

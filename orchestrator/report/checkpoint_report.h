@@ -41,8 +41,8 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
 #include "common/healthbench/types.h"
+#include "llm/token_prices.h"
 #include "orchestrator/report/verdict_file.h"
-#include "orchestrator/run/token_prices.h"
 
 namespace hb {
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/retry/retry_status.h"
+#include "grader_client/reply_signal.h"
 #include "orchestrator/run/row_request.h"
 
 namespace hb {
@@ -247,27 +248,9 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     cv_.SignalAll();
     const PlannedRow& planned = rows_[row];
     const int attempts = state_[row].attempts;
-    const std::optional<absl::Duration> retry_after =
-        result.ok() ? std::nullopt : RetryDelay(result.status());
-    const bool rate_limited = result.ok()
-                                  ? result->rate_limited_attempts() > 0
-                                  : result.status().code() == absl::StatusCode::kResourceExhausted;
-    if (rate_limited) ++rate_limited_replies_;
-    if (limiter_ != nullptr) {
-      ReplySignal signal;
-      signal.ok = result.ok();
-      signal.rate_limited = rate_limited;
-      signal.retry_after = retry_after;
-      if (result.ok()) {
-        if (result->has_rate_limit()) signal.rate_limit = result->rate_limit();
-        signal.attempts = std::max(1, result->attempts());
-        // A verdict-cache hit made no upstream request: it spent none of the token budget.
-        signal.tokens = result->from_cache()
-                            ? 0
-                            : result->usage().prompt_tokens() + result->usage().completion_tokens();
-      }
-      limiter_->OnReply(state_[row].ticket, signal);
-    }
+    const ReplySignal signal = ReplySignalOf(result);
+    if (signal.rate_limited) ++rate_limited_replies_;
+    if (limiter_ != nullptr) limiter_->OnReply(state_[row].ticket, signal);
     record.key = planned.Key();
     record.attempts = attempts;
     record.time = options_.clock->Now();
@@ -295,8 +278,8 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
         absl::Duration backoff = BackoffCeiling(policy, attempts);
         // A grader's retry delay is honoured up to max_retry_after, never beyond: an upstream
         // Retry-After of 99999999999 s must not park the row (and the run) forever.
-        if (retry_after.has_value()) {
-          backoff = std::max(backoff, std::min(*retry_after, policy.max_retry_after));
+        if (signal.retry_after.has_value()) {
+          backoff = std::max(backoff, std::min(*signal.retry_after, policy.max_retry_after));
         }
         retries_.push(Retry{options_.clock->Now() + backoff, row});
         return;

@@ -27,9 +27,9 @@
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
 #include "common/base/thread_scheduler.h"
+#include "common/flow/adaptive_limiter.h"
 #include "common/retry/retry_policy.h"
 #include "grader_client/grader_client.h"
-#include "orchestrator/run/adaptive_limiter.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/verdict_store.h"
 

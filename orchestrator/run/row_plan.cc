@@ -70,21 +70,6 @@ absl::StatusOr<std::vector<CheckpointSpec>> ParseCheckpointSpecs(
   return out;
 }
 
-absl::StatusOr<std::vector<size_t>> ShardTaskPositions(size_t num_tasks, int index, int count) {
-  if (count < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--shard-count must be >= 1, got ", count));
-  }
-  if (index < 0 || index >= count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--shard-index must be in [0, ", count, "), got ", index));
-  }
-  std::vector<size_t> out;
-  for (size_t i = static_cast<size_t>(index); i < num_tasks; i += static_cast<size_t>(count)) {
-    out.push_back(i);
-  }
-  return out;
-}
-
 std::vector<PlannedRow> PlanRows(const std::vector<const Example*>& tasks,
                                  const std::vector<CheckpointRows>& checkpoints,
                                  const absl::flat_hash_set<RowKey>& done) {

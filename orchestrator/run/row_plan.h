@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "common/healthbench/subsets.h"
 #include "common/healthbench/types.h"
 #include "orchestrator/run/verdict_store.h"
 
@@ -34,11 +35,6 @@ inline constexpr char kNoCheckpointsError[] =
 // empty.
 absl::StatusOr<std::vector<CheckpointSpec>> ParseCheckpointSpecs(
     const std::vector<std::string>& specs);
-
-// The positions (0-based, ascending) of the tasks shard `index` of `count` owns among
-// `num_tasks`: every position i with i % count == index. kInvalidArgument unless
-// count >= 1 and 0 <= index < count.
-absl::StatusOr<std::vector<size_t>> ShardTaskPositions(size_t num_tasks, int index, int count);
 
 // One row to grade. Pointers refer to the caller's dataset and responses, which must outlive
 // the plan.

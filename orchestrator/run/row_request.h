@@ -11,10 +11,7 @@
 
 namespace hb {
 
-// The GradeItem request of `row`: the conversation is the response's system prompt (when it
-// has one) followed by the task's prompt turns; the reply is the response text; the rubric
-// item keeps its exact points text; prompt_cache_key is the prompt_id when
-// `send_prompt_cache_key`, else empty (no key upstream); request_id is
+// The GradeItem request of `row` (grader_client/grade_item_request.h) with request_id
 // "<checkpoint>/<prompt_id>/<rubric_index>/<attempt>".
 healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow& row, int attempt,
                                                                 bool send_prompt_cache_key);

@@ -22,8 +22,7 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
-#include "grader_client/grader_info.h"
-#include "grader_client/grpc_grader_client.h"
+#include "grader/grader_info.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "orchestrator/report/checkpoint_report.h"
@@ -152,10 +151,21 @@ bool HasRows(const RunInputs& inputs) {
 absl::StatusOr<std::unique_ptr<GraderConnection>> NoGrader(const RunOptions& options,
                                                            const RunInputs& inputs) {
   auto connection = std::make_unique<GraderConnection>();
-  const GraderServerOptions& grader = options.grader_options;
+  const GraderStackOptions& grader = options.grader_options;
   connection->info = MakeGraderInfo(grader.settings, inputs.grader_template.sha256(),
                                     grader.llm.base_url, HB_PROJECT_VERSION);
   return connection;
+}
+
+// The grader of a run with rows to grade (grader_client/grader_connection.h).
+absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectRunGrader(const RunOptions& options) {
+  HB_ASSIGN_OR_RETURN(GraderTarget target, ParseGraderTarget(options.grader));
+  GraderConnectOptions connect;
+  connect.target = std::move(target);
+  connect.stack = options.grader_options;
+  connect.security = options.grader_security;
+  connect.ready_timeout = options.grader_ready_timeout;
+  return ConnectGrader(connect);
 }
 
 // ---- Phase 2: the journal. A journal from another run is the caller's problem (exit 2); any
@@ -168,13 +178,8 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> OpenJournal(const RunOptions
   journal_options.path = JoinPath(run_dir, kJournalFileName);
   journal_options.force_new = options.force_new;
   JournalMeta& meta = journal_options.meta;
-  const GraderSettings settings = SettingsOf(grader);
   meta.dataset_sha256 = inputs.dataset_sha256;
-  meta.template_sha256 = grader.template_sha256();
-  meta.grader_model = settings.model;
-  meta.grader_temperature = settings.temperature;
-  meta.grader_max_tokens = settings.max_tokens;
-  meta.grader_system_message = settings.system_message;
+  meta.grader = IdentityOf(grader);
   meta.tool_version = HB_PROJECT_VERSION;
   for (const LoadedCheckpoint& c : inputs.checkpoints) {
     meta.responses_sha256.emplace_back(c.spec.name, c.responses.sha256);
@@ -765,7 +770,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     const int64_t without_response = TasksWithoutResponse(inputs, c);
     if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
     context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
-    context.grader_endpoint = options.grader == "embedded"
+    context.grader_endpoint = options.grader == kEmbeddedGrader
                                   ? absl::StrCat("embedded (", grader.info.upstream_base_url(), ")")
                                   : options.grader;
     context.examples = options.examples;
@@ -848,7 +853,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_ASSIGN_OR_RETURN(RunInputs inputs, LoadInputs(options));
   // Before the journal: it records what the grader grades with (GetInfo), not our own flags.
   HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader,
-                      HasRows(inputs) || !options.policies.empty() ? ConnectGrader(options)
+                      HasRows(inputs) || !options.policies.empty() ? ConnectRunGrader(options)
                                                                    : NoGrader(options, inputs));
   HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal,
                       OpenJournal(options, inputs, grader->info));
@@ -880,7 +885,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
         not_sampled == 0
             ? ""
             : absl::StrCat(" and sample the ", not_sampled, " task(s) without a reply").c_str());
-    return kRunExitInterrupted;
+    return kExitInterrupted;
   }
   const bool partial = !totals.without_response.empty() && !options.allow_partial_responses;
   for (const auto& [name, count] : totals.without_response) {
@@ -898,9 +903,9 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
                  "retry them.\n",
                  static_cast<long long>(totals.failed_rows),
                  static_cast<long long>(totals.missing_rows));
-    return kRunExitRowsFailed;
+    return kExitRowsFailed;
   }
-  return partial || unsampled > 0 ? kRunExitRowsFailed : kRunExitOk;
+  return partial || unsampled > 0 ? kExitRowsFailed : kExitOk;
 }
 
 }  // namespace
@@ -921,7 +926,7 @@ absl::Status ValidateBatchOptions(const RunOptions& options) {
     if (batch.cancel) return absl::InvalidArgumentError("--batch-cancel needs --grader-mode batch");
     return absl::OkStatus();
   }
-  if (options.grader != "embedded") {
+  if (options.grader != kEmbeddedGrader) {
     return absl::InvalidArgumentError(
         "--grader-mode batch sends the requests to --llm-base-url itself: use --grader embedded "
         "(the default) with the --llm-* flags, not a gRPC --grader target");
@@ -1009,56 +1014,6 @@ std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
   return top;
 }
 
-int RunExitCode(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return kRunExitOk;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-      return kRunExitUsage;
-    default:
-      return kRunExitInternal;
-  }
-}
-
-void GraderConnection::Close() {
-  if (embedded != nullptr) {
-    embedded.reset();  // cancels calls in progress, then stops the HTTP loop
-  } else {
-    client.reset();
-  }
-}
-
-absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options) {
-  auto connection = std::make_unique<GraderConnection>();
-  if (options.grader == "embedded") {
-    HB_ASSIGN_OR_RETURN(connection->embedded, EmbeddedGrader::Start(options.grader_options));
-    HB_LOG_INFO("embedded grader in process (upstream {})", connection->embedded->upstream_url());
-    connection->info = connection->embedded->info();
-    return connection;
-  }
-  absl::StatusOr<std::unique_ptr<GrpcGraderClient>> client =
-      GrpcGraderClient::Create(options.grader, options.grader_security);
-  HB_RETURN_IF_ERROR(AsUsage(client.status()));
-  const absl::Status ready = (*client)->WaitForReady(options.grader_ready_timeout);
-  if (!ready.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no hb-grader replica reachable at ", options.grader, " within ",
-                     absl::FormatDuration(options.grader_ready_timeout), ": ", ready.message()));
-  }
-  connection->client = *std::move(client);
-  HB_ASSIGN_OR_RETURN(
-      std::vector<ReplicaInfo> replicas,
-      AgreedReplicaInfos(options.grader, options.grader_security, options.grader_ready_timeout));
-  connection->info = replicas.front().info;
-  for (ReplicaInfo& replica : replicas) connection->replicas.push_back(std::move(replica.replica));
-  return connection;
-}
-
 int RunWithOptions(const RunOptions& options) {
   if (options.simulated_verdicts) PrintSimulatedBanner();
   // Before any thread starts (the journal's writer, gRPC's pollers): a SIGTERM must reach the
@@ -1071,14 +1026,14 @@ int RunWithOptions(const RunOptions& options) {
       stop.Request();
     } else {
       HB_LOG_WARN("second signal: exiting at once (committed rows are kept in the journal)");
-      std::_Exit(kRunExitInterrupted);
+      std::_Exit(kExitInterrupted);
     }
   });
   absl::StatusOr<int> code = RunPhases(options, stop);
   if (!code.ok()) {
     std::fprintf(stderr, "hb-orchestrator run: %s\n",
                  absl::StrReplaceAll(code.status().message(), {{"\n", " "}}).c_str());
-    return RunExitCode(code.status());
+    return ExitCodeFor(code.status());
   }
   return *code;
 }

@@ -27,22 +27,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/base/exit_codes.h"
 #include "common/grading/scoring.h"
-#include "grader_client/embedded_grader.h"
+#include "grader/grader_stack_options.h"
 #include "grader_client/grader_client.h"
-#include "grader_service/grader_server_options.h"
-#include "orchestrator/run/progress.h"
+#include "grader_client/grader_connection.h"
+#include "orchestrator/report/progress.h"
+#include "orchestrator/run/policy_feed.h"
 #include "orchestrator/run/row_plan.h"
-#include "orchestrator/sample/policy_feed.h"
 #include "security/transport_security.h"
 
 namespace hb {
-
-inline constexpr int kRunExitOk = 0;
-inline constexpr int kRunExitInternal = 1;
-inline constexpr int kRunExitUsage = 2;
-inline constexpr int kRunExitRowsFailed = 3;
-inline constexpr int kRunExitInterrupted = 4;
 
 // `--grader-mode batch`: grading through the OpenAI Batch API (batch_grader.h) with the
 // embedded grader's upstream (--llm-base-url, its key, TLS and --max-attempts budget).
@@ -78,11 +73,11 @@ struct RunOptions {
   // Output folder as given; with shard_count > 1 the run writes to <out>/shard-<index>.
   std::string out;
   // "embedded" or a gRPC target.
-  std::string grader = "embedded";
+  std::string grader = kEmbeddedGrader;
   // The grader's settings and template (recorded in the journal and the reports) and, for
   // grader == "embedded", the in-process grader's whole configuration (its listen address is
-  // ignored: it listens on 127.0.0.1:0). Complete (CompleteGraderServerOptions).
-  GraderServerOptions grader_options;
+  // ignored: it listens on 127.0.0.1:0). Complete (CompleteGraderStackOptions).
+  GraderStackOptions grader_options;
   // TLS and token for a gRPC --grader target (security/transport_security.h).
   ClientSecurityOptions grader_security;
   // How long a gRPC --grader target has to connect to one replica before the run gives up
@@ -114,7 +109,7 @@ struct RunOptions {
   bool simulated_verdicts = false;
   bool skip_invalid = false;
   // Accept tasks without a response (graded nothing, reported as not graded). Without it they
-  // mark the reports incomplete and the run exits kRunExitRowsFailed.
+  // mark the reports incomplete and the run exits kExitRowsFailed.
   bool allow_partial_responses = false;
 
   // The folder this run writes (out, or out/shard-<index> when sharded).
@@ -123,50 +118,19 @@ struct RunOptions {
 
 // kInvalidArgument naming the flag behind the first bad field ("--dataset is required",
 // "--max-in-flight must be >= 1, got 0", "--shard-index must be in [0, 2), got 2", ...).
-// grader_options is checked by CompleteGraderServerOptions, not here.
+// grader_options is checked by CompleteGraderStackOptions, not here.
 absl::Status ValidateRunOptions(const RunOptions& options);
 
 // The --grader-mode and --batch-* part of ValidateRunOptions (kInvalidArgument naming the flag).
 absl::Status ValidateBatchOptions(const RunOptions& options);
-
-// The exit code for a run that stopped on `status`: bad usage or bad input (kInvalidArgument,
-// kNotFound, kPermissionDenied, kDataLoss, kFailedPrecondition, kOutOfRange) is kRunExitUsage,
-// anything else kRunExitInternal.
-int RunExitCode(const absl::Status& status);
 
 // The `n` most frequent row errors among `errors` (journal errors, "<CODE>: <message> (attempt
 // N of M)", counted without the attempt suffix), most frequent first, ties in text order.
 std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
     const std::vector<std::string>& errors, size_t n);
 
-// The grader a run talks to: a client, and the in-process server behind it for "embedded".
-// Close() (or the destructor) drops the client first, then shuts the server down.
-struct GraderConnection {
-  // Set for --grader embedded: the grading stack in this process (its client is the grader).
-  std::unique_ptr<EmbeddedGrader> embedded;
-  // Set for a gRPC target.
-  std::unique_ptr<GraderClient> client;
-  // What the grader grades with: the embedded grader's, or the replicas' (which agree).
-  healthbench::grader::v1::GraderInfo info;
-  // The replicas that answered GetInfo (empty for embedded).
-  std::vector<std::string> replicas;
-  GraderClient& grader_client() { return embedded != nullptr ? embedded->client() : *client; }
-  ~GraderConnection() { Close(); }
-  void Close();
-};
-
-// The one place that chooses the grader: options.grader == "embedded" builds the grading stack
-// in process (EmbeddedGrader, no gRPC hop) from options.grader_options; anything else is a gRPC
-// target of hb-grader replicas reached with options.grader_security, which must connect to one
-// replica within options.grader_ready_timeout. Errors: EmbeddedGrader::Start's, or
-// kInvalidArgument for a bad target or credential file, or "no hb-grader replica reachable at
-// <target> within <timeout>: ...". For a gRPC target it then asks every replica what it grades
-// with (GetInfoFromEveryReplica) and fails with kFailedPrecondition (exit 2) naming two
-// replicas and the field when they disagree (CheckGradersAgree), or when a replica cannot
-// answer GetInfo.
-absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectGrader(const RunOptions& options);
-
-// Runs `options` (valid) in phases: load inputs, connect the grader (ConnectGrader: what it
+// Runs `options` (valid) in phases: load inputs, connect the grader (grader_client/
+// grader_connection.h ConnectGrader: what it
 // grades with is what the journal and the reports record), open the journal, plan, grade,
 // write reports. With policies, grading and sampling overlap: the output folder is locked first,
 // each policy is probed (PolicyFeed), and every reply is journaled in OUT/journal.sqlite beside

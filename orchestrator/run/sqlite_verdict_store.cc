@@ -90,13 +90,11 @@ std::vector<std::pair<std::string, std::string>> MetaPairs(const JournalMeta& me
   std::vector<std::pair<std::string, std::string>> pairs = {
       {"schema_version", kSchemaVersion},
       {"dataset_sha256", meta.dataset_sha256},
-      {"template_sha256", meta.template_sha256},
-      {"grader_model", meta.grader_model},
-      {"grader_temperature", JsonNumber(meta.grader_temperature)},
-      {"grader_max_tokens", absl::StrCat(meta.grader_max_tokens)},
-      {"grader_system_message", meta.grader_system_message},
-      {"tool_version", meta.tool_version},
   };
+  for (const IdentityField& field : IdentityFields(meta.grader)) {
+    pairs.emplace_back(field.journal_key, field.value);
+  }
+  pairs.emplace_back("tool_version", meta.tool_version);
   for (const auto& [checkpoint, sha] : meta.responses_sha256) {
     pairs.emplace_back(absl::StrCat("responses_sha256:", checkpoint), sha);
   }
@@ -163,6 +161,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CheckMeta(
           "journal %s belongs to another run: %s is '%s' in the journal but '%s' for this run; "
           "use another --out folder, or --force-new to move the old journal aside",
           path, field, found->second, value));
+    }
+  }
+  // A grader field the journal has and this run does not (a default-valued identity field is
+  // not listed: a chat run must not resume a Responses grader's journal).
+  for (const auto& [key, value] : existing) {
+    if (!absl::StartsWith(key, "grader_")) continue;
+    bool wanted_key = false;
+    for (const auto& pair : wanted) wanted_key = wanted_key || pair.first == key;
+    if (!wanted_key) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s belongs to another run: %s is '%s' in the journal but not set for this "
+          "run; use another --out folder, or --force-new to move the old journal aside",
+          path, key, value));
     }
   }
   return to_add;

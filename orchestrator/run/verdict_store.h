@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grader/grader_identity.h"
 
 namespace hb {
 
@@ -60,11 +61,8 @@ struct RowRecord {
 // dataset, grader template and grader configuration, so rows can be reused across runs.
 struct JournalMeta {
   std::string dataset_sha256;
-  std::string template_sha256;
-  std::string grader_model;
-  double grader_temperature = 0;
-  int grader_max_tokens = 0;
-  std::string grader_system_message;
+  // What the grader grades with (recorded as its IdentityFields' journal keys).
+  GraderIdentity grader;
   std::string tool_version;
   // checkpoint name -> sha256 of its responses file, for the checkpoints of this run.
   // Checkpoints already in the journal must keep their sha256; new ones are added.

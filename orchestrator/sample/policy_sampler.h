@@ -21,9 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
+#include "common/flow/adaptive_limiter.h"
 #include "common/retry/retry_policy.h"
 #include "llm/llm_client.h"
-#include "orchestrator/run/adaptive_limiter.h"
 
 namespace hb {
 

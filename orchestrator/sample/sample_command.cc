@@ -18,11 +18,11 @@
 #include "common/base/json_io.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/subsets.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
-#include "orchestrator/run/progress.h"
-#include "orchestrator/run/row_plan.h"
+#include "orchestrator/report/progress.h"
 #include "orchestrator/sample/policy_sampler.h"
 #include "orchestrator/sample/sample_journal.h"
 

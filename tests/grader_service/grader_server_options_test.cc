@@ -1,53 +1,52 @@
 #include "grader_service/grader_server_options.h"
 
-#include <string>
-#include <vector>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
 
-using ::testing::ElementsAre;
+using ::hb::testing::StatusIs;
 using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
 
-LlmOptions Llm(const std::string& base_url, bool given, const std::string& key = "sk-SECRET") {
-  LlmOptions llm;
-  llm.base_url = base_url;
-  llm.base_url_given = given;
-  llm.api_key = key;
-  return llm;
+TEST(CompleteGraderServerOptionsTest, DerivesTheReceiveLimitFromTheStacksLimits) {
+  HB_ASSERT_OK_AND_ASSIGN(GraderServerOptions options,
+                          CompleteGraderServerOptions(GraderServerOptions{}));
+  EXPECT_EQ(options.max_receive_message_bytes, 8 << 20);  // twice the default max_prompt_bytes
+  GraderServerOptions small;
+  small.limits.max_prompt_bytes = 1000;
+  small.limits.max_message_bytes = 5000;
+  HB_ASSERT_OK_AND_ASSIGN(options, CompleteGraderServerOptions(small));
+  EXPECT_EQ(options.max_receive_message_bytes, 5000 + (1 << 20));  // at least a message + 1 MiB
 }
 
-TEST(ApiKeyWarningsTest, AKeyGoingToTheDefaultUrlImplicitlyIsWarnedAbout) {
-  EXPECT_THAT(ApiKeyWarnings(Llm(LlmOptions{}.base_url, /*given=*/false)),
-              ElementsAre("the API key ($OPENAI_API_KEY or --llm-api-key-file) goes to "
-                          "https://api.openai.com/v1, the default --llm-base-url: pass "
-                          "--llm-base-url to choose the endpoint explicitly"));
-  EXPECT_THAT(ApiKeyWarnings(Llm(LlmOptions{}.base_url, /*given=*/true)), IsEmpty());
+TEST(CompleteGraderServerOptionsTest, ChecksTheStackHalfThenTheServerHalf) {
+  GraderServerOptions options;
+  options.retry.max_attempts = 0;
+  options.max_concurrent_rpcs = -1;
+  EXPECT_THAT(CompleteGraderServerOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-attempts")));
+  options.retry.max_attempts = 3;
+  EXPECT_THAT(CompleteGraderServerOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-concurrent-rpcs")));
+  options.max_concurrent_rpcs = 0;
+  options.default_deadline = absl::ZeroDuration();
+  EXPECT_THAT(CompleteGraderServerOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--default-deadline")));
 }
 
-TEST(ApiKeyWarningsTest, AKeyOverPlainHttpToAnotherHostIsWarnedAbout) {
-  const std::vector<std::string> warnings =
-      ApiKeyWarnings(Llm("http://user:pw@vllm.internal:8000/v1", /*given=*/true));
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0],
-            "the API key goes over plain http:// to http://[redacted]@vllm.internal:8000/v1, "
-            "readable by anyone on the path: use https://");
-  for (const char* local : {"http://127.0.0.1:8000/v1", "http://localhost:8000/v1",
-                            "http://[::1]:8000/v1", "https://vllm.internal/v1"}) {
-    EXPECT_THAT(ApiKeyWarnings(Llm(local, /*given=*/true)), IsEmpty()) << local;
-  }
-}
-
-TEST(ApiKeyWarningsTest, NoKeyNoWarningAndTheKeyIsNeverInOne) {
-  EXPECT_THAT(ApiKeyWarnings(Llm("http://vllm.internal/v1", false, "")), IsEmpty());
-  for (const std::string& w : ApiKeyWarnings(Llm("http://vllm.internal/v1", false))) {
-    EXPECT_THAT(w, Not(HasSubstr("SECRET")));
-  }
+TEST(CompleteGraderServerOptionsTest, KeepsTheServerFields) {
+  GraderServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.max_upstream_queue = 7;
+  options.reflection = true;
+  options.llm.attempt_timeout = absl::Milliseconds(500);
+  HB_ASSERT_OK_AND_ASSIGN(GraderServerOptions complete, CompleteGraderServerOptions(options));
+  EXPECT_EQ(complete.listen_address, "127.0.0.1:0");
+  EXPECT_EQ(complete.max_upstream_queue, 7);
+  EXPECT_TRUE(complete.reflection);
+  EXPECT_EQ(complete.retry.min_attempt_time, absl::Milliseconds(500));  // the stack half, completed
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <sstream>
 #include <string>
 
+// The client reports through LlmMetrics; the grader's Prometheus implementation reads it back.
 #include "gmock/gmock.h"
+#include "grader/grader_metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"

@@ -12,51 +12,19 @@ HttpResponse MakeHttpResponse(int status, std::string body,
 }
 
 HttpClient::CallId FakeHttpClient::Post(HttpRequest request, HttpCallback done) {
-  absl::MutexLock lock(&mu_);
-  CallId id = ++next_id_;
-  requests_.push_back(std::move(request));
-  pending_.emplace(id, std::move(done));
-  return id;
+  return calls_.Hold(std::move(request), std::move(done));
 }
 
-void FakeHttpClient::Cancel(CallId id) {
-  HttpCallback done;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return;
-    done = std::move(it->second);
-    pending_.erase(it);
-    cancelled_.push_back(id);
-  }
-  done(absl::CancelledError("HTTP request cancelled"));
-}
+void FakeHttpClient::Cancel(CallId id) { calls_.Cancel(id); }
 
-size_t FakeHttpClient::pending() const {
-  absl::MutexLock lock(&mu_);
-  return pending_.size();
-}
+size_t FakeHttpClient::pending() const { return calls_.pending(); }
 
-std::vector<HttpRequest> FakeHttpClient::requests() const {
-  absl::MutexLock lock(&mu_);
-  return requests_;
-}
+std::vector<HttpRequest> FakeHttpClient::requests() const { return calls_.requests(); }
 
-std::vector<HttpClient::CallId> FakeHttpClient::cancelled() const {
-  absl::MutexLock lock(&mu_);
-  return cancelled_;
-}
+std::vector<HttpClient::CallId> FakeHttpClient::cancelled() const { return calls_.cancelled(); }
 
 bool FakeHttpClient::RespondNext(absl::StatusOr<HttpResponse> response) {
-  HttpCallback done;
-  {
-    absl::MutexLock lock(&mu_);
-    if (pending_.empty()) return false;
-    done = std::move(pending_.begin()->second);
-    pending_.erase(pending_.begin());
-  }
-  done(std::move(response));
-  return true;
+  return calls_.CompleteNext(std::move(response));
 }
 
 }  // namespace hb::testing

@@ -2,7 +2,6 @@
 // OpenAI protocol tests (headers sent, status mapping, parsing) without sockets.
 #pragma once
 
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "http/http_client.h"
+#include "tests/testing/pending_calls.h"
 
 namespace hb::testing {
 
@@ -31,11 +31,7 @@ class FakeHttpClient final : public HttpClient {
   bool RespondNext(absl::StatusOr<HttpResponse> response);
 
  private:
-  mutable absl::Mutex mu_;
-  CallId next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<CallId, HttpCallback> pending_ ABSL_GUARDED_BY(mu_);
-  std::vector<HttpRequest> requests_ ABSL_GUARDED_BY(mu_);
-  std::vector<CallId> cancelled_ ABSL_GUARDED_BY(mu_);
+  PendingCalls<HttpRequest, HttpCallback> calls_;
 };
 
 }  // namespace hb::testing

@@ -69,71 +69,37 @@ absl::Status TimeoutFailure() {
 }
 
 LlmClient::CallId FakeLlmClient::Complete(ChatRequest request, ChatCallback done) {
-  std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder;
   for (const auto& part : request.body_parts) request.body += *part;  // what goes on the wire
   request.body_parts.clear();
-  CallId id;
+  std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder;
   {
     absl::MutexLock lock(&mu_);
-    id = ++next_id_;
-    requests_.push_back(request);
     responder = responder_;
-    if (!responder) pending_.emplace(id, std::move(done));
   }
-  if (responder) done(responder(request));
+  if (!responder) return calls_.Hold(std::move(request), std::move(done));
+  const CallId id = calls_.Record(request);
+  done(responder(request));
   return id;
 }
 
-void FakeLlmClient::Cancel(CallId id) {
-  ChatCallback done;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return;
-    done = std::move(it->second);
-    pending_.erase(it);
-    cancelled_.push_back(id);
-  }
-  done(absl::CancelledError("HTTP request cancelled"));
-}
+void FakeLlmClient::Cancel(CallId id) { calls_.Cancel(id); }
 
-size_t FakeLlmClient::pending() const {
-  absl::MutexLock lock(&mu_);
-  return pending_.size();
-}
+size_t FakeLlmClient::pending() const { return calls_.pending(); }
 
-std::vector<ChatRequest> FakeLlmClient::requests() const {
-  absl::MutexLock lock(&mu_);
-  return requests_;
-}
+std::vector<ChatRequest> FakeLlmClient::requests() const { return calls_.requests(); }
 
-std::vector<LlmClient::CallId> FakeLlmClient::cancelled() const {
-  absl::MutexLock lock(&mu_);
-  return cancelled_;
-}
+std::vector<LlmClient::CallId> FakeLlmClient::cancelled() const { return calls_.cancelled(); }
 
 bool FakeLlmClient::WaitForPending(size_t n, absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.size() >= n; };
-  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  return calls_.WaitForPending(n, timeout);
 }
 
 bool FakeLlmClient::WaitForCancelled(size_t n, absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancelled_.size() >= n; };
-  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  return calls_.WaitForCancelled(n, timeout);
 }
 
 bool FakeLlmClient::CompleteNext(absl::StatusOr<ChatResult> result) {
-  ChatCallback done;
-  {
-    absl::MutexLock lock(&mu_);
-    if (pending_.empty()) return false;
-    done = std::move(pending_.begin()->second);
-    pending_.erase(pending_.begin());
-  }
-  done(std::move(result));
-  return true;
+  return calls_.CompleteNext(std::move(result));
 }
 
 void FakeLlmClient::SetResponder(

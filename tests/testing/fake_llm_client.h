@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +26,7 @@
 #include "llm/llm_client.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_scheduler.h"
+#include "tests/testing/pending_calls.h"
 
 namespace hb::testing {
 
@@ -66,11 +66,8 @@ class FakeLlmClient final : public LlmClient {
   void SetResponder(std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder);
 
  private:
+  PendingCalls<ChatRequest, ChatCallback> calls_;
   mutable absl::Mutex mu_;
-  CallId next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<CallId, ChatCallback> pending_ ABSL_GUARDED_BY(mu_);
-  std::vector<ChatRequest> requests_ ABSL_GUARDED_BY(mu_);
-  std::vector<CallId> cancelled_ ABSL_GUARDED_BY(mu_);
   std::function<absl::StatusOr<ChatResult>(const ChatRequest&)> responder_ ABSL_GUARDED_BY(mu_);
 };
 

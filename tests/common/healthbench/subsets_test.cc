@@ -1,7 +1,9 @@
 // The official subsets and where their files are found (common/healthbench/subsets.h).
 #include "common/healthbench/subsets.h"
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "common/base/file.h"
 #include "gmock/gmock.h"
@@ -14,6 +16,7 @@ namespace {
 
 using ::hb::testing::IsOkAndHolds;
 using ::hb::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(SubsetsTest, ParsesTheReferencesSubsetNames) {
@@ -52,6 +55,37 @@ TEST(SubsetsTest, FindsTheOfficialFileBesideTheDatasetPlainThenGzip) {
   EXPECT_THAT(SubsetDatasetPath("main.jsonl", Subset::kHard, ""),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("no hard_2025-05-08-21-00-10.jsonl (or .gz)")));
+}
+
+TEST(ShardTaskPositionsTest, ShardsPartitionTheTasks) {
+  for (int count : {1, 2, 3, 7}) {
+    for (size_t n : {0u, 1u, 5u, 30u}) {
+      std::multiset<size_t> all;
+      for (int index = 0; index < count; ++index) {
+        HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> mine, ShardTaskPositions(n, index, count));
+        for (size_t p : mine) {
+          EXPECT_EQ(p % count, static_cast<size_t>(index));
+          all.insert(p);
+        }
+      }
+      ASSERT_EQ(all.size(), n) << "count " << count;
+      size_t expected = 0;
+      for (size_t p : all) EXPECT_EQ(p, expected++);  // each position exactly once
+    }
+  }
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> shard1, ShardTaskPositions(7, 1, 3));
+  EXPECT_THAT(shard1, ElementsAre(1, 4));
+}
+
+TEST(ShardTaskPositionsTest, RejectsBadShards) {
+  EXPECT_THAT(ShardTaskPositions(5, 2, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--shard-index must be in [0, 2), got 2")));
+  EXPECT_THAT(
+      ShardTaskPositions(5, 0, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--shard-count must be >= 1, got 0")));
+  EXPECT_THAT(ShardTaskPositions(5, -1, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -1")));
 }
 
 }  // namespace

@@ -55,37 +55,6 @@ TEST(ParseCheckpointSpecsTest, RejectsUnsafeNames) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no --responses")));
 }
 
-TEST(ShardTaskPositionsTest, ShardsPartitionTheTasks) {
-  for (int count : {1, 2, 3, 7}) {
-    for (size_t n : {0u, 1u, 5u, 30u}) {
-      std::multiset<size_t> all;
-      for (int index = 0; index < count; ++index) {
-        HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> mine, ShardTaskPositions(n, index, count));
-        for (size_t p : mine) {
-          EXPECT_EQ(p % count, static_cast<size_t>(index));
-          all.insert(p);
-        }
-      }
-      ASSERT_EQ(all.size(), n) << "count " << count;
-      size_t expected = 0;
-      for (size_t p : all) EXPECT_EQ(p, expected++);  // each position exactly once
-    }
-  }
-  HB_ASSERT_OK_AND_ASSIGN(std::vector<size_t> shard1, ShardTaskPositions(7, 1, 3));
-  EXPECT_THAT(shard1, ElementsAre(1, 4));
-}
-
-TEST(ShardTaskPositionsTest, RejectsBadShards) {
-  EXPECT_THAT(ShardTaskPositions(5, 2, 2),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--shard-index must be in [0, 2), got 2")));
-  EXPECT_THAT(
-      ShardTaskPositions(5, 0, 0),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--shard-count must be >= 1, got 0")));
-  EXPECT_THAT(ShardTaskPositions(5, -1, 2),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -1")));
-}
-
 TEST(PlanRowsTest, SkipsDoneRowsAndTasksWithoutResponse) {
   std::vector<Example> examples(3);
   for (int t = 0; t < 3; ++t) {

@@ -943,6 +943,16 @@ TEST_F(BatchIntegrationTest, ResponsesGraderGradesExactlyWhatTheChatGraderGrades
       0);
   ASSERT_EQ(RunOrchestrator(RunArgs(online, "embedded", online_args, false), dir_), 0);
   ASSERT_EQ(RunOrchestrator(BatchArgs(batch, sim, gpt54), dir_), 0);
+  // The journal knows its grader's API: the same model through chat completions does not
+  // resume the Responses run.
+  std::string refused;
+  EXPECT_NE(RunOrchestrator(RunArgs(online, "embedded",
+                                    {"--llm-base-url=" + sim.base_url,
+                                     "--llm-model=gpt-5.4-2026-03-05", "--llm-api=chat"},
+                                    false),
+                            dir_, &refused),
+            0);
+  EXPECT_THAT(refused, HasSubstr("grader_api is 'responses' in the journal but not set"));
   const auto chat_verdicts = VerdictMap(chat + "/base/verdicts.jsonl");
   EXPECT_EQ(chat_verdicts.size(), rows_per_checkpoint_);
   for (const std::string& run : {online, batch}) {

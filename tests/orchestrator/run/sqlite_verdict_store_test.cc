@@ -29,11 +29,11 @@ using ::testing::SizeIs;
 JournalMeta TestMeta() {
   JournalMeta meta;
   meta.dataset_sha256 = "dataset-aaa";
-  meta.template_sha256 = "template-ttt";
-  meta.grader_model = "gpt-4.1-2025-04-14";
-  meta.grader_temperature = 0.5;
-  meta.grader_max_tokens = 2048;
-  meta.grader_system_message = "You are a helpful assistant.";
+  meta.grader.template_sha256 = "template-ttt";
+  meta.grader.settings.model = "gpt-4.1-2025-04-14";
+  meta.grader.settings.temperature = 0.5;
+  meta.grader.settings.max_tokens = 2048;
+  meta.grader.settings.system_message = "You are a helpful assistant.";
   meta.tool_version = "0.1.0";
   meta.responses_sha256 = {{"base", "resp-111"}};
   return meta;
@@ -328,15 +328,15 @@ TEST(SqliteVerdictStoreTest, EveryMetaFieldIsChecked) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {[](JournalMeta& m) { m.template_sha256 = "t2"; },
+      {[](JournalMeta& m) { m.grader.template_sha256 = "t2"; },
        "template_sha256 is 'template-ttt' in the journal but 't2'"},
-      {[](JournalMeta& m) { m.grader_model = "gpt-5"; },
+      {[](JournalMeta& m) { m.grader.settings.model = "gpt-5"; },
        "grader_model is 'gpt-4.1-2025-04-14' in the journal but 'gpt-5'"},
-      {[](JournalMeta& m) { m.grader_temperature = 0; },
+      {[](JournalMeta& m) { m.grader.settings.temperature = 0; },
        "grader_temperature is '0.5' in the journal but '0'"},
-      {[](JournalMeta& m) { m.grader_max_tokens = 10; },
+      {[](JournalMeta& m) { m.grader.settings.max_tokens = 10; },
        "grader_max_tokens is '2048' in the journal but '10'"},
-      {[](JournalMeta& m) { m.grader_system_message = ""; },
+      {[](JournalMeta& m) { m.grader.settings.system_message = ""; },
        "grader_system_message is 'You are a helpful assistant.' in the journal but ''"},
       {[](JournalMeta& m) { m.tool_version = "0.2.0"; },
        "tool_version is '0.1.0' in the journal but '0.2.0'"},

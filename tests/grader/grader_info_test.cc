@@ -1,4 +1,4 @@
-#include "grader_client/grader_info.h"
+#include "grader/grader_info.h"
 
 #include <string>
 #include <vector>

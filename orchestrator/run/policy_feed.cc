@@ -1,4 +1,4 @@
-#include "orchestrator/sample/policy_feed.h"
+#include "orchestrator/run/policy_feed.h"
 
 #include <utility>
 

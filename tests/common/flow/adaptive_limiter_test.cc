@@ -1,6 +1,6 @@
 // AdaptiveLimiter on a FakeClock: exact window sequences for slow start, additive increase and
 // once-per-round-trip decrease, and exact pacing from relayed rate-limit headers.
-#include "orchestrator/run/adaptive_limiter.h"
+#include "common/flow/adaptive_limiter.h"
 
 #include <deque>
 #include <vector>
@@ -13,7 +13,6 @@ namespace hb {
 namespace {
 
 using ::hb::testing::FakeClock;
-using ::healthbench::grader::v1::UpstreamRateLimit;
 using ::testing::ElementsAre;
 
 class AdaptiveLimiterTest : public ::testing::Test {
@@ -55,12 +54,11 @@ class AdaptiveLimiterTest : public ::testing::Test {
   }
   static ReplySignal WithRequests(int64_t remaining, int64_t reset_ms, int64_t age_ms = 0) {
     ReplySignal s = Ok();
-    UpstreamRateLimit rl;
-    rl.set_has_requests(true);
-    rl.set_limit_requests(100);
-    rl.set_remaining_requests(remaining);
-    rl.set_reset_requests_ms(reset_ms);
-    rl.set_age_ms(age_ms);
+    RelayedRateLimit rl;
+    rl.has_requests = true;
+    rl.remaining_requests = remaining;
+    rl.reset_requests_ms = reset_ms;
+    rl.age_ms = age_ms;
     s.rate_limit = rl;
     return s;
   }
@@ -248,13 +246,13 @@ TEST_F(AdaptiveLimiterTest, TokenBudgetPacesWithTheTokensChargedPerCall) {
   auto report = [](int64_t requests, int64_t requests_reset_ms, int64_t tokens,
                    int64_t tokens_reset_ms) {
     ReplySignal s = Ok();
-    UpstreamRateLimit rl;
-    rl.set_has_requests(true);
-    rl.set_remaining_requests(requests);
-    rl.set_reset_requests_ms(requests_reset_ms);
-    rl.set_has_tokens(true);
-    rl.set_remaining_tokens(tokens);
-    rl.set_reset_tokens_ms(tokens_reset_ms);
+    RelayedRateLimit rl;
+    rl.has_requests = true;
+    rl.remaining_requests = requests;
+    rl.reset_requests_ms = requests_reset_ms;
+    rl.has_tokens = true;
+    rl.remaining_tokens = tokens;
+    rl.reset_tokens_ms = tokens_reset_ms;
     s.rate_limit = rl;
     return s;
   };

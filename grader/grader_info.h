@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "common/healthbench/types.h"
+#include "grader/grader_identity.h"
 #include "healthbench/grader/v1/grader.pb.h"
 
 namespace hb {
@@ -19,6 +20,9 @@ healthbench::grader::v1::GraderInfo MakeGraderInfo(const GraderSettings& setting
                                                    const std::string& base_url,
                                                    const std::string& version);
 
+// The identity `info` reports (settings and template sha256).
+GraderIdentity IdentityOf(const healthbench::grader::v1::GraderInfo& info);
+
 // The settings `info` reports.
 GraderSettings SettingsOf(const healthbench::grader::v1::GraderInfo& info);
 
@@ -28,8 +32,8 @@ struct ReplicaInfo {
   healthbench::grader::v1::GraderInfo info;
 };
 
-// OK when every replica grades with the same model, temperature, max_tokens, system message
-// and template sha256 (the fields that change a verdict). Otherwise kFailedPrecondition naming
+// OK when every replica grades with the same identity (IdentityFields: the fields that change
+// a verdict). Otherwise kFailedPrecondition naming
 // the first differing field, two replicas and their values, and the fix ("start every hb-grader
 // replica with the same --llm-model"). Replicas that differ only in upstream URL or version
 // are accepted (a rolling upgrade, regional endpoints); `warnings` (optional) receives one line

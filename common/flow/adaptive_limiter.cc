@@ -1,4 +1,4 @@
-#include "orchestrator/run/adaptive_limiter.h"
+#include "common/flow/adaptive_limiter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -97,28 +97,27 @@ void AdaptiveLimiter::Decrease(uint64_t seq) {
   ++decreases_;
 }
 
-void AdaptiveLimiter::Observe(const healthbench::grader::v1::UpstreamRateLimit& rl,
-                              absl::Time now) {
-  const absl::Time observed = now - absl::Milliseconds(std::max<int64_t>(0, rl.age_ms()));
+void AdaptiveLimiter::Observe(const RelayedRateLimit& rl, absl::Time now) {
+  const absl::Time observed = now - absl::Milliseconds(std::max<int64_t>(0, rl.age_ms));
   auto fresher = [&](const Budget& b) {
     return !b.known || observed >= b.observed || now >= b.resets + options_.reset_margin;
   };
   const Budget previous_requests = requests_;
   const Budget previous_tokens = tokens_;
   bool updated_requests = false;
-  if (rl.has_requests() && fresher(requests_)) {
-    requests_ = {true, observed, rl.remaining_requests(),
-                 observed + absl::Milliseconds(rl.reset_requests_ms())};
+  if (rl.has_requests && fresher(requests_)) {
+    requests_ = {true, observed, rl.remaining_requests,
+                 observed + absl::Milliseconds(rl.reset_requests_ms)};
     updated_requests = true;
   }
-  if (rl.has_tokens() && fresher(tokens_)) {
-    tokens_ = {true, observed, rl.remaining_tokens(),
-               observed + absl::Milliseconds(rl.reset_tokens_ms())};
+  if (rl.has_tokens && fresher(tokens_)) {
+    tokens_ = {true, observed, rl.remaining_tokens,
+               observed + absl::Milliseconds(rl.reset_tokens_ms)};
     // Tokens charged per call, from how both budgets moved between two reports of one window.
     if (updated_requests && previous_requests.known && previous_tokens.known &&
         now < previous_requests.resets && now < previous_tokens.resets) {
-      const int64_t calls = previous_requests.remaining - rl.remaining_requests();
-      const int64_t tokens = previous_tokens.remaining - rl.remaining_tokens();
+      const int64_t calls = previous_requests.remaining - rl.remaining_requests;
+      const int64_t tokens = previous_tokens.remaining - rl.remaining_tokens;
       if (calls > 0 && tokens >= 0) {
         const double sample = static_cast<double>(tokens) / static_cast<double>(calls);
         tokens_per_call_ = tokens_per_call_ == 0
@@ -202,22 +201,6 @@ LimiterSnapshot AdaptiveLimiter::Snapshot() const {
   s.in_flight = in_flight_;
   s.smoothed_rtt = srtt_;
   return s;
-}
-
-ReplySignal ReplySignalOf(
-    const absl::StatusOr<healthbench::grader::v1::GradeItemResponse>& result) {
-  ReplySignal signal;
-  signal.ok = result.ok();
-  if (!result.ok()) {
-    signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted;
-    if (signal.rate_limited) signal.retry_after = RetryDelay(result.status());
-    return signal;
-  }
-  signal.rate_limited = result->rate_limited_attempts() > 0;
-  if (result->has_rate_limit()) signal.rate_limit = result->rate_limit();
-  signal.attempts = std::max(1, result->attempts());
-  signal.tokens = result->usage().prompt_tokens() + result->usage().completion_tokens();
-  return signal;
 }
 
 }  // namespace hb

@@ -1,4 +1,4 @@
-#include "orchestrator/sample/policy_checkpoints.h"
+#include "orchestrator/run/policy_checkpoints.h"
 
 #include "absl/strings/str_cat.h"
 

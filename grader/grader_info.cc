@@ -1,9 +1,10 @@
-#include "grader_client/grader_info.h"
+#include "grader/grader_info.h"
 
 #include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "http/url_redaction.h"
 
 namespace hb {
@@ -17,20 +18,6 @@ struct Field {
   const char* flag;
   std::function<std::string(const GraderInfo&)> value;
 };
-
-const std::vector<Field>& VerdictFields() {
-  static const auto* fields = new std::vector<Field>{
-      {"model", "--llm-model", [](const GraderInfo& i) { return i.model(); }},
-      {"temperature", "--llm-temperature",
-       [](const GraderInfo& i) { return absl::StrCat(i.temperature()); }},
-      {"max_tokens", "--llm-max-tokens",
-       [](const GraderInfo& i) { return absl::StrCat(i.max_tokens()); }},
-      {"system_message", "", [](const GraderInfo& i) { return i.system_message(); }},
-      {"template_sha256", "--grader-template",
-       [](const GraderInfo& i) { return i.template_sha256(); }},
-  };
-  return *fields;
-}
 
 const std::vector<Field>& InformationalFields() {
   static const auto* fields = new std::vector<Field>{
@@ -47,6 +34,28 @@ std::string Difference(const Field& field, const ReplicaInfo& a, const ReplicaIn
                       "'");
 }
 
+// kFailedPrecondition naming the first field of `a`'s identity whose value `b` does not share
+// (a field `b` does not list counts as empty), with the fix.
+absl::Status CheckFieldsOf(const ReplicaInfo& a, const ReplicaInfo& b) {
+  const std::vector<IdentityField> other_fields = IdentityFields(IdentityOf(b.info));
+  for (const IdentityField& field : IdentityFields(IdentityOf(a.info))) {
+    std::string other;
+    for (const IdentityField& f : other_fields) {
+      if (f.name == field.name) other = f.value;
+    }
+    if (field.value == other) continue;
+    const std::string fix =
+        field.flag.empty()
+            ? "run the same hb-grader build and settings on every replica"
+            : absl::StrCat("start every hb-grader replica with the same ", field.flag);
+    return absl::FailedPreconditionError(
+        absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
+                     field.value, "', replica ", b.replica, " has '", other,
+                     "'; their verdicts would not be comparable: ", fix));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& template_sha256,
@@ -57,9 +66,15 @@ GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& tem
   info.set_max_tokens(settings.max_tokens);
   info.set_system_message(settings.system_message);
   info.set_template_sha256(template_sha256);
+  info.set_api(GraderApiName(settings.api));
+  info.set_reasoning_effort(settings.reasoning_effort);
   info.set_upstream_base_url(RedactUrl(base_url));
   info.set_version(version);
   return info;
+}
+
+GraderIdentity IdentityOf(const GraderInfo& info) {
+  return GraderIdentity{SettingsOf(info), info.template_sha256()};
 }
 
 GraderSettings SettingsOf(const GraderInfo& info) {
@@ -68,6 +83,9 @@ GraderSettings SettingsOf(const GraderInfo& info) {
   settings.temperature = info.temperature();
   settings.max_tokens = info.max_tokens();
   settings.system_message = info.system_message();
+  settings.api = info.api() == GraderApiName(GraderApi::kResponses) ? GraderApi::kResponses
+                                                                    : GraderApi::kChatCompletions;
+  settings.reasoning_effort = info.reasoning_effort();
   return settings;
 }
 
@@ -76,17 +94,8 @@ absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
   if (replicas.empty()) return absl::OkStatus();
   const ReplicaInfo& first = replicas.front();
   for (size_t i = 1; i < replicas.size(); ++i) {
-    for (const Field& field : VerdictFields()) {
-      if (field.value(first.info) == field.value(replicas[i].info)) continue;
-      std::string fix =
-          *field.flag != '\0'
-              ? absl::StrCat("start every hb-grader replica with the same ", field.flag)
-              : "run the same hb-grader build and settings on every replica";
-      return absl::FailedPreconditionError(absl::StrCat(Difference(field, first, replicas[i]),
-                                                        "; their verdicts would not be "
-                                                        "comparable: ",
-                                                        fix));
-    }
+    HB_RETURN_IF_ERROR(CheckFieldsOf(first, replicas[i]));
+    HB_RETURN_IF_ERROR(CheckFieldsOf(replicas[i], first));
     if (warnings == nullptr) continue;
     for (const Field& field : InformationalFields()) {
       if (field.value(first.info) != field.value(replicas[i].info)) {

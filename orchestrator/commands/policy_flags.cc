@@ -1,4 +1,4 @@
-#include "cli/policy_flags.h"
+#include "orchestrator/commands/policy_flags.h"
 
 #include "cli/grader_flags.h"
 #include "common/base/status_macros.h"

@@ -1,4 +1,4 @@
-#include "orchestrator/run/token_prices.h"
+#include "llm/token_prices.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "orchestrator/run/progress.h"
+#include "orchestrator/report/progress.h"
 
 #include <unistd.h>
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "orchestrator/run/token_prices.h"
+#include "llm/token_prices.h"
 
 namespace hb {
 

@@ -1,5 +1,5 @@
 // The cost arithmetic every dollar figure goes through.
-#include "orchestrator/run/token_prices.h"
+#include "llm/token_prices.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,7 +1,7 @@
-// AdaptiveLimiter: how many GradeItem calls the dispatcher keeps in flight, and how fast it
-// starts them, adapted to the upstream's rate limits across the whole job. The orchestrator
-// is the one process that sees every row of the job (it talks to every grader replica), so
-// it is the place where the shared upstream budget is paced.
+// AdaptiveLimiter: how many calls a loop keeps in flight to a rate-limited upstream, and how fast
+// it starts them, adapted to the upstream's limits. Proto-free: the callers (run's dispatcher,
+// which sees every row of a job across all grader replicas; hb-env; the policy sampler) turn
+// their replies into a ReplySignal (grader_client/reply_signal.h for GradeItem replies).
 //
 // Two mechanisms, combined:
 //   * AIMD on the in-flight window. It starts at `initial_window` (default: the maximum), grows by
@@ -13,7 +13,7 @@
 //     rate_limited_attempts > 0, or a RESOURCE_EXHAUSTED error) multiplies it by
 //     `decrease_factor`, at most once per round trip: only replies to calls dispatched after
 //     the previous decrease can trigger another.
-//   * Pacing from the x-ratelimit-* headers the graders relay (UpstreamRateLimit). From the
+//   * Pacing from the x-ratelimit-* headers the graders relay (RelayedRateLimit). From the
 //     freshest report the limiter estimates the budget left now (the reported remaining minus
 //     the calls dispatched since the report was taken) and when it resets, and spaces
 //     dispatches so that the budget lasts until the reset: one call per (time to reset) /
@@ -25,7 +25,7 @@
 //     dispatch for that long.
 // The effective window stays within [1, max_window].
 //
-// Not thread-safe: the dispatcher calls it under its own lock. Time comes from the injected
+// Not thread-safe: callers use it under their own lock. Time comes from the injected
 // clock only.
 #pragma once
 
@@ -38,7 +38,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
-#include "healthbench/grader/v1/grader.pb.h"
 
 namespace hb {
 
@@ -69,6 +68,20 @@ struct DispatchTicket {
   absl::Time sent;
 };
 
+// The upstream's x-ratelimit-* budgets as relayed with a reply (the grader's UpstreamRateLimit,
+// grader_client/reply_signal.h converts it).
+struct RelayedRateLimit {
+  bool has_requests = false;
+  int64_t remaining_requests = 0;
+  // Time from the report until the requests budget resets.
+  int64_t reset_requests_ms = 0;
+  bool has_tokens = false;
+  int64_t remaining_tokens = 0;
+  int64_t reset_tokens_ms = 0;
+  // How old the report was when the reply left the grader.
+  int64_t age_ms = 0;
+};
+
 // What a reply says about the upstream's limits.
 struct ReplySignal {
   // A verdict came back.
@@ -79,15 +92,11 @@ struct ReplySignal {
   // The upstream's Retry-After carried by a RESOURCE_EXHAUSTED error.
   std::optional<absl::Duration> retry_after;
   // The headers relayed by the grader (ok replies), when present.
-  std::optional<healthbench::grader::v1::UpstreamRateLimit> rate_limit;
+  std::optional<RelayedRateLimit> rate_limit;
   // Upstream attempts and the tokens they reported (prompt + completion).
   int attempts = 1;
   int64_t tokens = 0;
 };
-
-// The signal of one GradeItem outcome as the dispatcher reads it: ok, rate-limited
-// (rate_limited_attempts > 0 or kResourceExhausted), the relayed headers, attempts and tokens.
-ReplySignal ReplySignalOf(const absl::StatusOr<healthbench::grader::v1::GradeItemResponse>& result);
 
 // A view of the limiter's state, for the progress line and tests.
 struct LimiterSnapshot {
@@ -139,7 +148,7 @@ class AdaptiveLimiter {
   // `in_flight` counts the replying call.
   void Increase(int64_t in_flight);
   void Decrease(uint64_t seq);
-  void Observe(const healthbench::grader::v1::UpstreamRateLimit& rl, absl::Time now);
+  void Observe(const RelayedRateLimit& rl, absl::Time now);
   // Calls dispatched after `t`.
   int64_t DispatchedSince(absl::Time t) const;
   // The spacing between dispatches that makes `budget` last, for calls costing `cost` each;

@@ -1,0 +1,48 @@
+// GraderIdentity: what a grader grades with, i.e. everything besides the graded conversation, the
+// reply and the rubric item that can change a verdict. The ONE place where a grader setting
+// becomes part of that identity: the run journal (JournalMeta), hb-env's result cache, replicas'
+// agreement (CheckGradersAgree) and provenance all read it from here, so a setting added to the
+// grader is added to IdentityFields once and every store keys on it.
+//
+// The verdict cache (grader/verdict_cache.h) keys on the exact upstream request body instead,
+// which carries every field of the identity that goes on the wire; a setting that changes the
+// verdict without being in the body (an HTTP header) must be added to that key too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/healthbench/types.h"
+
+namespace hb {
+
+struct GraderIdentity {
+  // Model, temperature, max_tokens, system message, API, reasoning effort.
+  GraderSettings settings;
+  // sha256 (hex) of the grader template.
+  std::string template_sha256;
+};
+
+// One field of an identity, as recorded and compared.
+struct IdentityField {
+  // As messages print it: "model", "temperature", ..., "template_sha256".
+  std::string name;
+  // The key it is recorded under in a run journal's meta ("grader_model", "template_sha256").
+  std::string journal_key;
+  // Its value as text; numbers as JSON numbers ("0.5", "2048").
+  std::string value;
+  // The flag that sets it, for the fix in an error ("--llm-model"); empty when none.
+  std::string flag;
+};
+
+// The fields in a fixed order: model, temperature, max_tokens, system_message, template_sha256,
+// then api (when not chat) and reasoning_effort (when set).
+// A field added later is listed only when it differs from its default, so journals and caches
+// written before it existed stay valid for graders that do not use it.
+std::vector<IdentityField> IdentityFields(const GraderIdentity& identity);
+
+// Hex sha256 of the fields' names and values (length-prefixed, so no two identities collide):
+// the identity as one key. Thread-safe.
+std::string IdentityFingerprint(const GraderIdentity& identity);
+
+}  // namespace hb

@@ -1,0 +1,103 @@
+#include "grader/grader_identity.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "grader/verdict_cache.h"
+#include "gtest/gtest.h"
+
+namespace hb {
+namespace {
+
+using ::testing::ElementsAre;
+
+GraderIdentity Reference() {
+  GraderIdentity identity;  // the reference's settings (SPEC §5)
+  identity.template_sha256 = "abc";
+  return identity;
+}
+
+std::vector<std::string> JournalKeysAndValues(const GraderIdentity& identity) {
+  std::vector<std::string> out;
+  for (const IdentityField& f : IdentityFields(identity))
+    out.push_back(f.journal_key + "=" + f.value);
+  return out;
+}
+
+TEST(GraderIdentityTest, FieldsAreTheJournalsKeysWithTheirValues) {
+  // The keys and value formats of journals written before the identity existed: a journal of an
+  // earlier version resumes with the same grader.
+  EXPECT_THAT(
+      JournalKeysAndValues(Reference()),
+      ElementsAre("grader_model=gpt-4.1-2025-04-14", "grader_temperature=0.5",
+                  "grader_max_tokens=2048", "grader_system_message=You are a helpful assistant.",
+                  "template_sha256=abc"));
+}
+
+TEST(GraderIdentityTest, EveryFieldChangesTheFingerprint) {
+  const std::string reference = IdentityFingerprint(Reference());
+  EXPECT_EQ(reference, IdentityFingerprint(Reference()));
+  EXPECT_EQ(reference.size(), 64u);
+  const std::vector<std::function<void(GraderIdentity&)>> changes = {
+      [](GraderIdentity& g) { g.settings.model = "gpt-5.4-2026-03-05"; },
+      [](GraderIdentity& g) { g.settings.temperature = 0.6; },
+      [](GraderIdentity& g) { g.settings.max_tokens = 2049; },
+      [](GraderIdentity& g) { g.settings.system_message = ""; },
+      [](GraderIdentity& g) { g.template_sha256 = "abd"; },
+      [](GraderIdentity& g) { g.settings.api = GraderApi::kResponses; },
+      [](GraderIdentity& g) { g.settings.reasoning_effort = "low"; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    GraderIdentity changed = Reference();
+    changes[i](changed);
+    EXPECT_NE(IdentityFingerprint(changed), reference) << "change " << i;
+  }
+}
+
+// A GPT-5.4 grader through the Responses API is never the gpt-4.1 chat grader, nor the same
+// model at another effort: for the journal and hb-env's result cache (the identity) and for the
+// verdict cache (the request body).
+TEST(GraderIdentityTest, ApiAndReasoningEffortAreListedWhenSetAndSeparateEveryCache) {
+  GraderIdentity low = Reference();
+  low.settings.model = "gpt-5.4-2026-03-05";
+  low.settings.api = GraderApi::kResponses;
+  low.settings.reasoning_effort = "low";
+  EXPECT_THAT(
+      JournalKeysAndValues(low),
+      ElementsAre("grader_model=gpt-5.4-2026-03-05", "grader_temperature=0.5",
+                  "grader_max_tokens=2048", "grader_system_message=You are a helpful assistant.",
+                  "template_sha256=abc", "grader_api=responses", "grader_reasoning_effort=low"));
+  GraderIdentity high = low;
+  high.settings.reasoning_effort = "high";
+  GraderIdentity chat = low;
+  chat.settings.api = GraderApi::kChatCompletions;
+  chat.settings.reasoning_effort.clear();
+  const std::vector<std::string> fingerprints = {
+      IdentityFingerprint(Reference()), IdentityFingerprint(low), IdentityFingerprint(high),
+      IdentityFingerprint(chat)};
+  const std::vector<std::string> cache_keys = {
+      VerdictCacheKey(Reference().settings, "P"), VerdictCacheKey(low.settings, "P"),
+      VerdictCacheKey(high.settings, "P"), VerdictCacheKey(chat.settings, "P")};
+  for (size_t i = 0; i < fingerprints.size(); ++i) {
+    for (size_t j = i + 1; j < fingerprints.size(); ++j) {
+      EXPECT_NE(fingerprints[i], fingerprints[j]) << i << " " << j;
+      EXPECT_NE(cache_keys[i], cache_keys[j]) << i << " " << j;
+    }
+  }
+}
+
+TEST(GraderIdentityTest, ValuesCannotBleedIntoEachOther) {
+  // Length prefixes: moving text from one field to the next changes the fingerprint.
+  GraderIdentity a = Reference();
+  a.settings.model = "m\n";
+  a.settings.system_message = "s";
+  GraderIdentity b = Reference();
+  b.settings.model = "m";
+  b.settings.system_message = "\ns";
+  EXPECT_NE(IdentityFingerprint(a), IdentityFingerprint(b));
+}
+
+}  // namespace
+}  // namespace hb

@@ -1,0 +1,54 @@
+#include "grader/grader_stack_options.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hb {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+LlmOptions Llm(const std::string& base_url, bool given, const std::string& key = "sk-SECRET") {
+  LlmOptions llm;
+  llm.base_url = base_url;
+  llm.base_url_given = given;
+  llm.api_key = key;
+  return llm;
+}
+
+TEST(ApiKeyWarningsTest, AKeyGoingToTheDefaultUrlImplicitlyIsWarnedAbout) {
+  EXPECT_THAT(ApiKeyWarnings(Llm(LlmOptions{}.base_url, /*given=*/false)),
+              ElementsAre("the API key ($OPENAI_API_KEY or --llm-api-key-file) goes to "
+                          "https://api.openai.com/v1, the default --llm-base-url: pass "
+                          "--llm-base-url to choose the endpoint explicitly"));
+  EXPECT_THAT(ApiKeyWarnings(Llm(LlmOptions{}.base_url, /*given=*/true)), IsEmpty());
+}
+
+TEST(ApiKeyWarningsTest, AKeyOverPlainHttpToAnotherHostIsWarnedAbout) {
+  const std::vector<std::string> warnings =
+      ApiKeyWarnings(Llm("http://user:pw@vllm.internal:8000/v1", /*given=*/true));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "the API key goes over plain http:// to http://[redacted]@vllm.internal:8000/v1, "
+            "readable by anyone on the path: use https://");
+  for (const char* local : {"http://127.0.0.1:8000/v1", "http://localhost:8000/v1",
+                            "http://[::1]:8000/v1", "https://vllm.internal/v1"}) {
+    EXPECT_THAT(ApiKeyWarnings(Llm(local, /*given=*/true)), IsEmpty()) << local;
+  }
+}
+
+TEST(ApiKeyWarningsTest, NoKeyNoWarningAndTheKeyIsNeverInOne) {
+  EXPECT_THAT(ApiKeyWarnings(Llm("http://vllm.internal/v1", false, "")), IsEmpty());
+  for (const std::string& w : ApiKeyWarnings(Llm("http://vllm.internal/v1", false))) {
+    EXPECT_THAT(w, Not(HasSubstr("SECRET")));
+  }
+}
+
+}  // namespace
+}  // namespace hb
