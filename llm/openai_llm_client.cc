@@ -170,19 +170,26 @@ absl::Status HttpFailure(const HttpResponse& response, absl::string_view api_key
   return WithAttemptOutcome(status, outcome);
 }
 
+// doc.usage's input, cached (in `<input>_details`) and output token counts, named as each API
+// names them.
+ChatUsage UsageOf(const rapidjson::Value& doc, const char* input, const char* output) {
+  ChatUsage counts;
+  auto usage = doc.FindMember("usage");
+  if (usage == doc.MemberEnd() || !usage->value.IsObject()) return counts;
+  counts.prompt_tokens = Int64Member(usage->value, input);
+  counts.completion_tokens = Int64Member(usage->value, output);
+  auto details = usage->value.FindMember(absl::StrCat(input, "_details").c_str());
+  if (details != usage->value.MemberEnd()) {
+    counts.cached_tokens = Int64Member(details->value, "cached_tokens");
+  }
+  return counts;
+}
+
 // Chat completions: usage.{prompt_tokens, prompt_tokens_details.cached_tokens,
 // completion_tokens}; the text is choices[0].message.content (null content is retried, as the
 // reference does).
 absl::Status ReadChatCompletion(const rapidjson::Value& doc, ChatResult& result) {
-  auto usage = doc.FindMember("usage");
-  if (usage != doc.MemberEnd() && usage->value.IsObject()) {
-    result.usage.prompt_tokens = Int64Member(usage->value, "prompt_tokens");
-    result.usage.completion_tokens = Int64Member(usage->value, "completion_tokens");
-    auto details = usage->value.FindMember("prompt_tokens_details");
-    if (details != usage->value.MemberEnd()) {
-      result.usage.cached_tokens = Int64Member(details->value, "cached_tokens");
-    }
-  }
+  result.usage = UsageOf(doc, "prompt_tokens", "completion_tokens");
   auto choices = doc.FindMember("choices");
   if (choices == doc.MemberEnd() || !choices->value.IsArray() || choices->value.Empty() ||
       !choices->value[0].IsObject()) {
@@ -229,15 +236,7 @@ std::string ResponsesOutputText(const rapidjson::Value& output) {
 // Responses API: usage.{input_tokens, input_tokens_details.cached_tokens, output_tokens}
 // (output_tokens includes the reasoning tokens, billed as output); finish_reason = `status`.
 absl::Status ReadResponse(const rapidjson::Value& doc, ChatResult& result) {
-  auto usage = doc.FindMember("usage");
-  if (usage != doc.MemberEnd() && usage->value.IsObject()) {
-    result.usage.prompt_tokens = Int64Member(usage->value, "input_tokens");
-    result.usage.completion_tokens = Int64Member(usage->value, "output_tokens");
-    auto details = usage->value.FindMember("input_tokens_details");
-    if (details != usage->value.MemberEnd()) {
-      result.usage.cached_tokens = Int64Member(details->value, "cached_tokens");
-    }
-  }
+  result.usage = UsageOf(doc, "input_tokens", "output_tokens");
   auto output = doc.FindMember("output");
   if (output == doc.MemberEnd() || !output->value.IsArray()) {
     return Malformed("upstream reply has no output list");

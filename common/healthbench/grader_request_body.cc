@@ -7,6 +7,20 @@
 #include "common/base/json_io.h"
 
 namespace hb {
+namespace {
+
+// The optional "prompt_cache_key" (an OpenAI extension; last), the closing brace, the bytes.
+std::string FinishBody(JsonWriter& writer, const rapidjson::StringBuffer& buffer,
+                       absl::string_view prompt_cache_key) {
+  if (!prompt_cache_key.empty()) {
+    writer.Key("prompt_cache_key");
+    WriteJsonString(writer, prompt_cache_key);
+  }
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
 
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key) {
@@ -40,12 +54,7 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   }
   writer.Key("max_tokens");
   writer.Int(settings.max_tokens);
-  if (!prompt_cache_key.empty()) {
-    writer.Key("prompt_cache_key");
-    WriteJsonString(writer, prompt_cache_key);
-  }
-  writer.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return FinishBody(writer, buffer, prompt_cache_key);
 }
 
 std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view grader_prompt,
@@ -71,12 +80,7 @@ std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view
     WriteJsonString(writer, settings.reasoning_effort);
     writer.EndObject();
   }
-  if (!prompt_cache_key.empty()) {
-    writer.Key("prompt_cache_key");
-    WriteJsonString(writer, prompt_cache_key);
-  }
-  writer.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  return FinishBody(writer, buffer, prompt_cache_key);
 }
 
 std::string BuildGraderRequestBody(const GraderSettings& settings, absl::string_view grader_prompt,
