@@ -35,8 +35,7 @@ TEST(ResolveGraderApiTest, AutoFollowsTheReferenceRoutingList) {
             GraderApi::kResponses);
   EXPECT_EQ(ResolveGraderApi(GraderApiChoice::kChat, Model("gpt-5.4-2026-03-05")),
             GraderApi::kChatCompletions);
-  EXPECT_EQ(ResolveGraderApi(GraderApiChoice::kResponses, Model("gpt-4.1")),
-            GraderApi::kResponses);
+  EXPECT_EQ(ResolveGraderApi(GraderApiChoice::kResponses, Model("gpt-4.1")), GraderApi::kResponses);
 }
 
 TEST(ResolveGraderSettingsTest, RefusesChatOnlySettingsForAResponsesGrader) {
@@ -67,9 +66,9 @@ TEST(ValidateGraderSettingsTest, EffortIsLowMediumOrHighAndOnlyOnResponses) {
   settings.reasoning_effort = "medium";
   HB_EXPECT_OK(ValidateGraderSettings(settings));
   settings.api = GraderApi::kChatCompletions;
-  EXPECT_THAT(ValidateGraderSettings(settings),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("only through the Responses API")));
+  EXPECT_THAT(
+      ValidateGraderSettings(settings),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("only through the Responses API")));
 }
 
 TEST(GraderApiChoiceTest, ParsesAndUnparsesTheFlag) {
