@@ -12,15 +12,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/sqlite/database.h"
 #include "environment/result_cache.h"
-
-struct sqlite3;
 
 namespace hb::env {
 
 class SqliteResultStore final : public ResultStore {
  public:
-  // Opens or creates `path`. kPermissionDenied / kDataLoss / kInternal naming the path.
+  // Opens or creates `path` (Database::Open's policy and errors, naming "cache db" and the path).
   static absl::StatusOr<std::unique_ptr<SqliteResultStore>> Open(const std::string& path);
   ~SqliteResultStore() override;
 
@@ -30,10 +29,9 @@ class SqliteResultStore final : public ResultStore {
   void Erase(const std::string& key) override;
 
  private:
-  SqliteResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  explicit SqliteResultStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   absl::Mutex mu_;
-  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
-  const std::string path_;
+  const std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hb::env

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/logging.h"
-#include "common/base/sqlite_status.h"
 
 namespace hb {
 namespace {
@@ -23,72 +22,44 @@ constexpr char kStore[] =
     "INSERT OR IGNORE INTO verdicts (key, raw_reply, model, prompt_tokens, cached_tokens, "
     "completion_tokens, created_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-absl::Status OpenError(sqlite3* db, int rc, const std::string& path) {
-  return SqliteStatus(
-      rc, absl::StrCat("--verdict-cache ", path, ": cannot use it as the verdict cache: ",
-                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
-                       " (give a writable path for a new SQLite file, or an existing verdict "
-                       "cache; move away a file that is not one)"));
-}
-
-// PRAGMA journal_mode=WAL. Switching a new file to WAL can answer SQLITE_BUSY at once, without
-// the busy handler, while another process does the same: retried until `busy_ms` passed.
-int SetWalMode(sqlite3* db, int busy_ms) {
-  const absl::Time give_up = absl::Now() + absl::Milliseconds(busy_ms);
-  for (;;) {
-    const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
-    if ((rc & 0xff) != SQLITE_BUSY || absl::Now() >= give_up) return rc;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-}
-
-// Creates the table, checks its shape and that this connection can take the write lock.
-int Prepare(sqlite3* db, int busy_ms) {
-  int rc = sqlite3_busy_timeout(db, busy_ms);
-  if (rc == SQLITE_OK) rc = SetWalMode(db, busy_ms);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK) rc = sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_exec(db, "BEGIN IMMEDIATE; ROLLBACK;", nullptr, nullptr, nullptr);
-  }
-  return rc;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteVerdictCache>> SqliteVerdictCache::Open(
     const std::string& path, SqliteVerdictCacheOptions options) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = Prepare(db, static_cast<int>(absl::ToInt64Milliseconds(options.busy_timeout)));
+  DatabaseOptions db_options;
+  db_options.what = "--verdict-cache";
+  db_options.busy_timeout = options.busy_timeout;
+  db_options.schema = kSchema;
+  db_options.check_write_lock = true;
+  absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path, db_options);
+  if (!db.ok()) {
+    return absl::Status(
+        db.status().code(),
+        absl::StrCat(db.status().message(),
+                     " (give a writable path for a new SQLite file, or an existing verdict "
+                     "cache; move away a file that is not one)"));
   }
-  if (rc != SQLITE_OK) {
-    absl::Status status = OpenError(db, rc, path);
-    sqlite3_close(db);
-    return status;
-  }
-  std::unique_ptr<SqliteVerdictCache> cache(new SqliteVerdictCache(db, path));
+  std::unique_ptr<SqliteVerdictCache> cache(new SqliteVerdictCache(*std::move(db)));
   absl::MutexLock lock(&cache->mu_);
-  rc = sqlite3_prepare_v2(db, kLookup, -1, &cache->lookup_, nullptr);
-  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, kStore, -1, &cache->store_, nullptr);
+  sqlite3* const raw = cache->db_->get();
+  int rc = sqlite3_prepare_v2(raw, kLookup, -1, &cache->lookup_, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(raw, kStore, -1, &cache->store_, nullptr);
   if (rc != SQLITE_OK) {
     // The table exists with other columns: someone else's file.
     return absl::FailedPreconditionError(
         absl::StrCat("--verdict-cache ", path, ": its `verdicts` table is not a verdict cache's (",
-                     sqlite3_errmsg(db), "); give another path"));
+                     sqlite3_errmsg(raw), "); give another path"));
   }
   return cache;
 }
 
-SqliteVerdictCache::SqliteVerdictCache(sqlite3* db, std::string path)
-    : db_(db), path_(std::move(path)), log_(Clock::Real(), {}) {}
+SqliteVerdictCache::SqliteVerdictCache(std::unique_ptr<Database> db)
+    : db_(std::move(db)), path_(db_->path()), log_(Clock::Real(), {}) {}
 
 void SqliteVerdictCache::LogError(absl::string_view what, int rc) {
   if (auto suffix = log_.Admit(what)) {
     HB_LOG_WARN("verdict cache {}: {} failed{}: {} ({}; grading goes on without the cache)", path_,
-                std::string(what), *suffix, sqlite3_errmsg(db_), sqlite3_errstr(rc));
+                std::string(what), *suffix, sqlite3_errmsg(db_->get()), sqlite3_errstr(rc));
   }
 }
 
@@ -96,7 +67,6 @@ SqliteVerdictCache::~SqliteVerdictCache() {
   absl::MutexLock lock(&mu_);
   sqlite3_finalize(lookup_);
   sqlite3_finalize(store_);
-  sqlite3_close(db_);
 }
 
 std::optional<CachedVerdict> SqliteVerdictCache::Lookup(const std::string& key) {

@@ -16,10 +16,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/rate_limited_log.h"
+#include "common/sqlite/database.h"
 #include "grader/verdict_cache.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
 
 namespace hb {
 
@@ -45,13 +43,13 @@ class SqliteVerdictCache final : public VerdictCache {
   const std::string& path() const { return path_; }
 
  private:
-  SqliteVerdictCache(sqlite3* db, std::string path);
+  explicit SqliteVerdictCache(std::unique_ptr<Database> db);
 
   // A failed read or write, rate-limited (a full disk must not flood the log).
   void LogError(absl::string_view what, int rc) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
-  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   sqlite3_stmt* lookup_ ABSL_GUARDED_BY(mu_) = nullptr;
   sqlite3_stmt* store_ ABSL_GUARDED_BY(mu_) = nullptr;
   const std::string path_;

@@ -10,6 +10,7 @@
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
+#include "common/rpc/malformed_request.h"
 #include "common/rpc/server_reflection.h"
 #include "common/rpc/server_transport.h"
 #include "grader/grader_stack.h"
@@ -23,60 +24,6 @@ namespace hb {
 namespace {
 
 namespace grader_v1 = ::healthbench::grader::v1;
-
-// gRPC's callback API answers a request whose bytes do not parse as the method's request
-// message with UNIMPLEMENTED and no message. Clients must not retry such a request, so it
-// becomes INVALID_ARGUMENT naming the method, logged through the service's rate-limited log of
-// refusals (kind "<Method> INVALID_ARGUMENT", shared with the handlers' own refusals).
-class MalformedRequestInterceptor final : public grpc::experimental::Interceptor {
- public:
-  MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info,
-                              std::shared_ptr<RateLimitedLog> log)
-      : method_(info->method()), log_(std::move(log)) {}
-
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
-    using Hook = grpc::experimental::InterceptionHookPoints;
-    // A unary request arrives with the call's initial metadata, in one batch; the server hands
-    // interceptors a null message when it did not deserialize. (On a stream a null message
-    // in a later batch is only the end of the stream.)
-    if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA) &&
-        methods->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE) &&
-        methods->GetRecvMessage() == nullptr) {
-      malformed_ = true;
-    }
-    if (malformed_ && methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
-      const std::string message = absl::StrCat("malformed request for ", method_,
-                                               ": the bytes do not parse as its request message");
-      const std::string kind =
-          absl::StrCat(method_.substr(method_.rfind('/') + 1), " INVALID_ARGUMENT");
-      if (std::optional<std::string> suffix = log_->Admit(kind)) {
-        HB_LOG_WARN("grader: {} refused{}: {}", kind, *suffix, message);
-      }
-      methods->ModifySendStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message));
-    }
-    methods->Proceed();
-  }
-
- private:
-  const std::string method_;
-  const std::shared_ptr<RateLimitedLog> log_;
-  bool malformed_ = false;
-};
-
-class MalformedRequestInterceptorFactory final
-    : public grpc::experimental::ServerInterceptorFactoryInterface {
- public:
-  explicit MalformedRequestInterceptorFactory(std::shared_ptr<RateLimitedLog> log)
-      : log_(std::move(log)) {}
-
-  grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo* info) override {
-    return new MalformedRequestInterceptor(info, log_);
-  }
-
- private:
-  const std::shared_ptr<RateLimitedLog> log_;
-};
 
 }  // namespace
 
@@ -113,8 +60,11 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   ConfigureServerTransport(builder, options.max_receive_message_bytes);
   builder.SetOption(ReflectionOption(options.reflection));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(
-      std::make_unique<MalformedRequestInterceptorFactory>(server->service_->refused_log()));
+  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>(
+      "grader", server->service_->refused_log(),
+      [tokens = &server->tokens_](absl::string_view auth) {
+        return CheckCallerToken(*tokens, auth, "");
+      }));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

@@ -167,14 +167,16 @@ double NumpyStd(const std::vector<double>& values) {
   return std::sqrt(NumpySum(squares.data(), squares.size()) / n);
 }
 
-double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomState& rng) {
+double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomState& rng,
+                    bool clip) {
   const size_t n = values.size();
   if (n == 0 || samples <= 0) return std::numeric_limits<double>::quiet_NaN();
   std::vector<double> resample(n);
   std::vector<double> means(static_cast<size_t>(samples));
   for (double& mean : means) {
     for (double& v : resample) v = values[rng.RandInt(n)];
-    mean = ClippedMeanOf(resample.data(), n);
+    mean = clip ? ClippedMeanOf(resample.data(), n)
+                : NumpySum(resample.data(), n) / static_cast<double>(n);
   }
   return NumpyStd(means);
 }
@@ -283,9 +285,9 @@ AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
     const double* overall = nullptr;
     for (const auto& [name, value] : task) {
       add(name, value);
-      if (name == "overall_score") overall = &value;
+      if (name == options.score_key) overall = &value;
     }
-    // SingleEvalResult.score = metrics["overall_score"].
+    // SingleEvalResult.score = metrics[score_key].
     if (overall != nullptr) add("score", *overall);
   }
 
@@ -296,9 +298,9 @@ AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
     const std::vector<double>& v = values.at(name);
     MetricSummary summary;
     summary.name = name;
-    summary.mean = NumpyClip01(NumpyMean(v));
+    summary.mean = options.clip_means ? NumpyClip01(NumpyMean(v)) : NumpyMean(v);
     summary.n_samples = static_cast<int64_t>(v.size());
-    summary.bootstrap_std = BootstrapStd(v, options.bootstrap_samples, rng);
+    summary.bootstrap_std = BootstrapStd(v, options.bootstrap_samples, rng, options.clip_means);
     if (name == "score") result.score = summary.mean;
     result.metrics.push_back(std::move(summary));
   }

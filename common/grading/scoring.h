@@ -68,9 +68,9 @@ absl::Status AddLengthAdjustedScore(std::string_view reply, const LengthAdjustme
 // One aggregated statistic set.
 struct MetricSummary {
   std::string name;
-  double mean = 0;  // clipped to [0, 1]
+  double mean = 0;  // clipped to [0, 1] unless AggregateOptions::clip_means is false
   int64_t n_samples = 0;
-  double bootstrap_std = 0;  // population std of clipped bootstrap means
+  double bootstrap_std = 0;  // population std of the (clipped) bootstrap means
 };
 
 struct AggregateResult {
@@ -85,9 +85,16 @@ struct AggregateOptions {
   int bootstrap_samples = 1000;
   // numpy legacy seed (np.random.seed); must fit in 32 bits.
   uint32_t seed = 0;
+  // The HealthBench eval clips every mean, bootstrap means included, to [0, 1] (SPEC §9);
+  // simple-evals' common.aggregate_results, which the meta-eval uses, does not (SPEC §15).
+  bool clip_means = true;
+  // The per-task metric that is also the task's "score" entry (SingleEvalResult.score): the
+  // eval's "overall_score", the meta-eval's "model_predicted_positive".
+  std::string score_key = "overall_score";
 };
 
-// SPEC §9 over `tasks` (each the OrderedMetrics of one graded task, in task order).
+// SPEC §9 over `tasks` (each the OrderedMetrics of one graded task, in task order). With
+// clip_means false, `mean` and the bootstrap means are numpy's plain means.
 AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
                           const AggregateOptions& options);
 
@@ -113,9 +120,10 @@ class NumpyRandomState {
 double NumpyMean(const std::vector<double>& values);
 double NumpyStd(const std::vector<double>& values);
 
-// The bootstrap standard deviation of the clipped mean of `values` (SPEC §9), drawing from
-// `rng`.
-double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomState& rng);
+// The bootstrap standard deviation of the clipped (or, with `clip` false, plain) mean of
+// `values` (SPEC §9), drawing from `rng`.
+double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomState& rng,
+                    bool clip = true);
 
 // Paired bootstrap of the difference of clipped means between two checkpoints graded on the
 // same tasks: `a[i]` and `b[i]` are the two task scores of task i. Returns the observed

@@ -21,35 +21,8 @@ namespace {
 
 using JsonValue = rapidjson::Value;
 
-// Builds "<path>:<line>: field '<field>': <what>" errors for one record.
-class RecordErrors {
- public:
-  RecordErrors(const std::string& path, int line) : path_(path), line_(line) {}
-
-  absl::Status Error(absl::string_view message) const {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_, ": ", message));
-  }
-  absl::Status Field(absl::string_view field, absl::string_view message) const {
-    return Error(absl::StrCat("field '", field, "': ", message));
-  }
-  absl::Status WrongType(absl::string_view field, absl::string_view expected,
-                         const JsonValue& got) const {
-    return Error(JsonTypeError(field, expected, got).message());
-  }
-  absl::Status Missing(absl::string_view field) const { return Field(field, "missing"); }
-
- private:
-  const std::string& path_;
-  int line_;
-};
-
-absl::StatusOr<std::string> RequireString(const JsonValue& object, absl::string_view name,
-                                          const std::string& field, const RecordErrors& errors) {
-  const JsonValue* value = FindJsonMember(object, name);
-  if (value == nullptr) return errors.Missing(field);
-  if (!value->IsString()) return errors.WrongType(field, "a string", *value);
-  return std::string(value->GetString(), value->GetStringLength());
-}
+using jsonl_internal::RecordErrors;
+using jsonl_internal::RequireString;
 
 // A list of unique strings (tags).
 absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
@@ -76,24 +49,14 @@ absl::StatusOr<std::vector<std::string>> RequireTags(const JsonValue& object,
   return tags;
 }
 
-// A message list `list` named `field` ("prompt", "conversation.messages").
-absl::StatusOr<std::vector<Message>> ParseMessages(const JsonValue* list, const std::string& field,
+// The message list `name` of `parent`, named `field` in errors ("prompt",
+// "conversation.messages"): non-empty, ending with a user turn.
+absl::StatusOr<std::vector<Message>> ParseMessages(const JsonValue& parent, absl::string_view name,
+                                                   const std::string& field,
                                                    const RecordErrors& errors) {
-  if (list == nullptr) return errors.Missing(field);
-  if (!list->IsArray()) return errors.WrongType(field, "a list of messages", *list);
-  if (list->Empty()) return errors.Field(field, "empty list");
-  std::vector<Message> messages;
-  messages.reserve(list->Size());
-  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-    const JsonValue& turn = (*list)[i];
-    const std::string turn_field = absl::StrCat(field, "[", i, "]");
-    if (!turn.IsObject()) return errors.WrongType(turn_field, "an object", turn);
-    Message message;
-    HB_ASSIGN_OR_RETURN(message.role, RequireString(turn, "role", turn_field + ".role", errors));
-    HB_ASSIGN_OR_RETURN(message.content,
-                        RequireString(turn, "content", turn_field + ".content", errors));
-    messages.push_back(std::move(message));
-  }
+  HB_ASSIGN_OR_RETURN(std::vector<Message> messages,
+                      jsonl_internal::RequireMessages(parent, name, errors, field));
+  if (messages.empty()) return errors.Field(field, "empty list");
   if (messages.back().role != "user") {
     return errors.Field(
         absl::StrCat(field, "[", messages.size() - 1, "].role"),
@@ -107,10 +70,9 @@ absl::StatusOr<std::vector<Message>> ParseConversation(const JsonValue& record,
                                                        const RecordErrors& errors) {
   const JsonValue* conversation = FindJsonMember(record, "conversation");
   if (conversation != nullptr && conversation->IsObject()) {
-    return ParseMessages(FindJsonMember(*conversation, "messages"), "conversation.messages",
-                         errors);
+    return ParseMessages(*conversation, "messages", "conversation.messages", errors);
   }
-  return ParseMessages(conversation, "conversation", errors);
+  return ParseMessages(record, "conversation", "conversation", errors);
 }
 
 // How Python prints the parsed JSON number. RapidJSON stores a literal with a fraction or an
@@ -213,8 +175,7 @@ absl::StatusOr<Example> ParseHealthBenchRecord(const JsonValue& record,
   Example example;
   HB_ASSIGN_OR_RETURN(example.prompt_id, RequireString(record, "prompt_id", "prompt_id", errors));
   if (example.prompt_id.empty()) return errors.Field("prompt_id", "empty string");
-  HB_ASSIGN_OR_RETURN(example.prompt,
-                      ParseMessages(FindJsonMember(record, "prompt"), "prompt", errors));
+  HB_ASSIGN_OR_RETURN(example.prompt, ParseMessages(record, "prompt", "prompt", errors));
   HB_ASSIGN_OR_RETURN(example.rubrics, ParseRubrics(record, kHealthBenchRubric, errors));
   HB_ASSIGN_OR_RETURN(example.example_tags,
                       RequireTags(record, "example_tags", "example_tags", errors));

@@ -4,12 +4,15 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
 #include "common/base/sha256.h"
+#include "common/base/status_macros.h"
 
 namespace hb::jsonl_internal {
 namespace {
@@ -84,6 +87,50 @@ std::string ParseLine(absl::string_view line, rapidjson::Document& doc) {
   const absl::Status parsed = ParseJson(line, doc, options);
   if (!parsed.ok()) return absl::StrCat("invalid JSON: ", parsed.message());
   return "";
+}
+
+absl::Status RecordErrors::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_, ": ", message));
+}
+
+absl::Status RecordErrors::Field(absl::string_view field, absl::string_view message) const {
+  return Error(absl::StrCat("field '", field, "': ", message));
+}
+
+absl::Status RecordErrors::WrongType(absl::string_view field, absl::string_view expected,
+                                     const rapidjson::Value& got) const {
+  return Error(JsonTypeError(field, expected, got).message());
+}
+
+absl::StatusOr<std::string> RequireString(const rapidjson::Value& object, absl::string_view name,
+                                          const std::string& field, const RecordErrors& errors) {
+  const rapidjson::Value* value = FindJsonMember(object, name);
+  if (value == nullptr) return errors.Missing(field);
+  if (!value->IsString()) return errors.WrongType(field, "a string", *value);
+  return std::string(value->GetString(), value->GetStringLength());
+}
+
+absl::StatusOr<std::vector<Message>> RequireMessages(const rapidjson::Value& record,
+                                                     absl::string_view name,
+                                                     const RecordErrors& errors,
+                                                     absl::string_view field_name) {
+  const std::string list_field(field_name.empty() ? name : field_name);
+  const rapidjson::Value* list = FindJsonMember(record, name);
+  if (list == nullptr) return errors.Missing(list_field);
+  if (!list->IsArray()) return errors.WrongType(list_field, "a list of messages", *list);
+  std::vector<Message> messages;
+  messages.reserve(list->Size());
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    const rapidjson::Value& turn = (*list)[i];
+    const std::string field = absl::StrCat(list_field, "[", i, "]");
+    if (!turn.IsObject()) return errors.WrongType(field, "an object", turn);
+    Message message;
+    HB_ASSIGN_OR_RETURN(message.role, RequireString(turn, "role", field + ".role", errors));
+    HB_ASSIGN_OR_RETURN(message.content,
+                        RequireString(turn, "content", field + ".content", errors));
+    messages.push_back(std::move(message));
+  }
+  return messages;
 }
 
 }  // namespace hb::jsonl_internal

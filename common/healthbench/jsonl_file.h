@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/healthbench/types.h"
 #include "rapidjson/document.h"
 
 namespace hb::jsonl_internal {
@@ -39,5 +41,35 @@ bool IsBlank(absl::string_view line);
 // Parses one line into `doc`. Returns "" on success, otherwise the error text
 // "invalid JSON: <RapidJSON message> at offset N" (or "blank line"). Invalid UTF-8 is an error.
 std::string ParseLine(absl::string_view line, rapidjson::Document& doc);
+
+// Builds the kInvalidArgument errors of one record: "<path>:<line>: <message>" and
+// "<path>:<line>: field '<field>': <what>". Holds a reference to `path`: keep it alive.
+class RecordErrors {
+ public:
+  RecordErrors(const std::string& path, int line) : path_(path), line_(line) {}
+
+  absl::Status Error(absl::string_view message) const;
+  absl::Status Field(absl::string_view field, absl::string_view message) const;
+  // "field '<field>': expected <expected>, got <JSON type of got>".
+  absl::Status WrongType(absl::string_view field, absl::string_view expected,
+                         const rapidjson::Value& got) const;
+  absl::Status Missing(absl::string_view field) const { return Field(field, "missing"); }
+
+ private:
+  const std::string& path_;
+  int line_;
+};
+
+// The string member `name` of `object`; errors name it `field`.
+absl::StatusOr<std::string> RequireString(const rapidjson::Value& object, absl::string_view name,
+                                          const std::string& field, const RecordErrors& errors);
+
+// The member `name` of `record` as a list of {role: string, content: string} turns (possibly
+// empty); errors name the member and the turn ("prompt[2].role"), or `field` instead of the
+// member when given ("conversation.messages[2].role").
+absl::StatusOr<std::vector<Message>> RequireMessages(const rapidjson::Value& record,
+                                                     absl::string_view name,
+                                                     const RecordErrors& errors,
+                                                     absl::string_view field = "");
 
 }  // namespace hb::jsonl_internal

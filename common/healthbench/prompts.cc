@@ -144,6 +144,10 @@ std::string RenderRubricItem(const RubricItem& item) {
   return absl::StrCat("[", points, "] ", item.criterion);
 }
 
+std::string MetaEvalGraderPrompt(const GraderTemplate& tmpl, const MetaEvalRow& row) {
+  return tmpl.Fill(RenderGradedConversation(row.prompt, row.completion), row.rubric);
+}
+
 std::string TaskPromptText(const std::vector<Message>& prompt) {
   if (prompt.size() == 1) return prompt.front().content;
   return absl::StrCat(kMultiTurnTaskInstruction, RenderConversation(prompt));

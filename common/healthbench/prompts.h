@@ -87,6 +87,12 @@ std::string RenderRubricItem(const RubricItem& item);
 // ("5.0", "1e+20"). A non-integral or non-finite value always prints as a float repr.
 std::string PythonPointsText(double points, bool is_float);
 
+// The grader prompt of one meta-eval row, as the reference's meta-eval renders it (SPEC §15):
+// the row's prompt plus {assistant: completion} rendered as RenderConversation, then the raw
+// `rubric` string as the rubric item (no "[points] " prefix, unlike RenderRubricItem).
+//   tmpl.Fill(RenderGradedConversation(row.prompt, row.completion), row.rubric)
+std::string MetaEvalGraderPrompt(const GraderTemplate& tmpl, const MetaEvalRow& row);
+
 // The instruction line TaskPromptText puts before a rendered multi-turn prompt (a project
 // choice: the reference sends the message list itself, SPEC §3).
 inline constexpr char kMultiTurnTaskInstruction[] =

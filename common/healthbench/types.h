@@ -50,6 +50,25 @@ struct Example {
   int line = 0;
 };
 
+// One row of the meta-eval file (SPEC §2.2): a conversation, a completion, one rubric
+// criterion, and the physicians' labels on whether the completion meets it.
+struct MetaEvalRow {
+  std::vector<Message> prompt;
+  std::string completion;
+  // The raw criterion text: the grader sees it as is, with no "[points] " prefix.
+  std::string rubric;
+  // The consensus cluster, e.g. "cluster:emergency_referrals_emergent_emergency_behavior".
+  std::string category;
+  // One label per physician, parallel to `physician_ids` (anonymized_physician_ids).
+  std::vector<bool> binary_labels;
+  std::vector<std::string> physician_ids;
+  // Carried for reports when the file has them ("" otherwise); the reference never reads them.
+  std::string prompt_id;
+  std::string completion_id;
+  // 1-based line of the row in its file.
+  int line = 0;
+};
+
 // One model response to grade: the next assistant turn for `prompt_id`.
 struct Response {
   std::string prompt_id;

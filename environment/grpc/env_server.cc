@@ -1,9 +1,13 @@
 #include "environment/grpc/env_server.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/rpc/malformed_request.h"
 #include "common/rpc/server_reflection.h"
 #include "common/rpc/server_transport.h"
 #include "environment/grpc/env_service.h"
@@ -35,6 +39,13 @@ absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
   builder.SetOption(ReflectionOption(options.reflection));
   ConfigureServerTransport(builder, options.max_receive_message_bytes);
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>(
+      "env", server->service_->refused_log(),
+      [tokens = &server->options_.security.tokens](absl::string_view authorization) {
+        return CheckCallerToken(*tokens, authorization, "");
+      }));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

@@ -48,6 +48,8 @@ class EnvGrpcServer {
   ~EnvGrpcServer();
 
   int port() const { return port_; }
+  // The rate-limited log of refused requests (tests read its suppressed counts).
+  RateLimitedLog& refused_log() { return *service_->refused_log(); }
 
   // Reports NOT_SERVING, stops accepting RPCs, lets RPCs in progress finish for up to `drain`,
   // then cancels the rest. Idempotent; must not be called from an RPC callback.

@@ -223,7 +223,7 @@ EnvServiceImpl::EnvServiceImpl(Environment& env, const BearerTokens& tokens,
       clock_(clock),
       rpcs_(options.max_concurrent_rpcs, options.busy_retry_delay,
             "RPCs in progress (--max-concurrent-rpcs)"),
-      refused_log_(clock, options.refused_log) {
+      refused_log_(std::make_shared<RateLimitedLog>(clock, options.refused_log)) {
   SetMessageAllocatorFor_Submit(&submit_allocator_);
 }
 
@@ -246,7 +246,7 @@ absl::Status EnvServiceImpl::CheckSubmission(const env_v1::SubmitRequest& reques
 grpc::ServerUnaryReactor* EnvServiceImpl::Refuse(grpc::CallbackServerContext* context,
                                                  const char* method, const absl::Status& status) {
   const std::string kind = absl::StrCat(method, " ", absl::StatusCodeToString(status.code()));
-  if (std::optional<std::string> suffix = refused_log_.Admit(kind)) {
+  if (std::optional<std::string> suffix = refused_log_->Admit(kind)) {
     HB_LOG_WARN("env: {} refused{}: {}", kind, *suffix,
                 std::string(status.message().substr(0, 300)));
   }

@@ -77,6 +77,10 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
                                         const env_v1::SubmitBatchRequest* request,
                                         env_v1::SubmitBatchResponse* response) override;
 
+  // The rate-limited log of refused requests (options.refused_log), shared with the server's
+  // malformed-request interceptor (common/rpc/malformed_request.h).
+  const std::shared_ptr<RateLimitedLog>& refused_log() const { return refused_log_; }
+
  private:
   // Authenticates the caller and admits the RPC (the permit is held until it finishes).
   absl::StatusOr<std::shared_ptr<ConcurrencyLimit::Permit>> Admit(
@@ -93,7 +97,7 @@ class EnvServiceImpl final : public env_v1::Environment::CallbackService {
   const EnvServiceOptions options_;
   Clock& clock_;
   ConcurrencyLimit rpcs_;
-  RateLimitedLog refused_log_;
+  std::shared_ptr<RateLimitedLog> refused_log_;
   SubmitArenaAllocator submit_allocator_;
 };
 

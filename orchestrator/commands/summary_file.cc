@@ -19,6 +19,7 @@
 #include "common/base/status_context.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/jsonl_file.h"
+#include "grader/grader_identity.h"
 #include "rapidjson/document.h"
 
 namespace hb::commands_internal {
@@ -206,15 +207,22 @@ std::string FirstOf(std::initializer_list<std::string> differences) {
 }  // namespace
 
 std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSummary& b) {
-  return FirstOf(
-      {Differs("dataset sha256", a.dataset_sha256, b.dataset_sha256),
-       Differs("grader template sha256", a.template_sha256, b.template_sha256),
-       Differs("grader model", a.grader.model, b.grader.model),
-       Differs("grader temperature", PythonFloatRepr(a.grader.temperature),
-               PythonFloatRepr(b.grader.temperature)),
-       Differs("grader max_tokens", absl::StrCat(a.grader.max_tokens),
-               absl::StrCat(b.grader.max_tokens)),
-       Differs("grader system message", a.grader.system_message, b.grader.system_message)});
+  if (std::string dataset = Differs("dataset sha256", a.dataset_sha256, b.dataset_sha256);
+      !dataset.empty()) {
+    return dataset;
+  }
+  // What the grader grades with: the one identity (grader/grader_identity.h).
+  const std::vector<IdentityField> theirs =
+      IdentityFields(GraderIdentity{b.grader, b.template_sha256});
+  for (const IdentityField& field : IdentityFields(GraderIdentity{a.grader, a.template_sha256})) {
+    std::string other;
+    for (const IdentityField& f : theirs) {
+      if (f.name == field.name) other = f.value;
+    }
+    const std::string name = "grader " + field.name;
+    if (std::string d = Differs(name.c_str(), field.value, other); !d.empty()) return d;
+  }
+  return "";
 }
 
 std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,

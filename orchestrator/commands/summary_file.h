@@ -71,8 +71,8 @@ std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummar
                               bool compare_responses = true);
 
 // The first field in which `b` disagrees with `a` among those that make two checkpoints'
-// scores comparable (dataset sha256, grader template sha256, grader model, temperature,
-// max_tokens, system message), as "<name> ('x' vs 'y')", or "".
+// scores comparable (dataset sha256, then the grader identity's fields: "grader model",
+// "grader temperature", ..., "grader template_sha256"), as "<name> ('x' vs 'y')", or "".
 std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSummary& b);
 
 }  // namespace hb::commands_internal

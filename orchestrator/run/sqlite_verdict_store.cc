@@ -21,6 +21,32 @@ namespace {
 
 constexpr char kSchemaVersion[] = "1";
 
+constexpr char kJournalSchema[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS rows("
+    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
+    " rubric_index INTEGER NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
+    " criteria_met INTEGER, explanation TEXT, attempts INTEGER NOT NULL,"
+    " prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
+    " completion_tokens INTEGER NOT NULL, error TEXT,"
+    " time_unix_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS batches(name TEXT PRIMARY KEY,"
+    " input_path TEXT NOT NULL, requests INTEGER NOT NULL, file_id TEXT,"
+    " batch_id TEXT, state TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS batch_rows("
+    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
+    " rubric_index INTEGER NOT NULL, batch TEXT NOT NULL,"
+    " attempts INTEGER NOT NULL,"
+    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS replies("
+    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL, reply TEXT NOT NULL,"
+    " time_unix_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (checkpoint, prompt_id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
+    " wall_ms INTEGER NOT NULL);";
+
 absl::Status SqliteError(sqlite3* db, int rc, const std::string& path, absl::string_view what) {
   const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string text = absl::StrCat("journal ", path, ": ", what, ": ", msg);
@@ -53,22 +79,19 @@ absl::Status AddFlagColumn(sqlite3* db, const std::string& path, const std::stri
   return Exec(db, path, alter.c_str());
 }
 
-// RAII prepared statement.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+// The journal file with the project's SQLite policy (common/sqlite/database.h), its schema
+// and the columns older journals lack.
+absl::StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& path) {
+  DatabaseOptions options;
+  options.what = "journal";
+  options.busy_timeout = absl::Seconds(5);
+  options.schema = kJournalSchema;
+  for (const char* column : {"from_cache", "batch"}) {
+    options.migrations.push_back(
+        [column](Database& db) { return AddFlagColumn(db.get(), db.path(), column); });
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  int rc() const { return rc_; }
-  sqlite3_stmt* get() { return stmt_; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-};
+  return Database::Open(path, options);
+}
 
 void BindText(sqlite3_stmt* stmt, int index, const std::string& text) {
   sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
@@ -205,63 +228,19 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
   HB_RETURN_IF_ERROR(CheckNotEmpty(path, options.force_new));
 
   for (int round = 0; round < 2; ++round) {
-    sqlite3* db = nullptr;
-    int rc =
-        sqlite3_open_v2(path.c_str(), &db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      absl::Status status = SqliteError(db, rc, path, "open");
-      sqlite3_close(db);
-      return status;
-    }
-    auto fail = [&](absl::Status status) {
-      sqlite3_close(db);
-      return status;
-    };
-    sqlite3_busy_timeout(db, 5000);
-    absl::Status status = Exec(db, path, "PRAGMA journal_mode=WAL");
-    if (status.ok()) status = Exec(db, path, "PRAGMA synchronous=NORMAL");
-    if (status.ok()) {
-      status = Exec(db, path,
-                    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                    "CREATE TABLE IF NOT EXISTS rows("
-                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
-                    " rubric_index INTEGER NOT NULL,"
-                    " status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
-                    " criteria_met INTEGER, explanation TEXT, attempts INTEGER NOT NULL,"
-                    " prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
-                    " completion_tokens INTEGER NOT NULL, error TEXT,"
-                    " time_unix_ms INTEGER NOT NULL,"
-                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
-                    "CREATE TABLE IF NOT EXISTS batches(name TEXT PRIMARY KEY,"
-                    " input_path TEXT NOT NULL, requests INTEGER NOT NULL, file_id TEXT,"
-                    " batch_id TEXT, state TEXT NOT NULL);"
-                    "CREATE TABLE IF NOT EXISTS batch_rows("
-                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL,"
-                    " rubric_index INTEGER NOT NULL, batch TEXT NOT NULL,"
-                    " attempts INTEGER NOT NULL,"
-                    " PRIMARY KEY (checkpoint, prompt_id, rubric_index)) WITHOUT ROWID;"
-                    "CREATE TABLE IF NOT EXISTS replies("
-                    " checkpoint TEXT NOT NULL, prompt_id TEXT NOT NULL, reply TEXT NOT NULL,"
-                    " time_unix_ms INTEGER NOT NULL,"
-                    " PRIMARY KEY (checkpoint, prompt_id)) WITHOUT ROWID;"
-                    "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
-                    " wall_ms INTEGER NOT NULL);");
-    }
-    if (status.ok()) status = AddFlagColumn(db, path, "from_cache");
-    if (status.ok()) status = AddFlagColumn(db, path, "batch");
-    if (!status.ok()) return fail(status);
+    HB_ASSIGN_OR_RETURN(std::unique_ptr<Database> database, OpenDatabase(path));
+    sqlite3* const db = database->get();
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
-    if (!existing.ok()) return fail(existing.status());
+    if (!existing.ok()) return existing.status();
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> to_add =
         CheckMeta(path, *existing, wanted);
     const bool move_aside = round == 0 && options.force_new && !existing->empty();
     if (!to_add.ok() || move_aside) {
-      if (!move_aside) return fail(to_add.status());
+      if (!move_aside) return to_add.status();
       // --force-new: move the old journal aside and start again with an empty one. A clean
       // close checkpoints the WAL into the main file, so moving the main file is enough; the
       // -wal file is moved too in case it survived.
-      sqlite3_close(db);
+      database.reset();
       moved_aside = path + MoveAsideSuffix();
       if (std::rename(path.c_str(), moved_aside.c_str()) != 0) {
         return absl::PermissionDeniedError(absl::StrCat("journal ", path, ": cannot move to ",
@@ -273,20 +252,19 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
       }
       continue;
     }
-    if (!to_add->empty()) {
-      status = WriteMeta(db, path, *to_add);
-      if (!status.ok()) return fail(status);
-    }
-    auto store = std::unique_ptr<SqliteVerdictStore>(new SqliteVerdictStore(path, db, options));
+    if (!to_add->empty()) HB_RETURN_IF_ERROR(WriteMeta(db, path, *to_add));
+    auto store = std::unique_ptr<SqliteVerdictStore>(
+        new SqliteVerdictStore(path, std::move(database), options));
     store->moved_aside_path_ = moved_aside;
     return store;
   }
   return absl::InternalError("unreachable");
 }
 
-SqliteVerdictStore::SqliteVerdictStore(std::string path, sqlite3* db,
+SqliteVerdictStore::SqliteVerdictStore(std::string path, std::unique_ptr<Database> database,
                                        SqliteVerdictStoreOptions options)
-    : path_(std::move(path)), options_(std::move(options)), db_(db) {
+    : path_(std::move(path)), options_(std::move(options)), database_(std::move(database)) {
+  db_ = database_->get();
   writer_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -298,8 +276,8 @@ SqliteVerdictStore::~SqliteVerdictStore() {
   }
   writer_.join();
   absl::MutexLock lock(&db_mu_);
-  sqlite3_close(db_);
   db_ = nullptr;
+  database_.reset();
 }
 
 void SqliteVerdictStore::Append(RowRecord row, CommitCallback on_commit) {

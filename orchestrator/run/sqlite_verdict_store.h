@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/sqlite/database.h"
 #include "orchestrator/run/batch_journal.h"
 #include "orchestrator/run/verdict_store.h"
 
@@ -108,7 +109,8 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, publi
   int64_t transactions_committed() const;
 
  private:
-  SqliteVerdictStore(std::string path, sqlite3* db, SqliteVerdictStoreOptions options);
+  SqliteVerdictStore(std::string path, std::unique_ptr<Database> database,
+                     SqliteVerdictStoreOptions options);
   // A queued row or reply (exactly one of them) and its callback.
   struct Queued {
     std::optional<RowRecord> row;
@@ -132,6 +134,8 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, publi
 
   // Serialises every use of db_ (the writer thread and Rows()).
   absl::Mutex db_mu_;
+  std::unique_ptr<Database> database_ ABSL_GUARDED_BY(db_mu_);
+  // database_->get(), for the statements.
   sqlite3* db_ ABSL_GUARDED_BY(db_mu_);
 
   mutable absl::Mutex mu_;

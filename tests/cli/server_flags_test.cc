@@ -53,5 +53,16 @@ TEST(ServeMetricsTest, TakenPortFailsSayingHowToFix) {
   EXPECT_THAT(exposer.status().message(), HasSubstr("--metrics-listen="));
 }
 
+TEST(CheckServerFlagsTest, NegativeCapsAndEmptyDeadlinesNameTheFlag) {
+  ServerFlags flags;
+  EXPECT_TRUE(CheckServerFlags(flags).ok());
+  flags.max_concurrent_rpcs = -1;
+  EXPECT_THAT(CheckServerFlags(flags).message(), HasSubstr("--max-concurrent-rpcs"));
+  flags.max_concurrent_rpcs = 0;  // no limit
+  flags.default_deadline = absl::ZeroDuration();
+  EXPECT_THAT(CheckServerFlags(flags).message(), HasSubstr("--default-deadline"));
+  EXPECT_EQ(CheckServerFlags(flags).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hb::cli

@@ -19,12 +19,14 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_environment.h"
+#include "tests/testing/raw_grpc_call.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb::env {
 namespace {
 
 using ::hb::testing::FakeEnvironment;
+using ::hb::testing::RawUnaryCall;
 using ::hb::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -166,6 +168,39 @@ TEST(EnvServerReflectionTest, OffByDefaultAndBothVersionsWhenAskedFor) {
   EXPECT_THAT(*services, ::testing::IsSupersetOf({"healthbench.env.v1.Environment",
                                                   "grpc.reflection.v1.ServerReflection",
                                                   "grpc.reflection.v1alpha.ServerReflection"}));
+}
+
+// gRPC answers bytes that do not parse as the request message with a bare UNIMPLEMENTED before
+// any handler runs: the server says INVALID_ARGUMENT and why to a caller with a valid token,
+// UNAUTHENTICATED (and nothing about the request) to any other, each logged rate-limited.
+TEST(EnvServerMalformedRequestTest, InvalidArgumentForACallerUnauthenticatedForAStranger) {
+  FakeEnvironment env;
+  EnvServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  const std::string token = "tok-0123456789abcdef";
+  absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({token}, "test");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  options.security.tokens = *tokens;
+  auto server = EnvGrpcServer::Start(env, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                                     grpc::InsecureChannelCredentials());
+  const std::string path = "/healthbench.env.v1.Environment/Submit";
+  std::string response;
+  // An unterminated varint: no protobuf message parses from it.
+  grpc::Status status = RawUnaryCall(*channel, path, "\x08\xff\xff", &response, "Bearer " + token);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat("malformed request for ", path,
+                                     ": the bytes do not parse as its request message")));
+  for (int i = 0; i < 8; ++i) {
+    status = RawUnaryCall(*channel, path, "\x08\xff\xff", &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_THAT(status.error_message(), Not(HasSubstr("malformed")));
+  }
+  // 5 lines per kind per 10 s are written, the other 3 counted as suppressed.
+  EXPECT_EQ((*server)->refused_log().suppressed_total("Submit UNAUTHENTICATED"), 3);
+  EXPECT_EQ((*server)->refused_log().suppressed_total("Submit INVALID_ARGUMENT"), 0);
 }
 
 TEST(ReceiveLimitForTest, RoomForABatchOfRepliesButNoMore) {

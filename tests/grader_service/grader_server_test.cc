@@ -38,11 +38,14 @@
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/raw_grpc_call.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
+
+using ::hb::testing::RawUnaryCall;
 
 namespace v1 = ::healthbench::grader::v1;
 using ::hb::testing::LlmSim;
@@ -489,29 +492,6 @@ TEST(GraderServerTest, ShutdownWithoutDrainCancelsHangingUpstreamCalls) {
 }
 
 // One unary call with raw request bytes, so a test can send what no stub would. Blocks.
-grpc::Status RawUnaryCall(grpc::Channel& channel, const std::string& method,
-                          const std::string& request_bytes, std::string* response_bytes) {
-  grpc::GenericStub stub(std::shared_ptr<grpc::Channel>(&channel, [](auto*) {}));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1), response;
-  grpc::Status status;
-  absl::Notification done;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-    status = std::move(s);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-  }
-  return status;
-}
-
 // A server with no upstream: enough for the transport's conventions.
 std::unique_ptr<GraderServer> StartServerWithoutUpstream(bool reflection = false) {
   GraderServerOptions options = Options("http://127.0.0.1:1/v1");

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Turns a HealthBench JSONL file into training rows for a trainer that gets its reward from
+hb-env: the conversation and the task id only (the rubric stays with hb-env).
+
+  make_dataset.py --input data/healthbench/2025-05-07-06-14-12_oss_eval.jsonl \
+      --format verl --out healthbench_verl.jsonl      # or .parquet (needs pandas + pyarrow)
+  make_dataset.py --input ... --format trl --out healthbench_trl.jsonl
+
+verl row: {"data_source": "healthbench", "prompt": [messages], "ability": "medical",
+           "reward_model": {"style": "rule", "ground_truth": <prompt_id>},
+           "extra_info": {"index": i, "prompt_id": <prompt_id>, "tags": [example_tags]}}
+TRL row:  {"prompt": [messages], "prompt_id": <prompt_id>}
+"""
+import argparse
+import json
+import sys
+
+
+def rows(path, fmt):
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                messages = [{"role": m["role"], "content": m["content"]} for m in record["prompt"]]
+                prompt_id = record["prompt_id"]
+            except (ValueError, KeyError, TypeError) as e:
+                sys.exit("%s:%d: expected a HealthBench record with 'prompt' (a list of "
+                         "{role, content}) and 'prompt_id': %s" % (path, number, e))
+            if fmt == "trl":
+                yield {"prompt": messages, "prompt_id": prompt_id}
+            else:
+                yield {"data_source": "healthbench", "prompt": messages, "ability": "medical",
+                       "reward_model": {"style": "rule", "ground_truth": prompt_id},
+                       "extra_info": {"index": number - 1, "prompt_id": prompt_id,
+                                      "tags": record.get("example_tags", [])}}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="a HealthBench JSONL file")
+    parser.add_argument("--format", required=True, choices=["verl", "trl"])
+    parser.add_argument("--out", required=True, help="output .jsonl (or .parquet)")
+    args = parser.parse_args()
+    out = list(rows(args.input, args.format))
+    if args.out.endswith(".parquet"):
+        import pandas  # only for parquet, which verl's RLHFDataset reads
+        pandas.DataFrame(out).to_parquet(args.out)
+    else:
+        with open(args.out, "w", encoding="utf-8") as f:
+            for row in out:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print("%d rows -> %s" % (len(out), args.out))
+
+
+if __name__ == "__main__":
+    main()

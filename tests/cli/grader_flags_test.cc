@@ -1,0 +1,101 @@
+#include "cli/grader_flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb::cli {
+namespace {
+
+using ::hb::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The grader group on a program of its own, parsed from `args`.
+class GraderFlagsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::unsetenv("OPENAI_API_KEY"); }
+
+  absl::StatusOr<GraderStackOptions> Resolve(std::vector<std::string> args) {
+    AddGraderFlags(program_.root(), &flags_);
+    absl::StatusOr<Parsed> parsed = program_.Parse(std::move(args));
+    if (!parsed.ok()) return parsed.status();
+    return ResolveGraderFlags(flags_);
+  }
+
+  Program program_{"test", "a test program"};
+  GraderFlags flags_;
+};
+
+TEST_F(GraderFlagsTest, DefaultsAreTheReferencesSettings) {
+  HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options, Resolve({}));
+  EXPECT_EQ(options.settings.model, "gpt-4.1-2025-04-14");
+  EXPECT_EQ(options.settings.temperature, 0.5);
+  EXPECT_EQ(options.settings.max_tokens, 2048);
+  EXPECT_EQ(options.llm.base_url, "https://api.openai.com/v1");
+  EXPECT_FALSE(options.llm.base_url_given);
+  EXPECT_EQ(options.llm.api_key, "");
+}
+
+TEST_F(GraderFlagsTest, FlagsFillTheStackOptions) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      GraderStackOptions options,
+      Resolve({"--llm-base-url=http://127.0.0.1:9/v1", "--llm-model=m", "--llm-temperature=0",
+               "--llm-max-tokens=16", "--max-attempts=2", "--attempt-timeout=500ms",
+               "--max-rubric-items=7", "--verdict-cache=/tmp/v.sqlite"}));
+  EXPECT_EQ(options.llm.base_url, "http://127.0.0.1:9/v1");
+  EXPECT_TRUE(options.llm.base_url_given);
+  EXPECT_EQ(options.settings.model, "m");
+  EXPECT_EQ(options.settings.temperature, 0);
+  EXPECT_EQ(options.settings.max_tokens, 16);
+  EXPECT_EQ(options.retry.max_attempts, 2);
+  EXPECT_EQ(options.llm.attempt_timeout, absl::Milliseconds(500));
+  EXPECT_EQ(options.retry.min_attempt_time, absl::Milliseconds(500));  // completed
+  EXPECT_EQ(options.limits.max_rubric_items, 7u);
+  EXPECT_EQ(options.verdict_cache_path, "/tmp/v.sqlite");
+}
+
+TEST_F(GraderFlagsTest, TheKeyComesFromTheFileTrimmedElseTheEnvironment) {
+  const std::string path = ::testing::TempDir() + "/grader_flags_test_key";
+  std::ofstream(path) << "  sk-from-file \n";
+  ::setenv("OPENAI_API_KEY", "sk-from-env", 1);
+  HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options, Resolve({"--llm-api-key-file=" + path}));
+  EXPECT_EQ(options.llm.api_key, "sk-from-file");
+  GraderFlags other;
+  Program program("other", "");
+  AddGraderFlags(program.root(), &other);
+  ASSERT_TRUE(program.Parse({}).ok());
+  HB_ASSERT_OK_AND_ASSIGN(options, ResolveGraderFlags(other));
+  EXPECT_EQ(options.llm.api_key, "sk-from-env");
+}
+
+TEST_F(GraderFlagsTest, AnUnreadableKeyFileNamesTheFlagAndPathNeverAKey) {
+  EXPECT_THAT(Resolve({"--llm-api-key-file=/nonexistent/key"}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("--llm-api-key-file"), HasSubstr("/nonexistent/key"))));
+}
+
+TEST_F(GraderFlagsTest, InvalidValuesNameTheFlag) {
+  EXPECT_THAT(Resolve({"--max-attempts=0"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-attempts")));
+}
+
+TEST(CheckVerdictCacheIsEmbeddedTest, OnlyTheProcessThatCallsUpstreamKeepsACache) {
+  GraderStackOptions options;
+  EXPECT_TRUE(CheckVerdictCacheIsEmbedded("dns:///graders:50051", options).ok());
+  options.verdict_cache_path = "/tmp/v.sqlite";
+  EXPECT_TRUE(CheckVerdictCacheIsEmbedded(kEmbeddedGrader, options).ok());
+  EXPECT_THAT(CheckVerdictCacheIsEmbedded("dns:///graders:50051", options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("--verdict-cache"), HasSubstr("hb-grader replicas"),
+                             Not(HasSubstr("/tmp/v.sqlite")))));
+}
+
+}  // namespace
+}  // namespace hb::cli

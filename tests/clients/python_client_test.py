@@ -1,0 +1,532 @@
+#!/usr/bin/python3
+"""The Python client (clients/python/healthbench_env) against a real hb-env and hb-llm-sim on
+127.0.0.1 (ports picked by the servers). Run by ctest (tests/clients/CMakeLists.txt):
+
+  python_client_test.py --hb-env BUILD/environment/hb-env --hb-llm-sim BUILD/simulator/hb-llm-sim
+
+Needs HB_SHARED_DIR (default: ../shared beside the source tree) for the HealthBench data and the
+grader template. hb-env runs with --cache-entries=0, so that every submission below is graded
+anew: the reward the client reads is compared with an independent read of hb-env's ORS answer.
+"""
+import asyncio
+import http.server
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLIENT_DIR = os.path.join(SOURCE_DIR, "clients", "python")
+sys.path.insert(0, CLIENT_DIR)
+# The example scripts run as child processes import the client from the source tree too.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (CLIENT_DIR, os.environ.get("PYTHONPATH")) if p)
+
+from healthbench_env import (AuthenticationError, GradingError, HealthBenchEnv,  # noqa: E402
+                             RequestError, ServerError)
+from healthbench_env import rewards  # noqa: E402
+
+BINARIES = {}
+SHARED_DIR = os.environ.get("HB_SHARED_DIR") or os.path.join(SOURCE_DIR, "..", "shared")
+DATA = os.path.join(SHARED_DIR, "data", "healthbench", "2025-05-07-06-14-12_oss_eval.head30.jsonl")
+TEMPLATE = os.path.join(SHARED_DIR, "reference", "grader_template.txt")
+REPLY = "Call emergency services now."
+TOKEN = "trainers-test-token-0123456789abcdef"
+
+
+class Process:
+    """A child process whose stdout lines are read with a deadline (select, no sleeps)."""
+
+    def __init__(self, argv):
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._buffer = b""
+
+    def read_line(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("%s printed no line within %.0f s" % (self.argv[0], timeout))
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    err = self.proc.stderr.read().decode("utf-8", "replace")
+                    raise RuntimeError("%s exited: %s" % (self.argv[0], err))
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def port_from_line(self, prefix):
+        line = self.read_line()
+        if not line.startswith(prefix):
+            raise RuntimeError("%s printed %r, expected %r..." % (self.argv[0], line, prefix))
+        return int(line.rsplit(":", 1)[1])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+def start_sim(*flags):
+    sim = Process([BINARIES["hb-llm-sim"], "--listen=127.0.0.1:0", "--log-level=error"]
+                  + list(flags))
+    return sim, "http://127.0.0.1:%d/v1" % sim.port_from_line("listening on ")
+
+
+def start_env(sim_url, *flags, cache_entries=0):
+    env = Process([BINARIES["hb-env"], "--split=test=" + DATA, "--listen=127.0.0.1:0",
+                   "--http-listen=127.0.0.1:0", "--metrics-listen=", "--llm-base-url=" + sim_url,
+                   "--grader-template=" + TEMPLATE, "--log-level=error",
+                   "--cache-entries=%d" % cache_entries] + list(flags))
+    env.port_from_line("grpc listening on ")
+    return env, "http://127.0.0.1:%d" % env.port_from_line("http listening on ")
+
+
+def ors_answer(base_url, task_id, reply, token=None):
+    """hb-env's ORS answer read with urllib, independently of the client: the RunToolOutput."""
+
+    def post(path, body, sid=None):
+        headers = {"Content-Type": "application/json"}
+        if sid:
+            headers["X-Session-ID"] = sid
+        if token:
+            headers["X-API-Key"] = token
+        req = urllib.request.Request(base_url + path, json.dumps(body).encode(), headers)
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return resp.read().decode()
+
+    def events(text):
+        out = []
+        for block in text.replace("\r\n", "\n").split("\n\n"):
+            name, data = None, []
+            for line in block.split("\n"):
+                if line.startswith("event:"):
+                    name = line[len("event:"):].strip()
+                elif line.startswith("data:"):
+                    data.append(line[len("data:"):].lstrip())
+            if name:
+                out.append((name, "\n".join(data)))
+        return out
+
+    sid = events(post("/create_session", {}))[0][1]
+    post("/create", {"task_spec": {"prompt_id": task_id}}, sid)
+    stream = events(post("/healthbench/call", {"name": "answer", "input": {"answer": reply}}, sid))
+    return json.loads("".join(data for name, data in stream if name in ("chunk", "end")))
+
+
+class environment:
+    """Sets environment variables (HEALTHBENCH_ENV_* cleared first) for a with block."""
+
+    NAMES = ("HEALTHBENCH_ENV_URL", "HEALTHBENCH_ENV_TOKEN", "HEALTHBENCH_ENV_TOKEN_FILE")
+
+    def __init__(self, **values):
+        self.values = values
+
+    def __enter__(self):
+        self.saved = {k: os.environ.pop(k, None) for k in self.NAMES}
+        os.environ.update(self.values)
+
+    def __exit__(self, *exc):
+        for k in self.NAMES:
+            os.environ.pop(k, None)
+            if self.saved[k] is not None:
+                os.environ[k] = self.saved[k]
+
+
+def dataset_ids():
+    with open(DATA) as f:
+        return [json.loads(line)["prompt_id"] for line in f if line.strip()]
+
+
+class FlakyProxy:
+    """An HTTP proxy in front of hb-env that answers the next `failures` requests itself with
+    `status` (and Retry-After when given), then forwards. Counts requests per path."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.failures = 0
+        self.status = 503
+        self.retry_after = None
+        self.injected = 0
+        self.paths = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                with proxy.lock:
+                    proxy.paths.append(self.path)
+                    fail = proxy.failures > 0
+                    if fail:
+                        proxy.failures -= 1
+                        proxy.injected += 1
+                if fail:
+                    payload = b'{"detail":"injected by the test proxy"}'
+                    self.send_response(proxy.status)
+                    if proxy.retry_after is not None:
+                        self.send_header("Retry-After", proxy.retry_after)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "connection")}
+                req = urllib.request.Request(proxy.upstream + self.path, body, headers,
+                                             method=self.command)
+                try:
+                    with urllib.request.urlopen(req, timeout=120) as resp:
+                        status, ctype, payload = resp.status, resp.headers["Content-Type"], resp.read()
+                except urllib.error.HTTPError as e:
+                    status, ctype, payload = e.code, e.headers["Content-Type"], e.read()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype or "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = _handle
+            do_POST = _handle
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def arm(self, failures, status=503, retry_after=None):
+        with self.lock:
+            self.failures, self.status, self.retry_after = failures, status, retry_after
+            self.injected, self.paths = 0, []
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class HealthBenchEnvClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.processes = []
+        cls.sim, sim_url = start_sim()
+        cls.processes.append(cls.sim)
+        cls.env, cls.url = start_env(sim_url)
+        cls.processes.append(cls.env)
+        # Every judge call fails: hb-env gives up after one attempt per rubric item.
+        cls.bad_sim, bad_sim_url = start_sim("--fault-500=1")
+        cls.processes.append(cls.bad_sim)
+        cls.bad_env, cls.bad_url = start_env(bad_sim_url, "--max-attempts=1")
+        cls.processes.append(cls.bad_env)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.token_file = os.path.join(cls.tmp.name, "tokens")
+        with open(cls.token_file, "w") as f:
+            f.write("# test token\n%s\n" % TOKEN)
+        cls.auth_env, cls.auth_url = start_env(sim_url, "--auth-token-file=" + cls.token_file)
+        cls.processes.append(cls.auth_env)
+        cls.ids = dataset_ids()
+
+    @classmethod
+    def tearDownClass(cls):
+        for process in reversed(cls.processes):
+            process.stop()
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.client = HealthBenchEnv(self.url, max_attempts=2, backoff_base=0.01)
+        rewards.set_default_env(self.client)
+
+    def tearDown(self):
+        rewards.set_default_env(None)
+        self.client.close()
+
+    def test_lists_tasks_in_file_order_and_reads_a_prompt(self):
+        self.assertEqual(self.client.splits(), [{"name": "test", "type": "test"}])
+        self.assertEqual(self.client.num_tasks("test"), 30)
+        tasks = self.client.list_tasks()
+        self.assertEqual([t.task_id for t in tasks], self.ids)
+        self.assertEqual([t.task_id for t in self.client.list_tasks("test", 2, 4)], self.ids[2:4])
+        self.assertIn("theme:context_seeking", tasks[0].tags)
+        with open(DATA) as f:
+            first = json.loads(f.readline())
+        prompt = self.client.get_task(self.ids[0])
+        self.assertEqual(prompt.task_id, self.ids[0])
+        self.assertEqual(prompt.prompt_text, first["prompt"][0]["content"])
+
+    def test_reward_equals_hb_env_ors_answer_and_the_reference_formula(self):
+        for task_id in self.ids[:3]:
+            result = self.client.submit(task_id, REPLY)
+            answer = ors_answer(self.url, task_id, REPLY)
+            self.assertTrue(answer["ok"], answer)
+            self.assertEqual(result.reward, answer["output"]["reward"])
+            self.assertEqual(list(result.items), answer["output"]["metadata"]["items"])
+            met = sum(i["points"] for i in result.items if i["met"])
+            possible = sum(i["points"] for i in result.items if i["points"] > 0)
+            self.assertEqual(result.points_possible, possible)
+            self.assertAlmostEqual(result.reward, met / possible, places=12)
+            self.assertEqual(result.reward_clipped, min(1.0, max(0.0, result.reward)))
+
+    def test_reward_functions_return_the_submitted_reward(self):
+        expected = [self.client.submit(t, REPLY + " " + t) for t in self.ids[:4]]
+        self.assertEqual(
+            rewards.compute_score("healthbench", REPLY + " " + self.ids[0], self.ids[0]),
+            expected[0].reward)
+        self.assertEqual(
+            rewards.compute_score("healthbench", REPLY + " " + self.ids[0], self.ids[0],
+                                  {"index": 0}, clipped=True, reward_router_address=None),
+            expected[0].reward_clipped)
+        as_strings = [REPLY + " " + t for t in self.ids[:4]]
+        as_messages = [[{"role": "assistant", "content": s}] for s in as_strings]
+        as_parts = [[{"role": "assistant", "content": [{"type": "text", "text": s}]}]
+                    for s in as_strings]
+        for completions in (as_strings, as_messages, as_parts):
+            self.assertEqual(
+                rewards.trl_reward(prompts=["p"] * 4, completions=completions,
+                                   prompt_id=self.ids[:4], trainer_state=None,
+                                   completion_ids=[[1]] * 4),
+                [r.reward for r in expected])
+        self.assertEqual(
+            asyncio.run(rewards.trl_reward_async(prompts=["p"] * 4, completions=as_messages,
+                                                 prompt_id=self.ids[:4], log_metric=None)),
+            [r.reward for r in expected])
+        self.assertEqual(
+            asyncio.run(rewards.compute_score_async("healthbench", as_strings[1], self.ids[1],
+                                                    clipped=True)),
+            expected[1].reward_clipped)
+        with self.assertRaises(ValueError):
+            rewards.trl_reward(prompts=["p"], completions=as_strings, prompt_id=self.ids[:1])
+
+    def test_batches_sync_and_async_answer_in_input_order(self):
+        pairs = [(t, REPLY) for t in self.ids[:6]] + [("no-such-task", REPLY)]
+        sync = self.client.submit_batch(pairs, return_exceptions=True)
+        self.assertIsInstance(sync[6], RequestError)
+        self.assertEqual(sync[6].status, 404)
+        self.assertEqual([r.task_id for r in sync[:6]], self.ids[:6])
+        expected = [self.client.submit(t, REPLY).reward for t in self.ids[:6]]
+        self.assertEqual([r.reward for r in sync[:6]], expected)
+        with self.assertRaises(RequestError):
+            self.client.submit_batch(pairs)
+        results = asyncio.run(self.client.asubmit_batch(pairs[:6]))
+        self.assertEqual([r.reward for r in results], expected)
+        with self.assertRaises(RequestError) as caught:
+            rewards.compute_score("healthbench", REPLY, "no-such-task")
+        self.assertEqual(caught.exception.status, 404)
+
+    def test_judge_failure_raises_in_compute_score_and_is_none_in_trl_reward(self):
+        bad = HealthBenchEnv(self.bad_url, max_attempts=1)
+        rewards.set_default_env(bad)
+        with self.assertRaises(GradingError) as caught:
+            rewards.compute_score("healthbench", REPLY, self.ids[0])
+        self.assertEqual(caught.exception.task_id, self.ids[0])
+        self.assertEqual(caught.exception.code, "UNAVAILABLE")
+        self.assertEqual(
+            rewards.trl_reward(prompts=["p", "p"], completions=[REPLY, "Rest."],
+                               prompt_id=self.ids[:2]),
+            [None, None])
+        self.assertEqual(
+            asyncio.run(rewards.trl_reward_async(prompts=["p"], completions=[REPLY],
+                                                 prompt_id=self.ids[:1])),
+            [None])
+        with self.assertRaises(GradingError):
+            asyncio.run(rewards.compute_score_async("healthbench", REPLY, self.ids[0]))
+        # hb-env's own ORS answer for the same reply is a failure, not a reward of 0.
+        self.assertFalse(ors_answer(self.bad_url, self.ids[0], REPLY)["ok"])
+        bad.close()
+
+    def test_token_is_required_when_configured(self):
+        no_token = HealthBenchEnv(self.auth_url, token="", max_attempts=3)
+        for call in (lambda: no_token.list_tasks(), lambda: no_token.submit(self.ids[0], REPLY)):
+            with self.assertRaises(AuthenticationError) as caught:
+                call()
+            self.assertEqual(caught.exception.status, 401)
+        wrong = HealthBenchEnv(self.auth_url, token="x" * 32)
+        with self.assertRaises(AuthenticationError):
+            wrong.submit(self.ids[0], REPLY)
+        rewards.set_default_env(no_token)
+        with self.assertRaises(AuthenticationError):
+            rewards.trl_reward(prompts=["p"], completions=[REPLY], prompt_id=self.ids[:1])
+        expected = self.client.submit(self.ids[0], REPLY).reward
+        # From the environment: the token itself, or hb-env's own token file.
+        for variables in ({"HEALTHBENCH_ENV_TOKEN": TOKEN},
+                          {"HEALTHBENCH_ENV_TOKEN_FILE": self.token_file}):
+            with environment(HEALTHBENCH_ENV_URL=self.auth_url, **variables):
+                rewards.set_default_env(None)  # rebuilt from the environment variables
+                self.assertEqual(rewards.compute_score("healthbench", REPLY, self.ids[0]),
+                                 expected)
+
+    def test_a_silent_server_times_out_within_the_deadline(self):
+        # A listener that never accepts: the request is sent into its backlog, no answer comes.
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        self.addCleanup(silent.close)
+        url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        waits = []
+        client = HealthBenchEnv(url, read_timeout=0.2, max_attempts=2, sleep=waits.append)
+        with self.assertRaises(ServerError) as caught:
+            client.submit(self.ids[0], REPLY)
+        self.assertIn("/create_session: TimeoutError", str(caught.exception))
+        self.assertIn("(after 2 attempts)", str(caught.exception))
+        self.assertEqual(len(waits), 1)
+        # The submission's deadline bounds the attempts and the waits between them.
+        short = HealthBenchEnv(url, timeout=0.3, read_timeout=60, backoff_base=1.0,
+                               backoff_cap=1.0, max_attempts=5, sleep=waits.append)
+        started = time.monotonic()
+        with self.assertRaises(ServerError) as caught:
+            short.submit(self.ids[0], REPLY)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertIn("/create_session: TimeoutError", str(caught.exception))
+        self.assertIn("(no time left to retry within 0.3 s)", str(caught.exception))
+
+    def test_retries_5xx_and_429_honouring_retry_after(self):
+        proxy = FlakyProxy(self.url)
+        self.addCleanup(proxy.close)
+        waits = []
+        client = HealthBenchEnv(proxy.url, max_attempts=4, backoff_base=0.05, backoff_cap=0.2,
+                                sleep=waits.append)
+        expected = self.client.submit(self.ids[0], REPLY).reward
+
+        proxy.arm(failures=3, status=503)
+        self.assertEqual(client.submit(self.ids[0], REPLY).reward, expected)
+        self.assertEqual(proxy.injected, 3)
+        self.assertEqual(len(waits), 3)
+        self.assertTrue(all(0 <= w <= 0.2 for w in waits), waits)
+
+        waits.clear()
+        proxy.arm(failures=1, status=429, retry_after="7")
+        self.assertEqual(client.submit(self.ids[0], REPLY).reward, expected)
+        self.assertEqual(waits, [7.0])
+
+        waits.clear()
+        proxy.arm(failures=100, status=500)
+        with self.assertRaises(ServerError) as caught:
+            client.submit(self.ids[0], REPLY)
+        self.assertEqual(caught.exception.status, 500)
+        self.assertEqual(proxy.paths, ["/create_session"] * 4)
+        self.assertEqual(len(waits), 3)
+        self.assertEqual(rewards.trl_reward.__name__, "trl_reward")
+        rewards.set_default_env(client)
+        proxy.arm(failures=100, status=503)
+        self.assertEqual(rewards.trl_reward(prompts=["p"], completions=[REPLY],
+                                            prompt_id=self.ids[:1]), [None])
+
+        # A 4xx is not retried.
+        proxy.arm(failures=0)
+        with self.assertRaises(RequestError):
+            client.submit("no-such-task", REPLY)
+        self.assertEqual([p for p in proxy.paths if p == "/create"], ["/create"])
+        client.close()
+
+
+class TrainerExamplesTest(unittest.TestCase):
+    """examples/trainers: the dataset rows, the verl reward config and the TRL script give the
+    rewards hb-env gives for the same replies."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sim, sim_url = start_sim()
+        cls.env, cls.url = start_env(sim_url)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.client = HealthBenchEnv(cls.url)
+        cls.examples = os.path.join(SOURCE_DIR, "examples", "trainers")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.env.stop()
+        cls.sim.stop()
+        cls.tmp.cleanup()
+
+    def make_rows(self, fmt):
+        out = os.path.join(self.tmp.name, fmt + ".jsonl")
+        subprocess.run([sys.executable, os.path.join(self.examples, "make_dataset.py"),
+                        "--input", DATA, "--format", fmt, "--out", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            return [json.loads(line) for line in f]
+
+    def test_verl_config_loads_compute_score_and_rows_carry_the_task_id(self):
+        import importlib
+        import yaml
+        rows = self.make_rows("verl")
+        with open(DATA) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        self.assertEqual(len(rows), len(records))
+        self.assertEqual(rows[1]["reward_model"]["ground_truth"], records[1]["prompt_id"])
+        self.assertEqual(rows[1]["prompt"], records[1]["prompt"])
+        self.assertNotIn("rubrics", json.dumps(rows))
+        with open(os.path.join(self.examples, "verl_reward.yaml")) as f:
+            config = yaml.safe_load(f)
+        reward = config["custom_reward_function"]
+        self.assertTrue(reward["path"].startswith("pkg://"))
+        # verl's load_module for "pkg://a/b" or "pkg://a.b": importlib.import_module("a.b").
+        module = importlib.import_module(reward["path"][len("pkg://"):].replace("/", "."))
+        compute_score = getattr(module, reward["name"])
+        self.assertEqual(config["reward_manager"]["name"], "naive")
+        rewards.set_default_env(self.client)
+        self.addCleanup(rewards.set_default_env, None)
+        for row in rows[:2]:
+            score = compute_score(data_source=row["data_source"], solution_str=REPLY,
+                                  ground_truth=row["reward_model"]["ground_truth"],
+                                  extra_info=row["extra_info"], **reward["reward_kwargs"])
+            self.assertEqual(score, self.client.submit(row["reward_model"]["ground_truth"],
+                                                       REPLY).reward)
+
+    def test_trl_script_dry_run_grades_conversational_completions(self):
+        rows = self.make_rows("trl")
+        self.assertEqual(rows[0]["prompt_id"], dataset_ids()[0])
+        path = os.path.join(self.tmp.name, "trl.jsonl")
+        with environment(HEALTHBENCH_ENV_URL=self.url):
+            out = subprocess.run(
+                [sys.executable, os.path.join(self.examples, "trl_grpo.py"), "--dataset", path,
+                 "--dry-run", "--dry-run-rows", "3", "--dry-run-reply", REPLY],
+                check=True, capture_output=True, text=True, timeout=120).stdout
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([line["prompt_id"] for line in lines], dataset_ids()[:3])
+        self.assertEqual([line["reward"] for line in lines],
+                         [self.client.submit(t, REPLY).reward for t in dataset_ids()[:3]])
+
+
+def main():
+    args = sys.argv[1:]
+    rest = [sys.argv[0]]
+    while args:
+        arg = args.pop(0)
+        if arg in ("--hb-env", "--hb-llm-sim"):
+            BINARIES[arg[2:]] = args.pop(0)
+        else:
+            rest.append(arg)
+    for name in ("hb-env", "hb-llm-sim"):
+        if name not in BINARIES or not os.access(BINARIES[name], os.X_OK):
+            sys.exit("pass --%s PATH to a built %s" % (name, name))
+    for path in (DATA, TEMPLATE):
+        if not os.path.exists(path):
+            sys.exit("missing %s: set HB_SHARED_DIR to the folder holding reference/ and "
+                     "data/healthbench/" % path)
+    unittest.main(argv=rest)
+
+
+if __name__ == "__main__":
+    main()
