@@ -4,12 +4,15 @@
 # online and once with --grader-mode batch, and prints each run's wall time, its final cost line
 # and its summary.json usage (the dollars the run reports itself), the batch / online cost ratio,
 # and whether both runs wrote the same verdicts.
-#   bench/batch_cost.sh BUILD_DIR [TASKS=300] [BATCH_COMPLETION_DELAY=2s]
+#   bench/batch_cost.sh BUILD_DIR [TASKS=300] [BATCH_COMPLETION_DELAY=2s] [GRADER_FLAGS]
+# GRADER_FLAGS (one word-split string) are added to both runs, e.g.
+# "--llm-model gpt-5.4-2026-03-05 --llm-reasoning-effort low" for PR #108's Responses grader.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: batch_cost.sh BUILD_DIR [TASKS] [BATCH_COMPLETION_DELAY]}
 tasks=${2:-300}
 delay=${3:-2s}
+read -r -a grader_flags <<< "${4:-}"
 template=$root/data/grader_template.txt
 [ -f "$template" ] || template=${HB_SHARED_DIR:-$root/../shared}/reference/grader_template.txt
 source "$root/bench/sim_workload.sh"
@@ -21,7 +24,7 @@ for mode in online batch; do
   "$build/orchestrator/hb-orchestrator" run --dataset "$work/w.jsonl" --responses "base=$work/r.jsonl" \
     --out "$work/$mode" --grader-template "$template" --llm-base-url "http://$addr/v1" \
     --simulated-verdicts --progress log --progress-interval 1h --grader-mode "$mode" \
-    --batch-poll-interval 1s 2> "$work/$mode.stderr" || { cat "$work/$mode.stderr"; exit 1; }
+    --batch-poll-interval 1s "${grader_flags[@]}" 2> "$work/$mode.stderr" || { cat "$work/$mode.stderr"; exit 1; }
   end=$(date +%s.%N)
   printf '%s: wall %.1f s\n  %s\n' "$mode" "$(echo "$end - $start" | bc)" \
     "$(grep '^hb-orchestrator run: cost ' "$work/$mode.stderr" | tail -1)"

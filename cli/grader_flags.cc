@@ -5,16 +5,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
+#include "common/healthbench/dataset.h"
 
 namespace hb::cli {
 
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings) {
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api) {
   command.Flag("llm-model", &settings->model, "MODEL", "grader model (SPEC §5)");
   command.Flag("llm-temperature", &settings->temperature, "T",
-               "grader sampling temperature (SPEC §5)");
+               "grader sampling temperature (SPEC §5; chat completions only)");
   command.Flag("llm-max-tokens", &settings->max_tokens, "N",
-               "grader max_tokens (SPEC §5); the system message is always the reference's "
-               "\"You are a helpful assistant.\"");
+               "grader max_tokens (SPEC §5; chat completions only); the system message is "
+               "always the reference's \"You are a helpful assistant.\"");
+  command.Flag("llm-api", api, "auto|chat|responses",
+               "grader API: chat completions or OpenAI's Responses API (POST {base}/responses, "
+               "body {model, input, reasoning}); auto, as simple-evals PR #108: responses for "
+               "gpt-5*, o1*, o3*, o4* models or when --llm-reasoning-effort is given");
+  command.Flag("llm-reasoning-effort", &settings->reasoning_effort, "low|medium|high",
+               "the Responses grader's reasoning effort (empty: not sent; the HealthBench "
+               "Professional grader is gpt-5.4-2026-03-05 at low)");
+}
+
+absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        GraderSettings* settings) {
+  absl::Status status = ResolveGraderSettings(api, command.Given("llm-temperature"),
+                                              command.Given("llm-max-tokens"), *settings);
+  return status.ok() ? ValidateGraderSettings(*settings) : status;
 }
 
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference) {
@@ -30,8 +45,9 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
   flags->command = &command;
   command.Group(group);
   command.Flag("llm-base-url", &stack.llm.base_url, "URL",
-               "OpenAI-compatible endpoint; requests go to {base}/chat/completions");
-  AddGraderSettingsFlags(command, &stack.settings);
+               "OpenAI-compatible endpoint; requests go to {base}/chat/completions (or "
+               "{base}/responses, see --llm-api)");
+  AddGraderSettingsFlags(command, &stack.settings, &flags->api);
   command.Flag("llm-api-key-file", &flags->api_key_file, "PATH",
                "file holding the API key; when empty, $OPENAI_API_KEY is used; none is fine "
                "for local endpoints. The key is never logged");
@@ -89,6 +105,11 @@ absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) 
   if (!key.ok()) return key.status();
   options.llm.api_key = *std::move(key);
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
+  if (flags.command != nullptr) {
+    absl::Status settings =
+        ResolveGraderSettingsFlags(*flags.command, flags.api, &options.settings);
+    if (!settings.ok()) return settings;
+  }
   return CompleteGraderStackOptions(std::move(options));
 }
 
@@ -102,11 +123,117 @@ absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
 
 void AddPriceFlags(Command& command, TokenPrices* prices) {
   command.Flag("price-input-per-mtok", &prices->input_per_mtok, "USD",
-               "cost estimate: USD per million input tokens (gpt-4.1 list price)");
+               "cost estimate: USD per million input tokens (default: the grader model's list "
+               "price when known — gpt-4.1, gpt-5.4, gpt-5.4-mini, gpt-5.4-nano, gpt-5.5 — "
+               "else gpt-4.1's)");
   command.Flag("price-cached-input-per-mtok", &prices->cached_input_per_mtok, "USD",
                "USD per million cached input tokens");
   command.Flag("price-output-per-mtok", &prices->output_per_mtok, "USD",
                "USD per million output tokens");
+}
+
+void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices) {
+  for (const char* flag :
+       {"price-input-per-mtok", "price-cached-input-per-mtok", "price-output-per-mtok"}) {
+    if (command.Given(flag)) return;
+  }
+  if (const std::optional<TokenPrices> list = ListPricesForModel(model)) *prices = *list;
+}
+
+void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags) {
+  command.Flag("length-adjustment-center", &flags->center, "CHARS",
+               "length-adjusted score (simple-evals PR #108): per task, score - P x "
+               "(characters of the reply - CHARS) / 500, reported as "
+               "overall_score_length_adjusted beside the raw score; give both flags or neither "
+               "(HealthBench Professional: 2000)");
+  command.Flag("length-adjustment-penalty-per-500-chars", &flags->penalty_per_500_chars, "P",
+               "the penalty P of --length-adjustment-center (HealthBench Professional: 0.0147)");
+}
+
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
+    const Command& command, const LengthAdjustmentFlags& flags) {
+  const bool center = command.Given("length-adjustment-center");
+  const bool penalty = command.Given("length-adjustment-penalty-per-500-chars");
+  if (!center && !penalty) return std::optional<LengthAdjustment>();
+  if (center != penalty) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--length-adjustment-center and --length-adjustment-penalty-per-500-chars go together: "
+        "add --",
+        center ? "length-adjustment-penalty-per-500-chars" : "length-adjustment-center",
+        " (HealthBench Professional: center 2000, penalty 0.0147)"));
+  }
+  if (!(flags.center >= 0 && flags.center < 1e15) ||
+      !(flags.penalty_per_500_chars >= 0 && flags.penalty_per_500_chars < 1e15)) {
+    return absl::InvalidArgumentError(
+        "--length-adjustment-center and --length-adjustment-penalty-per-500-chars must be "
+        "non-negative numbers");
+  }
+  return std::optional<LengthAdjustment>(
+      LengthAdjustment{flags.center, flags.penalty_per_500_chars});
+}
+
+void AddProfessionalFlag(Command& command, bool* professional) {
+  command.Bool("professional", professional,
+               "HealthBench Professional as simple-evals PR #108 grades it: a Professional-format "
+               "dataset, grader gpt-5.4-2026-03-05 through the Responses API at reasoning "
+               "effort low, length adjustment center 2000 / penalty 0.0147 per 500 characters; "
+               "a flag that contradicts the bundle is refused");
+}
+
+namespace {
+
+absl::Status Contradicts(absl::string_view flag, absl::string_view given,
+                         absl::string_view bundle) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--professional grades as simple-evals PR #108's HealthBench Professional bundle, with ",
+      flag, "=", bundle, "; drop ", flag, "=", given, " (or drop --professional)"));
+}
+
+}  // namespace
+
+absl::Status ApplyProfessionalGrader(const Command& command, GraderSettings* settings,
+                                     GraderApiChoice* api) {
+  if (command.Given("llm-model") && settings->model != kProfessionalGraderModel) {
+    return Contradicts("--llm-model", settings->model, kProfessionalGraderModel);
+  }
+  if (command.Given("llm-reasoning-effort") &&
+      settings->reasoning_effort != kProfessionalReasoningEffort) {
+    return Contradicts("--llm-reasoning-effort", settings->reasoning_effort,
+                       kProfessionalReasoningEffort);
+  }
+  if (command.Given("llm-api") && *api == GraderApiChoice::kChat) {
+    return Contradicts("--llm-api", "chat", "responses");
+  }
+  settings->model = kProfessionalGraderModel;
+  settings->reasoning_effort = kProfessionalReasoningEffort;
+  *api = GraderApiChoice::kResponses;
+  return absl::OkStatus();
+}
+
+absl::Status CheckProfessionalDataset(const std::string& dataset) {
+  absl::StatusOr<DatasetFormat> format = DetectDatasetFormat(dataset);
+  if (!format.ok()) return format.status();
+  if (*format == DatasetFormat::kProfessional) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--professional needs a HealthBench Professional file (records with id, conversation, "
+      "rubric_items: healthbench_professional_eval.jsonl of openai/healthbench-professional); ",
+      dataset, " is in the HealthBench format"));
+}
+
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveProfessionalLengthAdjustment(
+    const Command& command, const LengthAdjustmentFlags& flags) {
+  const LengthAdjustment bundle = kProfessionalLengthAdjustment;
+  if (command.Given("length-adjustment-center") && flags.center != bundle.center) {
+    return Contradicts("--length-adjustment-center", absl::StrCat(flags.center),
+                       absl::StrCat(bundle.center));
+  }
+  if (command.Given("length-adjustment-penalty-per-500-chars") &&
+      flags.penalty_per_500_chars != bundle.penalty_per_500_chars) {
+    return Contradicts("--length-adjustment-penalty-per-500-chars",
+                       absl::StrCat(flags.penalty_per_500_chars),
+                       absl::StrCat(bundle.penalty_per_500_chars));
+  }
+  return std::optional<LengthAdjustment>(bundle);
 }
 
 void AddListenFlag(Command& command, std::string* address, const std::string& help) {

@@ -6,19 +6,29 @@
 // (CompleteGraderStackOptions, ValidateGraderSettings, ValidateTokenPrices).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
+#include "grader/grader_settings.h"
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_connection.h"
 #include "llm/token_prices.h"
 
 namespace hb::cli {
 
-// --llm-model, --llm-temperature, --llm-max-tokens.
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings);
+// --llm-model, --llm-temperature, --llm-max-tokens, --llm-api (into `*api`),
+// --llm-reasoning-effort.
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api);
+
+// After parsing: settings->api from --llm-api (ResolveGraderSettings: auto follows
+// simple-evals PR #108), refusing --llm-temperature / --llm-max-tokens given to a Responses
+// grader, then ValidateGraderSettings. kInvalidArgument naming the flag.
+absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        GraderSettings* settings);
 
 // --grader-template PATH, --require-reference-template.
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference);
@@ -26,6 +36,7 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 // What the grader/LLM group fills. The API key is not a flag: see ResolveGraderFlags.
 struct GraderFlags {
   GraderStackOptions stack;
+  GraderApiChoice api = GraderApiChoice::kAuto;
   std::string api_key_file;
   // The command the group was added to (AddGraderFlags), asked which flags were given.
   const Command* command = nullptr;
@@ -60,6 +71,42 @@ absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
 
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);
+
+// After parsing: when none of the --price-* flags was given, the grader `model`'s list prices
+// (ListPricesForModel) replace the gpt-4.1 defaults; a model without list prices keeps them.
+void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices);
+
+// --length-adjustment-center C, --length-adjustment-penalty-per-500-chars P (simple-evals
+// PR #108's length-adjusted score; both or neither).
+struct LengthAdjustmentFlags {
+  double center = 0;
+  double penalty_per_500_chars = 0;
+};
+void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags);
+
+// After parsing: std::nullopt when neither flag was given; the adjustment when both were;
+// kInvalidArgument when only one was, or either is negative (or not finite).
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveLengthAdjustmentFlags(
+    const Command& command, const LengthAdjustmentFlags& flags);
+
+// --professional: the HealthBench Professional bundle of simple-evals PR #108.
+void AddProfessionalFlag(Command& command, bool* professional);
+
+// After parsing, when --professional is given: the grader becomes kProfessionalGraderModel at
+// kProfessionalReasoningEffort through the Responses API. A contradicting explicit flag
+// (another --llm-model, --llm-reasoning-effort or --llm-api=chat) is kInvalidArgument naming it
+// and the bundle's value (the binaries exit 2 before any request).
+absl::Status ApplyProfessionalGrader(const Command& command, GraderSettings* settings,
+                                     GraderApiChoice* api);
+
+// Under --professional: kInvalidArgument unless `dataset` is a HealthBench Professional file
+// (DetectDatasetFormat); read errors keep their codes.
+absl::Status CheckProfessionalDataset(const std::string& dataset);
+
+// ResolveLengthAdjustmentFlags under --professional: the bundle's center 2000 and penalty 0.0147,
+// each flag, when given, must say the same (kInvalidArgument otherwise).
+absl::StatusOr<std::optional<LengthAdjustment>> ResolveProfessionalLengthAdjustment(
+    const Command& command, const LengthAdjustmentFlags& flags);
 
 // --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
 void AddListenFlag(Command& command, std::string* address, const std::string& help);

@@ -5,6 +5,8 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/json.h"
+#include "common/base/status_macros.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/prompts.h"
 #include "common/retry/retry_status.h"
@@ -349,6 +351,15 @@ void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading,
   Pump();
 }
 
+std::string ScoringFingerprint(const std::string& grader_fingerprint,
+                               const HealthBenchEnvironmentOptions& options) {
+  if (!options.length_adjustment.has_value()) return grader_fingerprint;
+  return absl::StrCat(grader_fingerprint, "|length_adjustment ",
+                      JsonNumber(options.length_adjustment->center), " ",
+                      JsonNumber(options.length_adjustment->penalty_per_500_chars), "|reward ",
+                      options.reward_length_adjusted ? "length_adjusted" : "raw");
+}
+
 absl::StatusOr<SubmitResult> HealthBenchEnvironment::Finish(const Grading& grading) const {
   const Example& example = *grading.example;
   SubmitResult result;
@@ -370,6 +381,10 @@ absl::StatusOr<SubmitResult> HealthBenchEnvironment::Finish(const Grading& gradi
   absl::StatusOr<OrderedMetrics> scores =
       ScoreTask(example.prompt_id, example.example_tags, example.rubrics, met);
   if (!scores.ok()) return scores.status();
+  if (options_.length_adjustment.has_value()) {
+    HB_RETURN_IF_ERROR(
+        AddLengthAdjustedScore(grading.response.response, *options_.length_adjustment, *scores));
+  }
   for (const auto& [name, value] : *scores) {
     if (name == "overall_score") {
       result.reward = value;
@@ -377,6 +392,7 @@ absl::StatusOr<SubmitResult> HealthBenchEnvironment::Finish(const Grading& gradi
       result.tag_scores[name] = value;
     }
   }
+  if (options_.reward_length_adjusted) result.reward = result.tag_scores[kLengthAdjustedScoreKey];
   result.reward_clipped = std::clamp(result.reward, 0.0, 1.0);
   return result;
 }

@@ -27,6 +27,7 @@
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
 #include "common/flow/adaptive_limiter.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/dataset.h"
 #include "environment/env_metrics.h"
 #include "environment/environment.h"
@@ -67,12 +68,24 @@ struct HealthBenchEnvironmentOptions {
   absl::Duration item_timeout = absl::Minutes(10);
   // Result cache entries (0: no cache).
   size_t cache_entries = 100000;
-  // IdentityFingerprint of the grader behind the client (part of every cache key).
+  // IdentityFingerprint of the grader behind the client, plus the scoring options below when
+  // set (ScoringFingerprint): part of every cache key.
   std::string grader_fingerprint;
+  // simple-evals PR #108's length adjustment: when set, every result's tag_scores also holds
+  // overall_score_length_adjusted (per task, unclipped).
+  std::optional<LengthAdjustment> length_adjustment;
+  // The reward is overall_score_length_adjusted instead of the raw score (--reward
+  // length_adjusted; needs `length_adjustment`). reward_clipped clips whichever it is.
+  bool reward_length_adjusted = false;
   // Where cached results persist (`--cache-db`); optional, not owned, must outlive the
   // environment.
   ResultStore* cache_store = nullptr;
 };
+
+// `grader_fingerprint` with the options' length adjustment and reward choice appended when set,
+// so a result scored one way is never answered for another.
+std::string ScoringFingerprint(const std::string& grader_fingerprint,
+                               const HealthBenchEnvironmentOptions& options);
 
 class HealthBenchEnvironment final : public Environment {
  public:

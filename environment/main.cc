@@ -15,6 +15,7 @@
 #include "cli/server_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
+#include "common/base/status_macros.h"
 #include "environment/env_metrics.h"
 #include "environment/grpc/env_server.h"
 #include "environment/healthbench_environment.h"
@@ -61,6 +62,9 @@ struct Flags {
   std::string cache_db;
   int64_t max_pending = 4096;
   int64_t max_reply_bytes = 1 << 20;
+  hb::cli::LengthAdjustmentFlags length_adjustment;
+  std::string reward = "raw";
+  bool professional = false;
 };
 
 void AddFlags(hb::cli::Command& command, Flags* flags) {
@@ -80,6 +84,11 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   command.Flag("max-pending", &flags->max_pending, "N",
                "distinct submissions graded at once; beyond it Submit is RESOURCE_EXHAUSTED");
   command.Flag("max-reply-bytes", &flags->max_reply_bytes, "N", "largest reply accepted, in bytes");
+  hb::cli::AddLengthAdjustmentFlags(command, &flags->length_adjustment);
+  command.Flag("reward", &flags->reward, "raw|length_adjusted",
+               "the reward: the raw score, or overall_score_length_adjusted (needs the length "
+               "adjustment); every reply carries both (the adjusted one among the tag scores)");
+  hb::cli::AddProfessionalFlag(command, &flags->professional);
   command.Group("server");
   hb::cli::AddListenFlag(command, &flags->listen,
                          "gRPC listen address (port 0 picks one; stdout's first line is 'grpc "
@@ -91,6 +100,41 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderClientSecurityFlags(command, &flags->grader_security);
   hb::cli::AddGraderFlags(command, &flags->grader_flags);
+}
+
+struct ScoringOptions {
+  std::optional<hb::LengthAdjustment> length_adjustment;
+  bool reward_length_adjusted = false;
+};
+
+// --length-adjustment-*, --reward and --professional (which also sets the grader flags and
+// needs every split in the Professional format).
+absl::StatusOr<ScoringOptions> ResolveScoring(hb::cli::Command& command, Flags& flags,
+                                              const std::vector<hb::env::SplitSpec>& specs) {
+  ScoringOptions scoring;
+  if (flags.professional) {
+    HB_RETURN_IF_ERROR(hb::cli::ApplyProfessionalGrader(command, &flags.grader_flags.stack.settings,
+                                                        &flags.grader_flags.api));
+    for (const hb::env::SplitSpec& spec : specs) {
+      HB_RETURN_IF_ERROR(hb::cli::CheckProfessionalDataset(spec.path));
+    }
+  }
+  HB_ASSIGN_OR_RETURN(
+      scoring.length_adjustment,
+      flags.professional
+          ? hb::cli::ResolveProfessionalLengthAdjustment(command, flags.length_adjustment)
+          : hb::cli::ResolveLengthAdjustmentFlags(command, flags.length_adjustment));
+  if (flags.reward != "raw" && flags.reward != "length_adjusted") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reward must be raw or length_adjusted, got '", flags.reward, "'"));
+  }
+  scoring.reward_length_adjusted = flags.reward == "length_adjusted";
+  if (scoring.reward_length_adjusted && !scoring.length_adjustment.has_value()) {
+    return absl::InvalidArgumentError(
+        "--reward length_adjusted needs --length-adjustment-center and "
+        "--length-adjustment-penalty-per-500-chars (or --professional)");
+  }
+  return scoring;
 }
 
 absl::StatusOr<std::vector<hb::env::SplitSpec>> SplitSpecs(const std::vector<std::string>& values) {
@@ -129,6 +173,8 @@ int main(int argc, char** argv) {
   if (absl::Status server = hb::cli::CheckServerFlags(flags.server); !server.ok()) {
     return program.UsageError("", server);
   }
+  absl::StatusOr<ScoringOptions> scoring = ResolveScoring(program.root(), flags, *specs);
+  if (!scoring.ok()) return program.UsageError("", scoring.status());
   absl::StatusOr<hb::GraderStackOptions> grader_options =
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
@@ -170,7 +216,10 @@ int main(int argc, char** argv) {
   env_options.max_upstream_in_flight = grader_options->llm.max_upstream_in_flight;
   env_options.cache_entries = static_cast<size_t>(flags.cache_entries);
   // Cached results are keyed by what the graders grade with, not by this process's flags.
-  env_options.grader_fingerprint = hb::IdentityFingerprint(hb::IdentityOf(grader_info));
+  env_options.length_adjustment = scoring->length_adjustment;
+  env_options.reward_length_adjusted = scoring->reward_length_adjusted;
+  env_options.grader_fingerprint = hb::env::ScoringFingerprint(
+      hb::IdentityFingerprint(hb::IdentityOf(grader_info)), env_options);
   std::unique_ptr<hb::env::SqliteResultStore> cache_store;
   if (const std::string& cache_db = flags.cache_db; !cache_db.empty()) {
     absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =

@@ -8,13 +8,22 @@ namespace hb {
 
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity) {
   const GraderSettings& s = identity.settings;
-  return {
+  std::vector<IdentityField> fields = {
       {"model", "grader_model", s.model, "--llm-model"},
       {"temperature", "grader_temperature", JsonNumber(s.temperature), "--llm-temperature"},
       {"max_tokens", "grader_max_tokens", absl::StrCat(s.max_tokens), "--llm-max-tokens"},
       {"system_message", "grader_system_message", s.system_message, ""},
       {"template_sha256", "template_sha256", identity.template_sha256, "--grader-template"},
   };
+  // Added with the Responses API (simple-evals PR #108): listed only when not the default.
+  if (s.api != GraderApi::kChatCompletions) {
+    fields.push_back({"api", "grader_api", GraderApiName(s.api), "--llm-api"});
+  }
+  if (!s.reasoning_effort.empty()) {
+    fields.push_back({"reasoning_effort", "grader_reasoning_effort", s.reasoning_effort,
+                      "--llm-reasoning-effort"});
+  }
+  return fields;
 }
 
 std::string IdentityFingerprint(const GraderIdentity& identity) {

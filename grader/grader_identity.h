@@ -17,7 +17,7 @@
 namespace hb {
 
 struct GraderIdentity {
-  // Model, temperature, max_tokens, system message.
+  // Model, temperature, max_tokens, system message, API, reasoning effort.
   GraderSettings settings;
   // sha256 (hex) of the grader template.
   std::string template_sha256;
@@ -35,7 +35,8 @@ struct IdentityField {
   std::string flag;
 };
 
-// The fields in a fixed order: model, temperature, max_tokens, system_message, template_sha256.
+// The fields in a fixed order: model, temperature, max_tokens, system_message, template_sha256,
+// then api (when not chat) and reasoning_effort (when set).
 // A field added later is listed only when it differs from its default, so journals and caches
 // written before it existed stay valid for graders that do not use it.
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity);

@@ -66,6 +66,8 @@ GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& tem
   info.set_max_tokens(settings.max_tokens);
   info.set_system_message(settings.system_message);
   info.set_template_sha256(template_sha256);
+  info.set_api(GraderApiName(settings.api));
+  info.set_reasoning_effort(settings.reasoning_effort);
   info.set_upstream_base_url(RedactUrl(base_url));
   info.set_version(version);
   return info;
@@ -81,6 +83,9 @@ GraderSettings SettingsOf(const GraderInfo& info) {
   settings.temperature = info.temperature();
   settings.max_tokens = info.max_tokens();
   settings.system_message = info.system_message();
+  settings.api = info.api() == GraderApiName(GraderApi::kResponses) ? GraderApi::kResponses
+                                                                    : GraderApi::kChatCompletions;
+  settings.reasoning_effort = info.reasoning_effort();
   return settings;
 }
 

@@ -1,14 +1,47 @@
 // Validation of GraderSettings (common/healthbench/types.h), the model settings every grader
-// request carries: one check shared by hb-grader, `hb-orchestrator run`, `dry-run` and `score`.
+// request carries, and the choice of API for them: one check shared by hb-grader,
+// `hb-orchestrator run`, `dry-run`, `score` and hb-env.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "common/healthbench/types.h"
 
 namespace hb {
 
 // kInvalidArgument naming the flag when a setting cannot produce a valid request
-// ("--llm-max-tokens must be positive"). Thread-safe.
+// ("--llm-max-tokens must be positive", "--llm-reasoning-effort must be low, medium or high,
+// got 'x'", an effort on the chat API). Thread-safe.
 absl::Status ValidateGraderSettings(const GraderSettings& settings);
+
+// HealthBench Professional's official grader (simple-evals PR #108): gpt-5.4-2026-03-05 at low
+// reasoning effort, through the Responses API.
+inline constexpr char kProfessionalGraderModel[] = "gpt-5.4-2026-03-05";
+inline constexpr char kProfessionalReasoningEffort[] = "low";
+
+// --llm-api: chat, responses, or auto (simple-evals PR #108's rule, see ResolveGraderApi).
+enum class GraderApiChoice { kAuto, kChat, kResponses };
+bool AbslParseFlag(absl::string_view text, GraderApiChoice* choice, std::string* error);
+std::string AbslUnparseFlag(GraderApiChoice choice);
+
+// Whether `model` is a reasoning model PR #108 grades through the Responses API: a name
+// starting with gpt-5, o1, o3 or o4. (The reference lists gpt-5.5-2026-04-23,
+// gpt-5.4-2026-03-05, gpt-5.4-mini-2026-03-17, o3-2025-04-16, o4-mini-2025-04-16 and o1-pro;
+// the prefixes cover every one of them and their siblings.)
+bool IsReasoningGraderModel(absl::string_view model);
+
+// The API `choice` selects for `settings`: kAuto is the Responses API for a reasoning model
+// (IsReasoningGraderModel) or whenever a reasoning effort is given, chat completions
+// otherwise, as PR #108 routes its grader.
+GraderApi ResolveGraderApi(GraderApiChoice choice, const GraderSettings& settings);
+
+// Sets settings.api from `choice`, then refuses chat-only settings the user gave explicitly to a
+// Responses grader (`temperature_given`, `max_tokens_given`: whether --llm-temperature /
+// --llm-max-tokens were on the command line): kInvalidArgument saying why (the Responses
+// grader of PR #108 sends neither; reasoning models refuse a temperature).
+absl::Status ResolveGraderSettings(GraderApiChoice choice, bool temperature_given,
+                                   bool max_tokens_given, GraderSettings& settings);
 
 }  // namespace hb

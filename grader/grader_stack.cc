@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<GraderStack>> GraderStack::Start(const GraderStac
   llm_options.base_url = options.llm.base_url;
   llm_options.api_key = options.llm.api_key;
   llm_options.metrics = stack->metrics_.get();
+  llm_options.api = options.settings.api;
   stack->llm_ = std::make_unique<OpenAiLlmClient>(*stack->http_, llm_options);
 
   stack->info_ = MakeGraderInfo(options.settings, grader_template.sha256(), options.llm.base_url,

@@ -6,7 +6,7 @@
 namespace hb {
 
 std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt) {
-  return Sha256Hex(BuildChatCompletionBody(settings, grader_prompt));
+  return Sha256Hex(BuildGraderRequestBody(settings, grader_prompt));
 }
 
 }  // namespace hb

@@ -40,7 +40,8 @@ class VerdictCache {
 };
 
 // The cache key of one rubric item's request: hex sha256 of
-// BuildChatCompletionBody(settings, grader_prompt) without a prompt_cache_key.
+// BuildGraderRequestBody(settings, grader_prompt) without a prompt_cache_key (so the model, the
+// API and the reasoning effort are all part of the key).
 std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt);
 
 }  // namespace hb

@@ -22,7 +22,7 @@
 
 namespace hb {
 
-// One request: the JSON body exactly as it goes on the wire (BuildChatCompletionBody).
+// One request: the JSON body exactly as it goes on the wire (BuildGraderRequestBody).
 struct ChatRequest {
   std::string body;
   // When non-empty, the body is these pieces in order instead (`body` is ignored): the rubric

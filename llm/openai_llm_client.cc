@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "common/base/json_io.h"
+#include "common/base/status_macros.h"
 #include "rapidjson/document.h"
 
 namespace hb {
@@ -80,6 +81,13 @@ int64_t Int64Member(const rapidjson::Value& object, const char* name) {
   return d >= 0 && d <= kMaxCount && d == std::floor(d) ? static_cast<int64_t>(d) : 0;
 }
 
+// Whether object[name] is the string `value`.
+bool JsonStringEquals(const rapidjson::Value& object, const char* name, absl::string_view value) {
+  auto it = object.FindMember(name);
+  return it != object.MemberEnd() && it->value.IsString() &&
+         absl::string_view(it->value.GetString(), it->value.GetStringLength()) == value;
+}
+
 // A Go/absl-style duration header ("6m0s", "58.8s", "250ms", "1m"); also a bare number of
 // seconds. std::nullopt when absent, unparsable or negative.
 std::optional<absl::Duration> DurationHeader(const HttpResponse& response, absl::string_view name) {
@@ -112,82 +120,76 @@ std::optional<absl::Duration> RetryAfterOf(const HttpResponse& response) {
   return std::nullopt;
 }
 
-absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
-                                                 absl::string_view api_key) {
+namespace {
+
+// A non-2xx answer as a status with its AttemptOutcome.
+absl::Status HttpFailure(const HttpResponse& response, absl::string_view api_key) {
   const int code = response.status_code;
-  if (code < 200 || code >= 300) {
-    std::string message =
-        absl::StrCat("upstream HTTP ", code, ": ", BackendMessage(response, api_key));
-    AttemptOutcome outcome{FailureKind::kOtherHttp4xx, RetryAfterOf(response)};
-    absl::Status status;
-    if (code == 408) {
-      outcome.kind = FailureKind::kHttp408;
-      status = absl::DeadlineExceededError(message);
-    } else if (code == 409) {
-      outcome.kind = FailureKind::kHttp409;
-      status = absl::AbortedError(message);
-    } else if (code == 429) {
-      outcome.kind = FailureKind::kHttp429;
-      status = absl::ResourceExhaustedError(message);
-    } else if (code >= 500) {
-      outcome.kind = FailureKind::kHttp5xx;
-      status = absl::UnavailableError(message);
-    } else if (code == 400) {
-      outcome.kind = FailureKind::kHttp400;
-      status = absl::InvalidArgumentError(message);
-    } else if (code == 401) {
-      outcome.kind = FailureKind::kHttp401;
-      status = absl::UnauthenticatedError(message);
-    } else if (code == 403) {
-      outcome.kind = FailureKind::kHttp403;
-      status = absl::PermissionDeniedError(message);
-    } else if (code == 404) {
-      outcome.kind = FailureKind::kHttp404;
-      status = absl::NotFoundError(message);
-    } else if (code >= 400) {
-      status = absl::FailedPreconditionError(message);
-    } else if (code >= 300 && code < 400) {
-      // Redirects are never followed (the key must not travel to another host): a 3xx means
-      // the base URL is wrong, which no retry fixes.
-      const std::string* location = response.Header("location");
-      status = absl::FailedPreconditionError(
-          absl::StrCat("upstream HTTP ", code, " redirect", location != nullptr ? " to " : "",
-                       location != nullptr ? *location : "",
-                       ": fix --llm-base-url (redirects are not followed)"));
-    } else {
-      // 1xx as a final answer: the endpoint is misbehaving; treat it as a server error.
-      outcome.kind = FailureKind::kHttp5xx;
-      status = absl::UnavailableError(message);
-    }
-    return WithAttemptOutcome(status, outcome);
+  std::string message =
+      absl::StrCat("upstream HTTP ", code, ": ", BackendMessage(response, api_key));
+  AttemptOutcome outcome{FailureKind::kOtherHttp4xx, RetryAfterOf(response)};
+  absl::Status status;
+  if (code == 408) {
+    outcome.kind = FailureKind::kHttp408;
+    status = absl::DeadlineExceededError(message);
+  } else if (code == 409) {
+    outcome.kind = FailureKind::kHttp409;
+    status = absl::AbortedError(message);
+  } else if (code == 429) {
+    outcome.kind = FailureKind::kHttp429;
+    status = absl::ResourceExhaustedError(message);
+  } else if (code >= 500) {
+    outcome.kind = FailureKind::kHttp5xx;
+    status = absl::UnavailableError(message);
+  } else if (code == 400) {
+    outcome.kind = FailureKind::kHttp400;
+    status = absl::InvalidArgumentError(message);
+  } else if (code == 401) {
+    outcome.kind = FailureKind::kHttp401;
+    status = absl::UnauthenticatedError(message);
+  } else if (code == 403) {
+    outcome.kind = FailureKind::kHttp403;
+    status = absl::PermissionDeniedError(message);
+  } else if (code == 404) {
+    outcome.kind = FailureKind::kHttp404;
+    status = absl::NotFoundError(message);
+  } else if (code >= 400) {
+    status = absl::FailedPreconditionError(message);
+  } else if (code >= 300 && code < 400) {
+    // Redirects are never followed (the key must not travel to another host): a 3xx means
+    // the base URL is wrong, which no retry fixes.
+    const std::string* location = response.Header("location");
+    status = absl::FailedPreconditionError(absl::StrCat(
+        "upstream HTTP ", code, " redirect", location != nullptr ? " to " : "",
+        location != nullptr ? *location : "", ": fix --llm-base-url (redirects are not followed)"));
+  } else {
+    // 1xx as a final answer: the endpoint is misbehaving; treat it as a server error.
+    outcome.kind = FailureKind::kHttp5xx;
+    status = absl::UnavailableError(message);
   }
+  return WithAttemptOutcome(status, outcome);
+}
 
-  rapidjson::Document doc;
-  if (absl::Status parsed = ParseJson(response.body, doc); !parsed.ok()) {
-    return Malformed(absl::StrCat("upstream reply is not valid JSON: ", parsed.message()));
-  }
-  if (!doc.IsObject()) return Malformed("upstream reply is not a JSON object");
-  ChatResult result;
-  result.http_status = code;
-  result.latency = response.latency;
-  auto model = doc.FindMember("model");
-  if (model != doc.MemberEnd() && model->value.IsString()) result.model = model->value.GetString();
+// doc.usage's input, cached (in `<input>_details`) and output token counts, named as each API
+// names them.
+ChatUsage UsageOf(const rapidjson::Value& doc, const char* input, const char* output) {
+  ChatUsage counts;
   auto usage = doc.FindMember("usage");
-  if (usage != doc.MemberEnd() && usage->value.IsObject()) {
-    result.usage.prompt_tokens = Int64Member(usage->value, "prompt_tokens");
-    result.usage.completion_tokens = Int64Member(usage->value, "completion_tokens");
-    auto details = usage->value.FindMember("prompt_tokens_details");
-    if (details != usage->value.MemberEnd()) {
-      result.usage.cached_tokens = Int64Member(details->value, "cached_tokens");
-    }
+  if (usage == doc.MemberEnd() || !usage->value.IsObject()) return counts;
+  counts.prompt_tokens = Int64Member(usage->value, input);
+  counts.completion_tokens = Int64Member(usage->value, output);
+  auto details = usage->value.FindMember(absl::StrCat(input, "_details").c_str());
+  if (details != usage->value.MemberEnd()) {
+    counts.cached_tokens = Int64Member(details->value, "cached_tokens");
   }
-  result.rate_limit.limit_requests = IntHeader(response, "x-ratelimit-limit-requests");
-  result.rate_limit.remaining_requests = IntHeader(response, "x-ratelimit-remaining-requests");
-  result.rate_limit.limit_tokens = IntHeader(response, "x-ratelimit-limit-tokens");
-  result.rate_limit.remaining_tokens = IntHeader(response, "x-ratelimit-remaining-tokens");
-  result.rate_limit.reset_requests = DurationHeader(response, "x-ratelimit-reset-requests");
-  result.rate_limit.reset_tokens = DurationHeader(response, "x-ratelimit-reset-tokens");
+  return counts;
+}
 
+// Chat completions: usage.{prompt_tokens, prompt_tokens_details.cached_tokens,
+// completion_tokens}; the text is choices[0].message.content (null content is retried, as the
+// reference does).
+absl::Status ReadChatCompletion(const rapidjson::Value& doc, ChatResult& result) {
+  result.usage = UsageOf(doc, "prompt_tokens", "completion_tokens");
   auto choices = doc.FindMember("choices");
   if (choices == doc.MemberEnd() || !choices->value.IsArray() || choices->value.Empty() ||
       !choices->value[0].IsObject()) {
@@ -208,14 +210,82 @@ absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
   if (finish != choice.MemberEnd() && finish->value.IsString()) {
     result.finish_reason = finish->value.GetString();
   }
+  return absl::OkStatus();
+}
+
+// The SDK's Response.output_text: every "output_text" part of every "message" item of
+// `output`, joined with nothing between; "" when there is none (the verdict parser then
+// retries, as the reference's grading loop does).
+std::string ResponsesOutputText(const rapidjson::Value& output) {
+  std::string text;
+  for (const rapidjson::Value& item : output.GetArray()) {
+    if (!item.IsObject() || !JsonStringEquals(item, "type", "message")) continue;
+    auto content = item.FindMember("content");
+    if (content == item.MemberEnd() || !content->value.IsArray()) continue;
+    for (const rapidjson::Value& part : content->value.GetArray()) {
+      if (!part.IsObject() || !JsonStringEquals(part, "type", "output_text")) continue;
+      auto part_text = part.FindMember("text");
+      if (part_text != part.MemberEnd() && part_text->value.IsString()) {
+        text.append(part_text->value.GetString(), part_text->value.GetStringLength());
+      }
+    }
+  }
+  return text;
+}
+
+// Responses API: usage.{input_tokens, input_tokens_details.cached_tokens, output_tokens}
+// (output_tokens includes the reasoning tokens, billed as output); finish_reason = `status`.
+absl::Status ReadResponse(const rapidjson::Value& doc, ChatResult& result) {
+  result.usage = UsageOf(doc, "input_tokens", "output_tokens");
+  auto output = doc.FindMember("output");
+  if (output == doc.MemberEnd() || !output->value.IsArray()) {
+    return Malformed("upstream reply has no output list");
+  }
+  result.content = ResponsesOutputText(output->value);
+  auto status = doc.FindMember("status");
+  if (status != doc.MemberEnd() && status->value.IsString()) {
+    result.finish_reason = status->value.GetString();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ChatResult> InterpretLlmResponse(const HttpResponse& response,
+                                                absl::string_view api_key, GraderApi api) {
+  const int code = response.status_code;
+  if (code < 200 || code >= 300) return HttpFailure(response, api_key);
+  rapidjson::Document doc;
+  if (absl::Status parsed = ParseJson(response.body, doc); !parsed.ok()) {
+    return Malformed(absl::StrCat("upstream reply is not valid JSON: ", parsed.message()));
+  }
+  if (!doc.IsObject()) return Malformed("upstream reply is not a JSON object");
+  ChatResult result;
+  result.http_status = code;
+  result.latency = response.latency;
+  auto model = doc.FindMember("model");
+  if (model != doc.MemberEnd() && model->value.IsString()) result.model = model->value.GetString();
+  result.rate_limit.limit_requests = IntHeader(response, "x-ratelimit-limit-requests");
+  result.rate_limit.remaining_requests = IntHeader(response, "x-ratelimit-remaining-requests");
+  result.rate_limit.limit_tokens = IntHeader(response, "x-ratelimit-limit-tokens");
+  result.rate_limit.remaining_tokens = IntHeader(response, "x-ratelimit-remaining-tokens");
+  result.rate_limit.reset_requests = DurationHeader(response, "x-ratelimit-reset-requests");
+  result.rate_limit.reset_tokens = DurationHeader(response, "x-ratelimit-reset-tokens");
+  HB_RETURN_IF_ERROR(api == GraderApi::kResponses ? ReadResponse(doc, result)
+                                                  : ReadChatCompletion(doc, result));
   return result;
+}
+
+absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
+                                                 absl::string_view api_key) {
+  return InterpretLlmResponse(response, api_key, GraderApi::kChatCompletions);
 }
 
 OpenAiLlmClient::OpenAiLlmClient(HttpClient& http, OpenAiLlmClientOptions options)
     : http_(http),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : Clock::Real()),
-      url_(absl::StrCat(absl::StripSuffix(options_.base_url, "/"), "/chat/completions")) {}
+      url_(absl::StrCat(absl::StripSuffix(options_.base_url, "/"), GraderApiPath(options_.api))) {}
 
 LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback done) {
   HttpRequest http_request;
@@ -255,7 +325,8 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
           outcome));
       return;
     }
-    absl::StatusOr<ChatResult> result = InterpretChatResponse(*response, options_.api_key);
+    absl::StatusOr<ChatResult> result =
+        InterpretLlmResponse(*response, options_.api_key, options_.api);
     if (metrics != nullptr) {
       if (result.ok()) {
         metrics->AddTokens(result->usage.prompt_tokens, result->usage.cached_tokens,

@@ -1,9 +1,11 @@
 // OpenAiLlmClient: LlmClient over the OpenAI chat-completions protocol (OpenAI, Azure OpenAI
-// compatible gateways, vLLM, the bundled simulator), on top of an HttpClient.
+// compatible gateways, vLLM, the bundled simulator) or OpenAI's Responses API, on top of an
+// HttpClient.
 //
-// POSTs the body to "{base_url}/chat/completions" with "Authorization: Bearer <key>" when a
-// key is configured, and turns the answer into a ChatResult or a status with an
-// AttemptOutcome. The key never appears in a status message, a log line or a metric.
+// POSTs the body to "{base_url}/chat/completions" (or "{base_url}/responses") with
+// "Authorization: Bearer <key>" when a key is configured, and turns the answer into a ChatResult or
+// a status with an AttemptOutcome. The key never appears in a status message, a log line or a
+// metric.
 #pragma once
 
 #include <memory>
@@ -14,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
+#include "common/healthbench/types.h"
 #include "http/http_client.h"
 #include "llm/llm_client.h"
 #include "llm/llm_metrics.h"
@@ -29,6 +32,8 @@ struct OpenAiLlmClientOptions {
   LlmMetrics* metrics = nullptr;
   // For latency; Clock::Real() when null. Not owned.
   Clock* clock = nullptr;
+  // The endpoint and reply format (the request bodies must match: BuildGraderRequestBody).
+  GraderApi api = GraderApi::kChatCompletions;
 };
 
 class OpenAiLlmClient final : public LlmClient {
@@ -50,7 +55,15 @@ class OpenAiLlmClient final : public LlmClient {
 };
 
 // Maps one HTTP exchange to a ChatResult or an error with an AttemptOutcome (see
-// llm_client.h). `api_key` is scrubbed from every message. Exposed for tests.
+// llm_client.h). `api_key` is scrubbed from every message. For the Responses API the text is
+// the SDK's output_text (every "output_text" part of every "message" item of `output`,
+// joined; "" when none) and usage comes from input_tokens, input_tokens_details.cached_tokens
+// and output_tokens (reasoning tokens included); finish_reason is the response's `status`.
+// A non-array `output` is a malformed reply (kUnavailable, retried). Exposed for tests and the
+// Batch API path.
+absl::StatusOr<ChatResult> InterpretLlmResponse(const HttpResponse& response,
+                                                absl::string_view api_key, GraderApi api);
+// InterpretLlmResponse for chat completions.
 absl::StatusOr<ChatResult> InterpretChatResponse(const HttpResponse& response,
                                                  absl::string_view api_key);
 

@@ -231,7 +231,7 @@ SimAction BatchService::Create(const SimHttpRequest& request) {
   for (const auto* field : {&input, &endpoint, &window}) {
     if (!field->ok()) return ErrorReply(400, field->status().message());
   }
-  if (*endpoint != "/v1/chat/completions") {
+  if (*endpoint != "/v1/chat/completions" && *endpoint != "/v1/responses") {
     return ErrorReply(400, absl::StrCat("unsupported endpoint '", *endpoint, "'"));
   }
   if (*window != "24h") return ErrorReply(400, "completion_window must be '24h'");
@@ -276,15 +276,27 @@ void BatchService::Complete(Batch& batch) {
     const std::string line_id = absl::StrFormat("batch_req_sim%08d", seq);
     rapidjson::Document doc;
     absl::StatusOr<std::string> custom_id = std::string();
+    absl::StatusOr<std::string> url = std::string();
     const rapidjson::Value* body = nullptr;
     if (ParseJson(line, doc).ok() && doc.IsObject()) {
       custom_id = JsonStringMember(doc, "custom_id");
+      url = JsonStringMember(doc, "url");
       body = FindJsonMember(doc, "body");
     }
     if (!custom_id.ok() || custom_id->empty() || body == nullptr || !body->IsObject()) {
       absl::StrAppend(&errors,
                       ErrorLine(line_id, custom_id.ok() ? *custom_id : "", "invalid_request",
                                 "line is not a batch request"),
+                      "\n");
+      ++batch.failed;
+      continue;
+    }
+    // As OpenAI: every line's url must be the batch's endpoint.
+    if (!url.ok() || *url != batch.endpoint) {
+      absl::StrAppend(&errors,
+                      ErrorLine(line_id, *custom_id, "invalid_request",
+                                absl::StrCat("line url '", url.ok() ? *url : "",
+                                             "' is not the batch endpoint '", batch.endpoint, "'")),
                       "\n");
       ++batch.failed;
       continue;
@@ -310,7 +322,7 @@ void BatchService::Complete(Batch& batch) {
     const std::string body_text = WriteJson([&](JsonWriter& w) { body->Accept(w); });
     SimHttpRequest chat;
     chat.method = "POST";
-    chat.path = "/v1/chat/completions";
+    chat.path = batch.endpoint;
     chat.authorization = batch.authorization;
     chat.body = body_text;
     const SimAction answer = chat_(chat);

@@ -8,7 +8,9 @@
 // Routes (relative to the server root; the /v1 prefix is required):
 //   POST /v1/files                multipart/form-data with `purpose` (must be "batch") and `file`
 //   GET  /v1/files/{id}/content   the file's bytes
-//   POST /v1/batches              {"input_file_id", "endpoint", "completion_window"}
+//   POST /v1/batches              {"input_file_id", "endpoint", "completion_window"}; the
+//                                 endpoint is /v1/chat/completions or /v1/responses, and each
+//                                 line's "url" must be it (else the line goes to the error file)
 //   GET  /v1/batches              {"object": "list", "data": [batches, newest first]}
 //   GET  /v1/batches/{id}
 //   POST /v1/batches/{id}/cancel  an unfinished batch becomes "cancelled" at once (no output)
@@ -44,7 +46,8 @@ struct BatchOptions {
 
 class BatchService {
  public:
-  // Answers one chat-completions request (the simulator's online handling).
+  // Answers one chat-completions or Responses request (the simulator's online handling; the
+  // request's path is the batch endpoint).
   using ChatHandler = std::function<SimAction(const SimHttpRequest&)>;
 
   // `clock` and `metrics` are not owned and must outlive the service.

@@ -117,6 +117,100 @@ std::string BuildCompletionBody(absl::string_view id, int64_t created_unix_secon
   });
 }
 
+namespace {
+
+// The byte nearest the middle of `text` that starts a UTF-8 character.
+size_t MiddleCharBoundary(absl::string_view text) {
+  size_t at = text.size() / 2;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
+void WriteOutputText(JsonWriter& w, absl::string_view text) {
+  w.StartObject();
+  w.Key("type");
+  w.String("output_text");
+  w.Key("text");
+  WriteJsonString(w, text);
+  w.Key("annotations");
+  w.StartArray();
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteResponsesUsage(JsonWriter& w, const Usage& usage) {
+  w.StartObject();
+  w.Key("input_tokens");
+  w.Int64(usage.prompt_tokens);
+  w.Key("input_tokens_details");
+  w.StartObject();
+  w.Key("cached_tokens");
+  w.Int64(usage.cached_tokens);
+  w.EndObject();
+  w.Key("output_tokens");
+  w.Int64(usage.completion_tokens);
+  w.Key("output_tokens_details");
+  w.StartObject();
+  w.Key("reasoning_tokens");
+  w.Int64(usage.reasoning_tokens);
+  w.EndObject();
+  w.Key("total_tokens");
+  w.Int64(usage.prompt_tokens + usage.completion_tokens);
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string BuildResponseBody(absl::string_view id, int64_t created_unix_seconds,
+                              absl::string_view model, absl::string_view content,
+                              const Usage& usage) {
+  return WriteJson([&](JsonWriter& w) {
+    auto str = [&w](absl::string_view s) { WriteJsonString(w, s); };
+    w.StartObject();
+    w.Key("id");
+    str(absl::StrCat("resp_", id));
+    w.Key("object");
+    w.String("response");
+    w.Key("created_at");
+    w.Int64(created_unix_seconds);
+    w.Key("status");
+    w.String("completed");
+    w.Key("model");
+    str(model);
+    w.Key("output");
+    w.StartArray();
+    w.StartObject();
+    w.Key("type");
+    w.String("reasoning");
+    w.Key("id");
+    str(absl::StrCat("rs_", id));
+    w.Key("summary");
+    w.StartArray();
+    w.EndArray();
+    w.EndObject();
+    w.StartObject();
+    w.Key("type");
+    w.String("message");
+    w.Key("id");
+    str(absl::StrCat("msg_", id));
+    w.Key("status");
+    w.String("completed");
+    w.Key("role");
+    w.String("assistant");
+    w.Key("content");
+    w.StartArray();
+    const size_t middle = MiddleCharBoundary(content);
+    WriteOutputText(w, content.substr(0, middle));
+    WriteOutputText(w, content.substr(middle));
+    w.EndArray();
+    w.EndObject();
+    w.EndArray();
+    w.Key("usage");
+    WriteResponsesUsage(w, usage);
+    w.EndObject();
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 
 Simulator::Simulator(SimulatorOptions options, const Clock* clock)
@@ -125,14 +219,21 @@ Simulator::Simulator(SimulatorOptions options, const Clock* clock)
       rate_limiter_(options_.rate_limits, clock),
       prompt_cache_(options_.prompt_cache, clock),
       metrics_(InjectedFaultKinds()),
-      batch_(options_.batch, clock, &metrics_,
-             [this](const SimHttpRequest& chat) { return HandleChat(chat, /*policy=*/false); }) {}
+      batch_(options_.batch, clock, &metrics_, [this](const SimHttpRequest& chat) {
+        return HandleChat(
+            chat, /*policy=*/false,
+            chat.path == "/v1/responses" ? GraderApi::kResponses : GraderApi::kChatCompletions);
+      }) {}
 
 SimAction Simulator::Handle(const SimHttpRequest& request) {
-  const bool chat_path =
-      request.path == "/v1/chat/completions" || request.path == "/chat/completions";
+  const bool responses_path = request.path == "/v1/responses" || request.path == "/responses";
+  const bool chat_path = request.path == "/v1/chat/completions" ||
+                         request.path == "/chat/completions" || responses_path;
   SimAction action;
-  if (chat_path && request.method == "POST") return HandleChat(request, /*policy=*/false);
+  if (chat_path && request.method == "POST") {
+    return HandleChat(request, /*policy=*/false,
+                      responses_path ? GraderApi::kResponses : GraderApi::kChatCompletions);
+  }
   if (request.path == kPolicyChatPath && request.method == "POST") {
     return HandleChat(request, /*policy=*/true);
   }
@@ -212,7 +313,7 @@ void Simulator::Finish(SimAction& action, absl::string_view fault, int64_t promp
   });
 }
 
-SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy) {
+SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy, GraderApi api) {
   metrics_.Request();
   SimAction action;
   action.is_chat = true;
@@ -229,7 +330,9 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy) {
     return action;
   }
 
-  absl::StatusOr<ParsedChatRequest> parsed = ParseChatRequest(request.body);
+  absl::StatusOr<ParsedChatRequest> parsed = api == GraderApi::kResponses
+                                                 ? ParseResponsesRequest(request.body)
+                                                 : ParseChatRequest(request.body);
   if (!parsed.ok()) {
     action.status = 400;
     action.body = BuildErrorBody(parsed.status().message(), "invalid_request_error");
@@ -328,19 +431,28 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy) {
   const bool met = SimulatedVerdict(LastUserMessage(*parsed));
   const std::string content = FaultReplyContent(fault, met, seq);
   Usage usage;
-  usage.prompt_tokens = prompt_tokens;
-  usage.completion_tokens = EstimateTokens(content);
-  usage.cached_tokens = prompt_cache_.LookupAndStore(parsed->prompt_cache_key, prompt);
-  metrics_.CompletionTokens(usage.completion_tokens);
-  metrics_.CachedTokens(usage.cached_tokens);
-  const absl::Time now = clock_->Now();
-  action.body = BuildCompletionBody(absl::StrFormat("chatcmpl-sim-%016x", seq),
-                                    absl::ToUnixSeconds(now), parsed->model, content, usage);
+  action.body = GraderReplyBody(*parsed, prompt, seq, content, usage);
   Finish(action, fault_name, prompt_tokens,
          fault == FaultKind::kNone || fault == FaultKind::kFenced ? std::optional<bool>(met)
                                                                   : std::nullopt,
          usage.cached_tokens);
   return action;
+}
+
+std::string Simulator::GraderReplyBody(const ParsedChatRequest& parsed, const std::string& prompt,
+                                       uint64_t seq, absl::string_view content, Usage& usage) {
+  usage.prompt_tokens = EstimateTokens(prompt);
+  usage.reasoning_tokens = SimulatedReasoningTokens(parsed.reasoning_effort);
+  usage.completion_tokens = EstimateTokens(content) + usage.reasoning_tokens;
+  usage.cached_tokens = prompt_cache_.LookupAndStore(parsed.prompt_cache_key, prompt);
+  metrics_.CompletionTokens(usage.completion_tokens);
+  metrics_.CachedTokens(usage.cached_tokens);
+  const int64_t now = absl::ToUnixSeconds(clock_->Now());
+  if (parsed.api == GraderApi::kResponses) {
+    return BuildResponseBody(absl::StrFormat("sim%016x", seq), now, parsed.model, content, usage);
+  }
+  return BuildCompletionBody(absl::StrFormat("chatcmpl-sim-%016x", seq), now, parsed.model, content,
+                             usage);
 }
 
 SimAction Simulator::PolicyAction(SimAction action, const ParsedChatRequest& parsed,

@@ -41,8 +41,9 @@ std::string BuildErrorBody(absl::string_view message, absl::string_view type,
 
 struct Usage {
   int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
+  int64_t completion_tokens = 0;  // reasoning tokens included
   int64_t cached_tokens = 0;
+  int64_t reasoning_tokens = 0;
 };
 
 // An OpenAI chat.completion object with one choice (role assistant, `finish_reason`),
@@ -50,6 +51,15 @@ struct Usage {
 std::string BuildCompletionBody(absl::string_view id, int64_t created_unix_seconds,
                                 absl::string_view model, absl::string_view content,
                                 const Usage& usage, absl::string_view finish_reason = "stop");
+
+// An OpenAI Responses API `response` object (status "completed"): a reasoning item, then one
+// assistant message whose `content` is split into two output_text parts at the byte nearest
+// its middle that starts a UTF-8 character (clients must join every part: the SDK's
+// output_text); usage {input_tokens, input_tokens_details{cached_tokens}, output_tokens,
+// output_tokens_details{reasoning_tokens}, total_tokens}.
+std::string BuildResponseBody(absl::string_view id, int64_t created_unix_seconds,
+                              absl::string_view model, absl::string_view content,
+                              const Usage& usage);
 
 // ---------------------------------------------------------------------------------------------
 // Simulator
@@ -113,8 +123,13 @@ class Simulator {
   void AddInFlight(int64_t delta) { metrics_.AddInFlight(delta); }
 
  private:
-  // `policy`: a policy request (sim_policy.h) rather than a grader request.
-  SimAction HandleChat(const SimHttpRequest& request, bool policy);
+  // `policy`: a policy request (sim_policy.h) rather than a grader request; `api`: chat
+  // completions or the Responses API (the body's format and the reply's).
+  SimAction HandleChat(const SimHttpRequest& request, bool policy,
+                       GraderApi api = GraderApi::kChatCompletions);
+  // The 200 reply body to an admitted grader request.
+  std::string GraderReplyBody(const ParsedChatRequest& parsed, const std::string& prompt,
+                              uint64_t seq, absl::string_view content, Usage& usage);
   // The 200 reply to an admitted policy request.
   SimAction PolicyAction(SimAction action, const ParsedChatRequest& parsed,
                          const std::string& prompt, uint64_t seq, absl::string_view fault_name);

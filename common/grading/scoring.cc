@@ -246,6 +246,32 @@ absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
   return std::move(metrics).Take();
 }
 
+int64_t PythonStrLen(std::string_view utf8) {
+  int64_t n = 0;
+  for (const char c : utf8) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+double LengthAdjustedScore(double score, std::string_view reply,
+                           const LengthAdjustment& adjustment) {
+  // int - float -> float, then / 500.0, then * penalty, then score - that.
+  const double offset = (static_cast<double>(PythonStrLen(reply)) - adjustment.center) / 500.0;
+  return score - adjustment.penalty_per_500_chars * offset;
+}
+
+absl::Status AddLengthAdjustedScore(std::string_view reply, const LengthAdjustment& adjustment,
+                                    OrderedMetrics& task) {
+  if (task.empty() || task.front().first != "overall_score") {
+    return absl::InvalidArgumentError(
+        "length adjustment needs a task's metrics starting with overall_score");
+  }
+  const double adjusted = LengthAdjustedScore(task.front().second, reply, adjustment);
+  task.insert(task.begin() + 1, {kLengthAdjustedScoreKey, adjusted});
+  return absl::OkStatus();
+}
+
 AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
                           const AggregateOptions& options) {
   std::vector<std::string> order;

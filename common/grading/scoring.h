@@ -13,9 +13,11 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/healthbench/types.h"
 
@@ -35,6 +37,33 @@ absl::StatusOr<OrderedMetrics> ScoreTask(const std::string& prompt_id,
                                          const std::vector<std::string>& example_tags,
                                          const std::vector<RubricItem>& items,
                                          const std::vector<bool>& met);
+
+// The length-adjusted score (simple-evals PR #108, HealthBench Professional): per task
+//   adjusted = score - penalty_per_500_chars * ((len(reply) - center) / 500)
+// where len is Python's len() of the policy's reply string (Unicode code points, not bytes),
+// unclipped per task (a reply shorter than `center` earns a bonus); aggregated like every other
+// key (clipped mean, n_samples, bootstrap std). Professional: center 2000, penalty 0.0147.
+struct LengthAdjustment {
+  double center = 0;                 // characters, >= 0
+  double penalty_per_500_chars = 0;  // score points per 500 characters, >= 0
+};
+inline constexpr char kLengthAdjustedScoreKey[] = "overall_score_length_adjusted";
+inline constexpr LengthAdjustment kProfessionalLengthAdjustment = {2000, 0.0147};
+
+// Python's len() of the str decoded from `utf8`: the number of code points, counted as the
+// bytes that do not continue a UTF-8 sequence (the input is valid UTF-8 wherever it came from
+// JSON).
+int64_t PythonStrLen(std::string_view utf8);
+
+// The formula above, operation for operation as Python evaluates it (so bit-identical).
+double LengthAdjustedScore(double score, std::string_view reply,
+                           const LengthAdjustment& adjustment);
+
+// Puts kLengthAdjustedScoreKey right after "overall_score" (the first key ScoreTask writes), the
+// reference's insertion order, which decides the bootstrap's draw order. kInvalidArgument when
+// `task` does not start with "overall_score".
+absl::Status AddLengthAdjustedScore(std::string_view reply, const LengthAdjustment& adjustment,
+                                    OrderedMetrics& task);
 
 // One aggregated statistic set.
 struct MetricSummary {

@@ -1,5 +1,6 @@
 // Loading and validating the official HealthBench JSONL files (main, Hard, Consensus; plain or
-// gzip), and the reference's `--examples N` selection.
+// gzip) and HealthBench Professional's file (healthbench_professional_eval.jsonl), and the
+// reference's `--examples N` selection.
 //
 //   HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset("data/oss_eval.jsonl", {}));
 //   for (const Example& example : dataset.examples) ...
@@ -17,6 +18,15 @@
 
 namespace hb {
 
+// The two record layouts. Detected per file from its first JSON object: one with a
+// `rubric_items` key makes the whole file Professional; every record is then validated as such.
+enum class DatasetFormat {
+  kHealthBench,   // prompt_id, prompt, rubrics[].criterion, example_tags
+  kProfessional,  // id, conversation, rubric_items[].criterion|criterion_text, slice fields
+};
+// "healthbench" / "professional" (reports, provenance).
+const char* DatasetFormatName(DatasetFormat format);
+
 struct LoadOptions {
   // When true, an invalid line is skipped and counted in `Dataset::skipped` with its error;
   // when false (the default) the first invalid line fails the load.
@@ -31,6 +41,7 @@ struct SkippedLine {
 
 struct Dataset {
   std::string path;
+  DatasetFormat format = DatasetFormat::kHealthBench;
   // sha256 of the file's bytes as stored (compressed bytes for a .gz file).
   std::string sha256;
   std::vector<Example> examples;
@@ -67,12 +78,28 @@ struct Dataset {
 // literal beyond 64 bits prints as a float (Python would print the integer). The sha256 is of
 // the bytes on disk. `ideal_completions_data` must be absent, null or an object; inside it,
 // fields of the wrong type are ignored.
+
+//
+// A Professional file's records have instead: `id` (a non-empty string, or an integer written
+// in decimal), playing the part of prompt_id; `conversation`, either the message list itself
+// or an object whose `messages` is that list (same rules as `prompt`; fields named
+// 'conversation.messages[i].role' or 'conversation[i].role'); `rubric_items`, a non-empty
+// list of {criterion or criterion_text: string (criterion wins when both are present),
+// points: number, tags: optional list of unique strings}; the slice fields `use_case`, `type`,
+// `difficulty`, `specialty`, each optional, a string or null (Example::slices and
+// example_tags "<field>:<value>"). Errors name these fields, e.g. "field
+// 'rubric_items[2].criterion': missing (or criterion_text)".
 absl::StatusOr<Dataset> LoadDataset(const std::string& path, const LoadOptions& options);
+
+// The format of `path` as LoadDataset detects it (reads the file; errors as LoadDataset's read
+// errors). `--professional` checks it before anything is sent.
+absl::StatusOr<DatasetFormat> DetectDatasetFormat(const std::string& path);
 
 // Parses one JSONL record (exposed for tests and for loaders of other files). `line` is used
 // in error messages and stored in Example::line. Errors as for LoadDataset, without the
 // uniqueness check.
-absl::StatusOr<Example> ParseExample(const std::string& json, const std::string& path, int line);
+absl::StatusOr<Example> ParseExample(const std::string& json, const std::string& path, int line,
+                                     DatasetFormat format = DatasetFormat::kHealthBench);
 
 // The reference's `--examples N` selection: CPython's random.Random(0).sample(range(n), k),
 // returned as 0-based indices in sample order (not file order). When k >= n the reference does

@@ -7,6 +7,20 @@
 #include "common/base/json_io.h"
 
 namespace hb {
+namespace {
+
+// The optional "prompt_cache_key" (an OpenAI extension; last), the closing brace, the bytes.
+std::string FinishBody(JsonWriter& writer, const rapidjson::StringBuffer& buffer,
+                       absl::string_view prompt_cache_key) {
+  if (!prompt_cache_key.empty()) {
+    writer.Key("prompt_cache_key");
+    WriteJsonString(writer, prompt_cache_key);
+  }
+  writer.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+}  // namespace
 
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key) {
@@ -40,12 +54,40 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   }
   writer.Key("max_tokens");
   writer.Int(settings.max_tokens);
-  if (!prompt_cache_key.empty()) {
-    writer.Key("prompt_cache_key");
-    WriteJsonString(writer, prompt_cache_key);
-  }
+  return FinishBody(writer, buffer, prompt_cache_key);
+}
+
+std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view grader_prompt,
+                               absl::string_view prompt_cache_key) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter writer(buffer);
+  writer.StartObject();
+  writer.Key("model");
+  WriteJsonString(writer, settings.model);
+  writer.Key("input");
+  writer.StartArray();
+  writer.StartObject();
+  writer.Key("role");
+  writer.String("user");
+  writer.Key("content");
+  WriteJsonString(writer, grader_prompt);
   writer.EndObject();
-  return std::string(buffer.GetString(), buffer.GetSize());
+  writer.EndArray();
+  if (!settings.reasoning_effort.empty()) {
+    writer.Key("reasoning");
+    writer.StartObject();
+    writer.Key("effort");
+    WriteJsonString(writer, settings.reasoning_effort);
+    writer.EndObject();
+  }
+  return FinishBody(writer, buffer, prompt_cache_key);
+}
+
+std::string BuildGraderRequestBody(const GraderSettings& settings, absl::string_view grader_prompt,
+                                   absl::string_view prompt_cache_key) {
+  return settings.api == GraderApi::kResponses
+             ? BuildResponsesBody(settings, grader_prompt, prompt_cache_key)
+             : BuildChatCompletionBody(settings, grader_prompt, prompt_cache_key);
 }
 
 namespace {
@@ -78,8 +120,8 @@ SharedChatCompletionBody::SharedChatCompletionBody(const GraderSettings& setting
                                                    absl::string_view prompt_cache_key) {
   // The JSON around the prompt: the body for an empty prompt ends the prompt's string right
   // where the body for "x" has its 'x'.
-  const std::string empty = BuildChatCompletionBody(settings, "", prompt_cache_key);
-  const std::string one = BuildChatCompletionBody(settings, "x", prompt_cache_key);
+  const std::string empty = BuildGraderRequestBody(settings, "", prompt_cache_key);
+  const std::string one = BuildGraderRequestBody(settings, "x", prompt_cache_key);
   size_t at = 0;
   while (empty[at] == one[at]) ++at;
   pieces_.reserve(segments.size());

@@ -1,5 +1,7 @@
-// The chat-completions request body sent to the grader model (SPEC §5). One function builds
-// it, so `hb-orchestrator dry-run` prints exactly what `hb-grader` sends.
+// The request body sent to the grader model: chat completions (SPEC §5) or the Responses API
+// (simple-evals PR #108), chosen by GraderSettings::api. One function, BuildGraderRequestBody,
+// builds it, so `hb-orchestrator dry-run` prints exactly what `hb-grader` sends and the
+// verdict cache keys on exactly what was asked.
 #pragma once
 
 #include <memory>
@@ -27,10 +29,24 @@ namespace hb {
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key = "");
 
+// The Responses API body of PR #108's grader: {"model": ..., "input": [{"role": "user",
+// "content": <grader_prompt>}], "reasoning": {"effort": <reasoning_effort>}}, keys in that
+// order, bytes as above. No system or developer message, no temperature, no max output tokens.
+// "reasoning" is omitted when `reasoning_effort` is empty; `prompt_cache_key`, when non-empty,
+// comes last as for chat. Example, one line:
+//   {"model":"gpt-5.4-2026-03-05","input":[{"role":"user","content":"P"}],
+//   "reasoning":{"effort":"low"}}
+std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view grader_prompt,
+                               absl::string_view prompt_cache_key = "");
+
+// BuildChatCompletionBody or BuildResponsesBody, by settings.api. What every caller uses.
+std::string BuildGraderRequestBody(const GraderSettings& settings, absl::string_view grader_prompt,
+                                   absl::string_view prompt_cache_key = "");
+
 // The bodies of every rubric item of one reply without a copy of the conversation per item:
 // the grader prompt's pieces around its rubric item slots (GraderTemplate::WithConversation::
 // Segments) are escaped once and shared. Concatenated, Parts(item) is byte for byte
-// BuildChatCompletionBody(settings, StrJoin(segments, item), prompt_cache_key) (JSON escaping
+// BuildGraderRequestBody(settings, StrJoin(segments, item), prompt_cache_key) (JSON escaping
 // works byte by byte, so escaping the pieces apart changes nothing). Immutable and
 // thread-safe once built; the parts stay valid as long as any holder keeps them.
 class SharedChatCompletionBody {

@@ -112,8 +112,9 @@ absl::StatusOr<std::string> RequireString(const rapidjson::Value& object, absl::
 
 absl::StatusOr<std::vector<Message>> RequireMessages(const rapidjson::Value& record,
                                                      absl::string_view name,
-                                                     const RecordErrors& errors) {
-  const std::string list_field(name);
+                                                     const RecordErrors& errors,
+                                                     absl::string_view field_name) {
+  const std::string list_field(field_name.empty() ? name : field_name);
   const rapidjson::Value* list = FindJsonMember(record, name);
   if (list == nullptr) return errors.Missing(list_field);
   if (!list->IsArray()) return errors.WrongType(list_field, "a list of messages", *list);
@@ -121,7 +122,7 @@ absl::StatusOr<std::vector<Message>> RequireMessages(const rapidjson::Value& rec
   messages.reserve(list->Size());
   for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
     const rapidjson::Value& turn = (*list)[i];
-    const std::string field = absl::StrCat(name, "[", i, "]");
+    const std::string field = absl::StrCat(list_field, "[", i, "]");
     if (!turn.IsObject()) return errors.WrongType(field, "an object", turn);
     Message message;
     HB_ASSIGN_OR_RETURN(message.role, RequireString(turn, "role", field + ".role", errors));

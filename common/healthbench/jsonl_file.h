@@ -65,9 +65,11 @@ absl::StatusOr<std::string> RequireString(const rapidjson::Value& object, absl::
                                           const std::string& field, const RecordErrors& errors);
 
 // The member `name` of `record` as a list of {role: string, content: string} turns (possibly
-// empty); errors name the member and the turn ("prompt[2].role").
+// empty); errors name the member and the turn ("prompt[2].role"), or `field` instead of the
+// member when given ("conversation.messages[2].role").
 absl::StatusOr<std::vector<Message>> RequireMessages(const rapidjson::Value& record,
                                                      absl::string_view name,
-                                                     const RecordErrors& errors);
+                                                     const RecordErrors& errors,
+                                                     absl::string_view field = "");
 
 }  // namespace hb::jsonl_internal

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hb {
@@ -41,6 +42,10 @@ struct Example {
   std::vector<RubricItem> rubrics;
   std::vector<std::string> example_tags;
   std::optional<IdealCompletions> ideal_completions;
+  // HealthBench Professional's slice fields (use_case, type, difficulty, specialty) present in
+  // the record, in that order, as (field, value). Each is also in `example_tags` as
+  // "<field>:<value>", so per-slice metrics come out beside theme and axis.
+  std::vector<std::pair<std::string, std::string>> slices;
   // 1-based line of the record in its file.
   int line = 0;
 };
@@ -74,12 +79,36 @@ struct Response {
   int line = 0;
 };
 
-// How the grader model is called (SPEC §5). Defaults are the reference's.
+// Which OpenAI API the grader is called through. simple-evals PR #108 grades GPT-5.x and
+// o-series models through the Responses API (POST /v1/responses), others through chat
+// completions (POST /v1/chat/completions).
+enum class GraderApi { kChatCompletions, kResponses };
+
+// "chat" / "responses": flag values, reports, provenance.
+inline const char* GraderApiName(GraderApi api) {
+  return api == GraderApi::kResponses ? "responses" : "chat";
+}
+// The endpoint path under the base URL ("/chat/completions", "/responses").
+inline const char* GraderApiPath(GraderApi api) {
+  return api == GraderApi::kResponses ? "/responses" : "/chat/completions";
+}
+// The Batch API's `endpoint` and each input line's `url` ("/v1/chat/completions",
+// "/v1/responses").
+inline std::string GraderApiBatchUrl(GraderApi api) {
+  return std::string("/v1") + GraderApiPath(api);
+}
+
+// How the grader model is called (SPEC §5). Defaults are the reference's. On the Responses
+// API only `model` and `reasoning_effort` are sent (temperature, max_tokens and the system
+// message are not: PR #108's grader sends none of them).
 struct GraderSettings {
   std::string model = "gpt-4.1-2025-04-14";
   double temperature = 0.5;
   int max_tokens = 2048;
   std::string system_message = "You are a helpful assistant.";
+  GraderApi api = GraderApi::kChatCompletions;
+  // "low", "medium", "high", or empty (not sent: the model's default).
+  std::string reasoning_effort;
 };
 
 // A grader's judgement of one rubric item.

@@ -95,7 +95,7 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
     std::string first_prompt;
     for (size_t i = 0; i < example.rubrics.size(); ++i) {
       std::string prompt = tmpl.Fill(conversation, RenderRubricItem(example.rubrics[i]));
-      std::string body = BuildChatCompletionBody(
+      std::string body = BuildGraderRequestBody(
           options.grader, prompt, options.prompt_cache_key_per_task ? example.prompt_id : "");
       rapidjson::Document check;
       if (!ParseJson(body, check).ok() || !check.IsObject()) {

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
 #include "llm/token_prices.h"
 
@@ -31,7 +33,7 @@ absl::StatusOr<std::string> RunTasks(const TasksOptions& options);
 // `dry-run`: every grader request a run would send, without sending it. One JSONL line per
 // rubric row of each task that has a response:
 //   {"prompt_id","rubric_index","request_sha256","request":{...}}
-// where "request" is the exact body BuildChatCompletionBody returns, spliced byte for byte (so
+// where "request" is the exact body BuildGraderRequestBody returns, spliced byte for byte (so
 // the raw text of the value hashes to request_sha256), and prints the row count and a cost
 // estimate.
 //
@@ -86,6 +88,7 @@ struct ScoreOptions {
   std::string grader_template;
   bool require_reference_template = true;
   GraderSettings grader;  // validated by ValidateGraderSettings
+  std::optional<LengthAdjustment> length_adjustment;
   std::string grader_endpoint;
   bool simulated = false;
 };

@@ -136,6 +136,8 @@ struct RunFlags {
   RunOptions options;
   commands_internal::SubsetFlags subset;
   cli::GraderFlags grader;
+  cli::LengthAdjustmentFlags length_adjustment;
+  bool professional = false;
   std::vector<std::string> responses;
   // --policy NAME=MODEL@URL and the sampling flags they share.
   std::vector<std::string> policies;
@@ -216,7 +218,19 @@ class OrchestratorCommandLine {
       response_specs_.push_back(std::move(spec));
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
+    if (run_.professional) {
+      HB_RETURN_IF_ERROR(cli::ApplyProfessionalGrader(*run_command_, &run_.grader.stack.settings,
+                                                      &run_.grader.api));
+      HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
+    }
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
+    cli::DefaultPricesForModel(*run_command_, options.grader_options.settings.model,
+                               &options.prices);
+    HB_ASSIGN_OR_RETURN(
+        options.length_adjustment,
+        run_.professional
+            ? cli::ResolveProfessionalLengthAdjustment(*run_command_, run_.length_adjustment)
+            : cli::ResolveLengthAdjustmentFlags(*run_command_, run_.length_adjustment));
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
@@ -268,10 +282,22 @@ class OrchestratorCommandLine {
     if (command == "dry-run") {
       HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
                           PromptCacheKeyPerTask(dry_run_cache_key_));
+      if (dry_run_professional_) {
+        HB_RETURN_IF_ERROR(
+            cli::ApplyProfessionalGrader(*dry_run_command_, &dry_run_.grader, &dry_run_api_));
+        HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(dry_run_.dataset));
+      }
+      HB_RETURN_IF_ERROR(
+          cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_, &dry_run_.grader));
+      cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
       return RunDryRun(dry_run_);
     }
     if (command == "compare") return RunCompare(compare_);
     if (command == "score") {
+      HB_RETURN_IF_ERROR(
+          cli::ResolveGraderSettingsFlags(*score_command_, score_api_, &score_.grader));
+      HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
+                                                        *score_command_, score_length_adjustment_));
       HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
           score_subset_, score_command_->Given("subset"), score_.dataset, score_.subset,
           score_.ignore_extra_responses));
@@ -334,6 +360,9 @@ class OrchestratorCommandLine {
            "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
     cli::AddGraderFlags(c, &run_.grader);
     cli::AddGraderClientSecurityFlags(c, &o.grader_security);
+    c.Group("scoring");
+    cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
+    cli::AddProfessionalFlag(c, &run_.professional);
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
@@ -438,20 +467,24 @@ class OrchestratorCommandLine {
   // The grader flags that shape (dry-run) or are recorded with (score) the grader requests;
   // the template defaults to hb-grader's.
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
-                                    bool* require_reference, GraderSettings* settings) {
+                                    bool* require_reference, GraderSettings* settings,
+                                    GraderApiChoice* api) {
     *grader_template = GraderStackOptions().template_path;
     cli::AddGraderTemplateFlags(c, grader_template, require_reference);
-    cli::AddGraderSettingsFlags(c, settings);
+    cli::AddGraderSettingsFlags(c, settings, api);
   }
 
   void AddDryRun() {
     cli::Command& c = program_.AddSubcommand("dry-run", kDryRunDescription);
+    dry_run_command_ = &c;
     DryRunOptions& o = dry_run_;
     AddInputs(c, &o.dataset, &o.responses);
     c.Flag("out", &o.out, "PATH", "output file");
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Group("grader");
-    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader);
+    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
+                          &dry_run_api_);
+    cli::AddProfessionalFlag(c, &dry_run_professional_);
     c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kDryRunPromptCacheKeyHelp);
     c.Group("cost estimate");
     cli::AddPriceFlags(c, &o.prices);
@@ -482,7 +515,9 @@ class OrchestratorCommandLine {
     c.Flag("checkpoint", &o.checkpoint, "NAME",
            "checkpoint name (default: responses file name without .gz/.jsonl/.json)");
     c.Group("provenance");
-    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader);
+    AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
+                          &score_api_);
+    cli::AddLengthAdjustmentFlags(c, &score_length_adjustment_);
     c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
     c.Bool("simulated", &o.simulated, "mark the report as simulated");
   }
@@ -520,6 +555,11 @@ class OrchestratorCommandLine {
   TasksOptions tasks_;
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
+  GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
+  bool dry_run_professional_ = false;
+  cli::Command* dry_run_command_ = nullptr;
+  GraderApiChoice score_api_ = GraderApiChoice::kAuto;
+  cli::LengthAdjustmentFlags score_length_adjustment_;
   ScoreOptions score_;
   cli::Command* score_command_ = nullptr;
   commands_internal::SubsetFlags score_subset_;

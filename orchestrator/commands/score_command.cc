@@ -76,6 +76,7 @@ absl::StatusOr<std::string> RunScore(const ScoreOptions& options) {
   context.responses_ignored_extra = responses.ignored_extra;
   context.template_sha256 = template_sha256;
   context.grader = options.grader;
+  context.length_adjustment = options.length_adjustment;
   context.seed = options.seed;
   context.simulated = options.simulated;
   context.grader_endpoint = options.grader_endpoint;

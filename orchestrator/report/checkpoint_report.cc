@@ -180,7 +180,7 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   bool missing_rows = false;
   std::vector<OrderedMetrics> graded_metrics;
   for (TaskState& task : tasks) {
-    ScoreOne(task);
+    ScoreOne(task, context.length_adjustment);
     result.prompt_ids.push_back(task.example->prompt_id);
     result.task_scores.push_back(task.score);
     if (task.score.has_value()) {

@@ -56,6 +56,9 @@ struct ReportContext {
   // Responses for tasks outside the dataset that were ignored (ResponseSet::ignored_extra).
   int64_t responses_ignored_extra = 0;
   GraderSettings grader;
+  // simple-evals PR #108's length adjustment: when set, every graded task also gets
+  // overall_score_length_adjusted (tasks.jsonl, summary.json metrics, report.html).
+  std::optional<LengthAdjustment> length_adjustment;
   // What the grader reported through GetInfo (empty when unknown: `score`, older runs): its
   // upstream base URL, its build, and the replicas that answered (a gRPC --grader).
   std::string grader_upstream, grader_version;

@@ -23,6 +23,33 @@ void WriteStringArray(Writer& writer, const std::vector<std::string>& values) {
 }
 
 // "https://api.openai.com/v1 (hb-grader 0.1.0, 2 replicas)", or "not reported".
+// The grader as the report shows it: what it sends on its API.
+std::string GraderFact(const GraderSettings& grader) {
+  if (grader.api == GraderApi::kResponses) {
+    return absl::StrCat(grader.model, ", Responses API, reasoning effort ",
+                        grader.reasoning_effort.empty() ? "not sent" : grader.reasoning_effort);
+  }
+  return absl::StrCat(grader.model, ", chat completions, temperature ",
+                      PythonFloatRepr(grader.temperature), ", max_tokens ", grader.max_tokens,
+                      ", system message \"", grader.system_message, "\"");
+}
+
+std::string LengthAdjustmentFact(const ReportContext& context, const CheckpointResult& result) {
+  if (!context.length_adjustment.has_value()) return "not applied";
+  std::string fact =
+      absl::StrCat("score - ", PythonFloatRepr(context.length_adjustment->penalty_per_500_chars),
+                   " x (characters of the reply - ",
+                   PythonFloatRepr(context.length_adjustment->center), ") / 500 per task");
+  for (const MetricSummary& metric : result.aggregate.metrics) {
+    if (metric.name == kLengthAdjustedScoreKey) {
+      absl::StrAppend(&fact, "; overall_score_length_adjusted ", PythonFloatRepr(metric.mean),
+                      " (bootstrap std ", PythonFloatRepr(metric.bootstrap_std), ", n ",
+                      metric.n_samples, ")");
+    }
+  }
+  return fact;
+}
+
 std::string GraderUpstreamFact(const ReportContext& context) {
   if (context.grader_upstream.empty()) return "not reported";
   std::string fact =
@@ -189,6 +216,14 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Int(context.grader.max_tokens);
   writer.Key("system_message");
   WriteJsonString(writer, context.grader.system_message);
+  writer.Key("api");
+  WriteJsonString(writer, GraderApiName(context.grader.api));
+  writer.Key("reasoning_effort");
+  if (context.grader.reasoning_effort.empty()) {
+    writer.Null();
+  } else {
+    WriteJsonString(writer, context.grader.reasoning_effort);
+  }
   writer.Key("upstream_base_url");
   WriteJsonString(writer, RedactUrl(context.grader_upstream));
   writer.Key("version");
@@ -198,6 +233,17 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.EndObject();
   writer.Key("grader_endpoint");
   WriteJsonString(writer, RedactUrl(context.grader_endpoint));
+  writer.Key("length_adjustment");
+  if (context.length_adjustment.has_value()) {
+    writer.StartObject();
+    writer.Key("center");
+    WritePythonFloat(writer, context.length_adjustment->center);
+    writer.Key("penalty_per_500_chars");
+    WritePythonFloat(writer, context.length_adjustment->penalty_per_500_chars);
+    writer.EndObject();
+  } else {
+    writer.Null();
+  }
   writer.Key("shard");
   if (context.shard_count > 0) {
     writer.StartObject();
@@ -255,10 +301,8 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
                                        " responses for tasks outside the dataset ignored")
                         : "")},
       {"grader template sha256", context.template_sha256},
-      {"grader", absl::StrCat(context.grader.model, ", temperature ",
-                              PythonFloatRepr(context.grader.temperature), ", max_tokens ",
-                              context.grader.max_tokens, ", system message \"",
-                              context.grader.system_message, "\"")},
+      {"grader", GraderFact(context.grader)},
+      {"length adjustment", LengthAdjustmentFact(context, result)},
       {"grader endpoint", RedactUrl(context.grader_endpoint)},
       {"grader upstream", GraderUpstreamFact(context)},
       {"bootstrap", absl::StrCat(kBootstrapSamples, " samples, seed ", context.seed)},

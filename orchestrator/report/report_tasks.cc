@@ -44,7 +44,7 @@ std::string DescribeIndices(const std::vector<int>& indices) {
 }  // namespace
 
 // Scores one task, or explains why it is not graded.
-void ScoreOne(TaskState& task) {
+void ScoreOne(TaskState& task, const std::optional<LengthAdjustment>& length_adjustment) {
   const Example& example = *task.example;
   const size_t n = example.rubrics.size();
   if (task.response == nullptr) {
@@ -85,6 +85,14 @@ void ScoreOne(TaskState& task) {
     return;
   }
   task.metrics = *std::move(metrics);
+  if (length_adjustment.has_value()) {
+    if (absl::Status added =
+            AddLengthAdjustedScore(task.response->response, *length_adjustment, task.metrics);
+        !added.ok()) {
+      task.error = std::string(added.message());
+      return;
+    }
+  }
   for (const auto& [key, value] : task.metrics) {
     if (key == "overall_score") task.score = value;
   }

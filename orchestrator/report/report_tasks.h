@@ -25,8 +25,9 @@ struct TaskState {
   std::string error;
 };
 
-// Scores `task` (sets score and metrics), or explains in `error` why it is not graded.
-void ScoreOne(TaskState& task);
+// Scores `task` (sets score and metrics, with overall_score_length_adjusted right after
+// overall_score when `length_adjustment` is given), or explains in `error` why it is not graded.
+void ScoreOne(TaskState& task, const std::optional<LengthAdjustment>& length_adjustment);
 
 // The task's tasks.jsonl line (see checkpoint_report.h), newline included.
 std::string TaskLine(const TaskState& task);

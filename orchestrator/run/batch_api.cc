@@ -189,7 +189,7 @@ absl::StatusOr<BatchInfo> BatchApi::CreateBatch(const std::string& input_file_id
     w.Key("input_file_id");
     WriteJsonString(w, input_file_id);
     w.Key("endpoint");
-    w.String("/v1/chat/completions");
+    WriteJsonString(w, GraderApiBatchUrl(options_.api));
     w.Key("completion_window");
     w.String("24h");
     w.EndObject();

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/scheduler.h"
+#include "common/healthbench/types.h"
 #include "common/retry/retry_policy.h"
 #include "http/http_client.h"
 
@@ -37,6 +38,8 @@ struct BatchApiOptions {
   RetryPolicy retry;
   // Largest file download kept in memory.
   size_t max_download_bytes = size_t{1} << 30;
+  // The batches' endpoint: /v1/chat/completions or /v1/responses (GraderApiBatchUrl).
+  GraderApi api = GraderApi::kChatCompletions;
 };
 
 // A batch as GET /batches/{id} describes it.
@@ -67,8 +70,8 @@ class BatchApi {
   // POST {base}/files, multipart/form-data (purpose=batch, file=<path>, streamed from disk).
   // Returns the file id.
   absl::StatusOr<std::string> UploadFile(const std::string& path);
-  // POST {base}/batches {"input_file_id", "endpoint": "/v1/chat/completions",
-  // "completion_window": "24h"}.
+  // POST {base}/batches {"input_file_id", "endpoint": "/v1/chat/completions" (or
+  // "/v1/responses", by options.api), "completion_window": "24h"}.
   absl::StatusOr<BatchInfo> CreateBatch(const std::string& input_file_id);
   // GET {base}/batches/{id}.
   absl::StatusOr<BatchInfo> GetBatch(const std::string& batch_id);

@@ -26,7 +26,7 @@ absl::Status Internal(const absl::Status& status) {
 }
 
 // One input line; the body is spliced verbatim (re-serializing could change its bytes).
-std::string InputLine(const std::string& custom_id, const std::string& body) {
+std::string InputLine(const std::string& custom_id, const std::string& body, GraderApi api) {
   return WriteJson([&](JsonWriter& w) {
     w.StartObject();
     w.Key("custom_id");
@@ -34,7 +34,7 @@ std::string InputLine(const std::string& custom_id, const std::string& body) {
     w.Key("method");
     w.String("POST");
     w.Key("url");
-    w.String("/v1/chat/completions");
+    WriteJsonString(w, GraderApiBatchUrl(api));
     w.Key("body");
     WriteRawJson(w, body, rapidjson::kObjectType);
     w.EndObject();
@@ -90,7 +90,8 @@ LineResult ParseResultLine(absl::string_view line, const BatchGradingOptions& op
   http.status_code = status->GetInt();
   http.body = body->IsString() ? std::string(body->GetString(), body->GetStringLength())
                                : WriteJson([&](JsonWriter& w) { body->Accept(w); });
-  absl::StatusOr<ChatResult> chat = InterpretChatResponse(http, options.api_key);
+  absl::StatusOr<ChatResult> chat =
+      InterpretLlmResponse(http, options.api_key, options.settings.api);
   if (!chat.ok()) {
     result.verdict = chat.status();
     return result;
@@ -308,7 +309,8 @@ absl::Status BatchGrader::Submit(const std::vector<size_t>& ready) {
       const size_t i = ready[next];
       const std::string line = InputLine(BatchCustomId(rows_[i].Key()),
                                          BuildRowRequestBody(template_, options_.settings, rows_[i],
-                                                             options_.send_prompt_cache_key)) +
+                                                             options_.send_prompt_cache_key),
+                                         options_.settings.api) +
                                "\n";
       if (!active.rows.empty() &&
           bytes + static_cast<int64_t>(line.size()) > options_.max_file_bytes) {

@@ -2,12 +2,12 @@
 //
 // Each row's request body is exactly the online grader's (BuildRowRequestBody, what `dry-run`
 // prints), written as one Batch API input line {"custom_id": "<checkpoint>/<prompt_id>/<rubric
-// index>", "method": "POST", "url": "/v1/chat/completions", "body": ...} to
-// <dir>/batch-NNNNNN.jsonl, streamed to disk and split at `max_requests` lines or
-// `max_file_bytes` bytes per file. Each file is journaled (BatchJournal), uploaded, turned into
-// a batch (journaled before anything waits on it), and polled every `poll_interval` on the
+// index>", "method": "POST", "url": "/v1/chat/completions" (or "/v1/responses" for a Responses
+// grader), "body": ...} to <dir>/batch-NNNNNN.jsonl, streamed to disk and split at `max_requests`
+// lines or `max_file_bytes` bytes per file. Each file is journaled (BatchJournal), uploaded, turned
+// into a batch (journaled before anything waits on it), and polled every `poll_interval` on the
 // injected scheduler. A finished batch's output and error files are read line by line; an
-// answer goes through the online path's parsers (InterpretChatResponse, then ParseGraderReply)
+// answer goes through the online path's parsers (InterpretLlmResponse, then ParseGraderReply)
 // and its verdict is recorded in the VerdictStore. A line that failed, expired, was malformed,
 // or is missing (a cancelled or failed batch) is sent again in a follow-up batch (or returned
 // for online grading with `fallback_online`) until the row has had `max_attempts` attempts;

@@ -23,8 +23,8 @@ std::string BuildRowRequestBody(const GraderTemplate& grader_template,
       GradedConversation(row.example->prompt, row.response->system_prompt, row.response->response));
   const std::string prompt =
       grader_template.Fill(conversation, RenderRubricItem(row.example->rubrics[row.rubric_index]));
-  return BuildChatCompletionBody(settings, prompt,
-                                 send_prompt_cache_key ? row.example->prompt_id : "");
+  return BuildGraderRequestBody(settings, prompt,
+                                send_prompt_cache_key ? row.example->prompt_id : "");
 }
 
 }  // namespace hb

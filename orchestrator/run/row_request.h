@@ -16,9 +16,9 @@ namespace hb {
 healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const PlannedRow& row, int attempt,
                                                                 bool send_prompt_cache_key);
 
-// The chat-completions body the grader sends upstream for `row` (and `dry-run` prints): the
-// template filled with the graded conversation (the response's system prompt, the task's
-// prompt turns, the reply) and the row's rubric item, through BuildChatCompletionBody with
+// The body (chat completions or Responses) the grader sends upstream for `row` (and `dry-run`
+// prints): the template filled with the graded conversation (the response's system prompt, the
+// task's prompt turns, the reply) and the row's rubric item, through BuildGraderRequestBody with
 // `settings`; prompt_cache_key is the prompt_id when `send_prompt_cache_key`. The bodies of
 // `run --grader-mode batch`.
 std::string BuildRowRequestBody(const GraderTemplate& grader_template,

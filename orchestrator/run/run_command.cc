@@ -593,6 +593,7 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
   api_options.base_url = llm.base_url;
   api_options.api_key = llm.api_key;
   api_options.retry = options.grader_options.retry;
+  api_options.api = options.grader_options.settings.api;
   BatchApi api(*http, *http, api_options);
   HB_RETURN_IF_ERROR(api.Probe());
   BatchGradingOptions batch_options = MakeBatchGradingOptions(options);
@@ -761,6 +762,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.responses_ignored_extra = c.responses.ignored_extra;
     context.template_sha256 = grader.info.template_sha256();
     context.grader = SettingsOf(grader.info);
+    context.length_adjustment = options.length_adjustment;
     context.grader_upstream = grader.info.upstream_base_url();
     context.grader_version = grader.info.version();
     context.grader_replicas = grader.replicas;

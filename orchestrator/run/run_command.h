@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/exit_codes.h"
+#include "common/grading/scoring.h"
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_client.h"
 #include "grader_client/grader_connection.h"
@@ -53,6 +55,8 @@ struct BatchRunOptions {
 // Everything `run` was asked to do, validated by ValidateRunOptions. It describes the run
 // completely: nothing below reads a flag or the environment.
 struct RunOptions {
+  // simple-evals PR #108's length adjustment of the reports (--length-adjustment-*).
+  std::optional<LengthAdjustment> length_adjustment;
   // The dataset file graded (for --subset hard|consensus, the subset's file).
   std::string dataset;
   // The official subset named by --subset, recorded in the reports; empty when not given.

@@ -186,6 +186,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CheckMeta(
           path, field, found->second, value));
     }
   }
+  // A grader field the journal has and this run does not (a default-valued identity field is
+  // not listed: a chat run must not resume a Responses grader's journal).
+  for (const auto& [key, value] : existing) {
+    if (!absl::StartsWith(key, "grader_")) continue;
+    bool wanted_key = false;
+    for (const auto& pair : wanted) wanted_key = wanted_key || pair.first == key;
+    if (!wanted_key) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s belongs to another run: %s is '%s' in the journal but not set for this "
+          "run; use another --out folder, or --force-new to move the old journal aside",
+          path, key, value));
+    }
+  }
   return to_add;
 }
 

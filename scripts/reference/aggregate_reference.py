@@ -9,16 +9,20 @@ legacy RNG seeded first by np.random.seed(seed), so every digit is reproducible:
     `samples` clipped means of np.random.choice(values, len(values));
   * "score" is popped from the final map (it is the top line), its ":n_samples" and
     ":bootstrap_std" stay.
+The length-adjusted score of one task (simple-evals PR #108) is score minus
+penalty_per_500_chars * ((len(reply) - center) / 500.0), with Python's len() of the reply str.
 np.mean of a resample is taken on the numpy array itself; np.mean(list(resample)) (what the
 reference writes) builds the same contiguous float64 array, so the result is identical.
 
 Usage: aggregate_reference.py IN.json OUT.json
 IN.json:  {"cases":  [{"seed": int, "samples": int, "tasks": [[[name, value], ...], ...]}],
            "vectors": [[float, ...], ...],
-           "paired": [{"seed": int, "samples": int, "a": [float], "b": [float]}]}
+           "paired": [{"seed": int, "samples": int, "a": [float], "b": [float]}],
+           "length": [{"score": float, "reply": str, "center": float, "penalty": float}]}
 OUT.json: {"cases":  [{"score": hex, "metrics": [[key, hex], ...]}],
            "vectors": [{"mean": hex, "std": hex}],
-           "paired": [{"difference": hex, "ci_low": hex, "ci_high": hex}]}
+           "paired": [{"difference": hex, "ci_low": hex, "ci_high": hex}],
+           "length": [{"chars": int, "adjusted": hex}]}
 where hex is float.hex() of the float64 result. numpy only (plus the standard library).
 """
 import json
@@ -80,6 +84,11 @@ def paired(a, b, seed, samples):
     }
 
 
+def length_adjusted(score, reply, center, penalty):
+    return {"chars": len(reply),
+            "adjusted": _hex(score - penalty * ((len(reply) - center) / 500.0))}
+
+
 def main(argv):
     if len(argv) != 3:
         sys.stderr.write(__doc__)
@@ -92,6 +101,8 @@ def main(argv):
                      "std": _hex(np.std(np.asarray(v, dtype=np.float64)))}
                     for v in spec.get("vectors", [])],
         "paired": [paired(p["a"], p["b"], p["seed"], p["samples"]) for p in spec.get("paired", [])],
+        "length": [length_adjusted(x["score"], x["reply"], x["center"], x["penalty"])
+                   for x in spec.get("length", [])],
     }
     with open(argv[2], "w", encoding="utf-8") as f:
         json.dump(out, f)

@@ -246,6 +246,43 @@ TEST_F(EnvTest, RewardsMatchTheReferenceScoringOfTheSameVerdictsOnEveryTask) {
   }
 }
 
+// simple-evals PR #108's length adjustment: every reply carries the adjusted score among the tag
+// scores (non-ASCII counted as Python's len()); --reward length_adjusted makes it the reward.
+TEST_F(EnvTest, LengthAdjustedScoreInEveryReplyAndAsTheRewardWhenChosen) {
+  HealthBenchEnvironmentOptions options;
+  options.length_adjustment = kProfessionalLengthAdjustment;
+  Start(options);
+  llm_.SetResponder(ParityVerdict);
+  const Example& example = TestExample(2);
+  const std::string reply =
+      "Voir un m\xC3\xA9"
+      "decin \xF0\x9F\xA9\xBA";  // 17 characters
+  env_v1::SubmitResponse raw;
+  ASSERT_TRUE(Submit(example.prompt_id, reply, &raw).ok());
+  const double adjusted = raw.reward() - 0.0147 * ((17.0 - 2000.0) / 500.0);
+  EXPECT_EQ(raw.tag_scores().at("overall_score_length_adjusted"), adjusted);
+  EXPECT_EQ(raw.reward_clipped(), std::clamp(raw.reward(), 0.0, 1.0));
+}
+
+TEST_F(EnvTest, RewardLengthAdjustedIsTheAdjustedScore) {
+  HealthBenchEnvironmentOptions options;
+  options.length_adjustment = kProfessionalLengthAdjustment;
+  options.reward_length_adjusted = true;
+  Start(options);
+  llm_.SetResponder(ParityVerdict);
+  const Example& example = TestExample(2);
+  env_v1::SubmitResponse chosen;
+  ASSERT_TRUE(Submit(example.prompt_id, std::string(3000, 'x'), &chosen).ok());
+  const double adjusted = chosen.tag_scores().at("overall_score_length_adjusted");
+  EXPECT_EQ(chosen.reward(), adjusted);
+  EXPECT_EQ(chosen.reward_clipped(), std::clamp(adjusted, 0.0, 1.0));
+  // The result cache keys on the scoring too.
+  HealthBenchEnvironmentOptions other = options;
+  other.reward_length_adjusted = false;
+  EXPECT_NE(ScoringFingerprint("g", options), ScoringFingerprint("g", other));
+  EXPECT_EQ(ScoringFingerprint("g", HealthBenchEnvironmentOptions{}), "g");
+}
+
 TEST_F(EnvTest, TheGradedTranscriptIsThePromptPlusTheReplyWithNoSystemPrompt) {
   Start({});
   llm_.SetResponder(ParityVerdict);

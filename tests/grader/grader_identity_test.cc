@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "grader/verdict_cache.h"
 #include "gtest/gtest.h"
 
 namespace hb {
@@ -45,11 +46,45 @@ TEST(GraderIdentityTest, EveryFieldChangesTheFingerprint) {
       [](GraderIdentity& g) { g.settings.max_tokens = 2049; },
       [](GraderIdentity& g) { g.settings.system_message = ""; },
       [](GraderIdentity& g) { g.template_sha256 = "abd"; },
+      [](GraderIdentity& g) { g.settings.api = GraderApi::kResponses; },
+      [](GraderIdentity& g) { g.settings.reasoning_effort = "low"; },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     GraderIdentity changed = Reference();
     changes[i](changed);
     EXPECT_NE(IdentityFingerprint(changed), reference) << "change " << i;
+  }
+}
+
+// A GPT-5.4 grader through the Responses API is never the gpt-4.1 chat grader, nor the same
+// model at another effort: for the journal and hb-env's result cache (the identity) and for the
+// verdict cache (the request body).
+TEST(GraderIdentityTest, ApiAndReasoningEffortAreListedWhenSetAndSeparateEveryCache) {
+  GraderIdentity low = Reference();
+  low.settings.model = "gpt-5.4-2026-03-05";
+  low.settings.api = GraderApi::kResponses;
+  low.settings.reasoning_effort = "low";
+  EXPECT_THAT(
+      JournalKeysAndValues(low),
+      ElementsAre("grader_model=gpt-5.4-2026-03-05", "grader_temperature=0.5",
+                  "grader_max_tokens=2048", "grader_system_message=You are a helpful assistant.",
+                  "template_sha256=abc", "grader_api=responses", "grader_reasoning_effort=low"));
+  GraderIdentity high = low;
+  high.settings.reasoning_effort = "high";
+  GraderIdentity chat = low;
+  chat.settings.api = GraderApi::kChatCompletions;
+  chat.settings.reasoning_effort.clear();
+  const std::vector<std::string> fingerprints = {
+      IdentityFingerprint(Reference()), IdentityFingerprint(low), IdentityFingerprint(high),
+      IdentityFingerprint(chat)};
+  const std::vector<std::string> cache_keys = {
+      VerdictCacheKey(Reference().settings, "P"), VerdictCacheKey(low.settings, "P"),
+      VerdictCacheKey(high.settings, "P"), VerdictCacheKey(chat.settings, "P")};
+  for (size_t i = 0; i < fingerprints.size(); ++i) {
+    for (size_t j = i + 1; j < fingerprints.size(); ++j) {
+      EXPECT_NE(fingerprints[i], fingerprints[j]) << i << " " << j;
+      EXPECT_NE(cache_keys[i], cache_keys[j]) << i << " " << j;
+    }
   }
 }
 

@@ -20,9 +20,11 @@ namespace hb {
 namespace {
 
 using ::hb::testing::FakeHttpClient;
+using ::hb::testing::IsOkAndHolds;
 using ::hb::testing::MakeHttpResponse;
 using ::hb::testing::StatusIs;
 using ::testing::Contains;
+using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Pair;
@@ -88,6 +90,64 @@ TEST_F(OpenAiLlmClientTest, SendsTheBodyToChatCompletionsWithTheBearerKey) {
   EXPECT_EQ(metrics_.UpstreamCalls("200"), 1);
   EXPECT_EQ(metrics_.Tokens("cached"), 1024);
   EXPECT_EQ(metrics_.UpstreamInFlight(), 0);
+}
+
+// A Responses API reply: a reasoning item, then a message whose text comes in two
+// output_text parts (plus a refusal part and a non-message item that must be ignored).
+constexpr char kResponse[] = R"({
+  "id": "resp_1", "object": "response", "model": "gpt-5.4-2026-03-05", "status": "completed",
+  "output": [
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "no"}]},
+    {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+     "content": [{"type": "output_text", "text": "{\"criteria_met\": ", "annotations": []},
+                 {"type": "refusal", "refusal": "ignored"},
+                 {"type": "output_text", "text": "true}", "annotations": []}]},
+    {"type": "function_call", "content": [{"type": "output_text", "text": "ignored"}]}],
+  "usage": {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 1280},
+            "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 256},
+            "total_tokens": 1800}})";
+
+TEST_F(OpenAiLlmClientTest, ResponsesApiJoinsEveryOutputTextPartOfEveryMessage) {
+  OpenAiLlmClientOptions options;
+  options.base_url = "http://upstream.test/v1";
+  options.metrics = &metrics_;
+  options.api = GraderApi::kResponses;
+  OpenAiLlmClient responses(http_, options);
+  std::optional<absl::StatusOr<ChatResult>> out;
+  responses.Complete(ChatRequest{}, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
+  ASSERT_TRUE(http_.RespondNext(MakeHttpResponse(200, kResponse)));
+  EXPECT_EQ(http_.requests()[0].url, "http://upstream.test/v1/responses");
+  ASSERT_TRUE(out.has_value());
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult result, *out);
+  EXPECT_EQ(result.content, R"({"criteria_met": true})");
+  EXPECT_EQ(result.model, "gpt-5.4-2026-03-05");
+  EXPECT_EQ(result.finish_reason, "completed");
+  // Reasoning tokens are output tokens.
+  EXPECT_EQ(result.usage.prompt_tokens, 1500);
+  EXPECT_EQ(result.usage.cached_tokens, 1280);
+  EXPECT_EQ(result.usage.completion_tokens, 300);
+  EXPECT_EQ(metrics_.Tokens("cached"), 1280);
+}
+
+TEST_F(OpenAiLlmClientTest, ResponsesApiEdgeCases) {
+  const auto interpret = [](const std::string& body) {
+    return InterpretLlmResponse(MakeHttpResponse(200, body), "", GraderApi::kResponses);
+  };
+  // Two message items: both count, in order, joined with nothing.
+  EXPECT_THAT(interpret(R"({"output": [
+      {"type": "message", "content": [{"type": "output_text", "text": "a"}]},
+      {"type": "message", "content": [{"type": "output_text", "text": "b"}]}]})"),
+              IsOkAndHolds(Field(&ChatResult::content, "ab")));
+  // No text at all is "" (the SDK's output_text), not an error: the verdict parser retries.
+  EXPECT_THAT(interpret(R"({"output": [{"type": "reasoning", "summary": []}]})"),
+              IsOkAndHolds(Field(&ChatResult::content, "")));
+  EXPECT_THAT(interpret(R"({"output": null})"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no output list")));
+  // A chat completion read as a response has no output; errors map exactly as for chat.
+  EXPECT_THAT(interpret(kCompletion),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no output list")));
+  EXPECT_THAT(InterpretLlmResponse(MakeHttpResponse(429, "{}"), "", GraderApi::kResponses),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("upstream HTTP 429")));
 }
 
 TEST_F(OpenAiLlmClientTest, NoKeyNoAuthorizationHeader) {

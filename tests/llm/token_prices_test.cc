@@ -10,6 +10,24 @@ namespace {
 
 using ::hb::testing::StatusIs;
 
+TEST(TokenPricesTest, ListPricesFollowTheModelAndItsDatedSnapshots) {
+  const std::optional<TokenPrices> gpt54 = ListPricesForModel("gpt-5.4-2026-03-05");
+  ASSERT_TRUE(gpt54.has_value());
+  EXPECT_EQ(gpt54->input_per_mtok, 2.50);
+  EXPECT_EQ(gpt54->cached_input_per_mtok, 0.25);
+  EXPECT_EQ(gpt54->output_per_mtok, 15.00);
+  ASSERT_TRUE(ListPricesForModel("gpt-5.4-mini-2026-03-17").has_value());
+  EXPECT_EQ(ListPricesForModel("gpt-5.4-mini-2026-03-17")->output_per_mtok, 4.50);
+  EXPECT_EQ(ListPricesForModel("gpt-5.5")->input_per_mtok, 5.00);
+  // The default prices are gpt-4.1's.
+  EXPECT_EQ(ListPricesForModel("gpt-4.1-2025-04-14")->output_per_mtok,
+            TokenPrices{}.output_per_mtok);
+  // Siblings with other prices, and unknown models, have none.
+  EXPECT_EQ(ListPricesForModel("gpt-5.4-pro"), std::nullopt);
+  EXPECT_EQ(ListPricesForModel("gpt-4.1-mini-2025-04-14"), std::nullopt);
+  EXPECT_EQ(ListPricesForModel("o3-2025-04-16"), std::nullopt);
+}
+
 TEST(TokenPricesTest, CostPricesUncachedCachedAndOutputTokensEachAtTheirRate) {
   const TokenPrices prices;  // gpt-4.1: $2 input, $0.50 cached input, $8 output per million
   // 1.5M prompt tokens of which 1M cached, 0.25M output: 0.5*2 + 1*0.5 + 0.25*8 = 3.5.

@@ -58,15 +58,16 @@ class SimBatchTest : public ::testing::Test {
   }
 
   // Uploads `content` and creates a batch of it; returns the batch id.
-  std::string Submit(const std::string& content) {
+  std::string Submit(const std::string& content,
+                     const std::string& endpoint = "/v1/chat/completions") {
     const SimAction upload = Call("POST", "/v1/files", Multipart(content),
                                   absl::StrCat("multipart/form-data; boundary=", kBoundary));
     EXPECT_EQ(upload.status, 200) << upload.body;
     const std::string file_id = Json(upload)["id"].GetString();
     const SimAction created =
         Call("POST", "/v1/batches",
-             absl::StrCat(R"({"input_file_id":")", file_id,
-                          R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})"));
+             absl::StrCat(R"({"input_file_id":")", file_id, R"(","endpoint":")", endpoint,
+                          R"(","completion_window":"24h"})"));
     EXPECT_EQ(created.status, 200) << created.body;
     return Json(created)["id"].GetString();
   }
@@ -107,6 +108,31 @@ TEST_F(SimBatchTest, CompletesAtItsDelayWithOneAnswerPerLine) {
   EXPECT_THAT(metrics, HasSubstr("hb_sim_batch_requests_total 2\n"));
   EXPECT_THAT(metrics, HasSubstr("hb_sim_batch_requests_completed_total 2\n"));
   EXPECT_THAT(metrics, HasSubstr("hb_sim_requests_total 2\n"));  // answered as chat requests
+}
+
+TEST_F(SimBatchTest, ResponsesEndpointAnswersResponsesLinesAndRefusesOtherUrls) {
+  Start(BatchOptions{});
+  const std::string responses_line = absl::StrCat(
+      R"({"custom_id":"r","method":"POST","url":"/v1/responses","body":{"model":"gpt-5.4",)",
+      R"("input":[{"role":"user","content":"q"}],"reasoning":{"effort":"low"}}})", "\n");
+  const std::string id = Submit(responses_line + Line("c", "chat line"), "/v1/responses");
+  clock_.Advance(absl::Seconds(1));
+  rapidjson::Document done = Json(Call("GET", "/v1/batches/" + id));
+  EXPECT_EQ(std::string(done["endpoint"].GetString()), "/v1/responses");
+  EXPECT_EQ(done["request_counts"]["completed"].GetInt(), 1);
+  EXPECT_EQ(done["request_counts"]["failed"].GetInt(), 1);
+  const SimAction output =
+      Call("GET", absl::StrCat("/v1/files/", done["output_file_id"].GetString(), "/content"));
+  rapidjson::Document first;
+  first.Parse(output.body.c_str());
+  EXPECT_EQ(std::string(first["response"]["body"]["object"].GetString()), "response");
+  EXPECT_EQ(
+      first["response"]["body"]["usage"]["output_tokens_details"]["reasoning_tokens"].GetInt(),
+      192);
+  const SimAction errors =
+      Call("GET", absl::StrCat("/v1/files/", done["error_file_id"].GetString(), "/content"));
+  EXPECT_THAT(errors.body, HasSubstr("line url '/v1/chat/completions' is not the batch endpoint "
+                                     "'/v1/responses'"));
 }
 
 TEST_F(SimBatchTest, ExpiredAndFailedLinesGoToTheErrorFile) {

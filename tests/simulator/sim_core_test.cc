@@ -361,6 +361,80 @@ TEST(SimulatorTest, AnswersWithThePredictedVerdictAndOpenAiShape) {
   EXPECT_EQ(sim.Handle({"POST", "/chat/completions", "", ChatBody("x")}).status, 200);
 }
 
+// PR #108's grader body on the Responses API.
+std::string ResponsesBody(absl::string_view user_content, absl::string_view extra = "") {
+  return absl::StrCat(R"({"model":"gpt-5.4-2026-03-05","input":[{"role":"user","content":")",
+                      user_content, R"("}],"reasoning":{"effort":"low"})", extra, "}");
+}
+
+TEST(ParseResponsesRequestTest, ParsesTheGraderRequestAndRefusesWhatOpenAiRefuses) {
+  auto request = ParseResponsesRequest(ResponsesBody("q"));
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->api, GraderApi::kResponses);
+  EXPECT_EQ(request->model, "gpt-5.4-2026-03-05");
+  ASSERT_EQ(request->messages.size(), 1u);
+  EXPECT_EQ(request->messages[0].content, "q");
+  EXPECT_EQ(request->reasoning_effort, "low");
+  EXPECT_FALSE(request->temperature.has_value());
+  auto text_input = ParseResponsesRequest(R"({"model":"m","input":"plain"})");
+  ASSERT_TRUE(text_input.ok());
+  EXPECT_EQ(LastUserMessage(*text_input), "plain");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"model":"m"})", "'input' is a required property"},
+      {R"({"model":"m","input":[]})", "'input' must be a non-empty array"},
+      {R"({"model":"m","input":[{"content":"x"}]})", "input[0].role must be a string"},
+      {R"({"model":"m","messages":[],"input":"x"})", "Unknown parameter: 'messages'."},
+      {ResponsesBody("q", R"(,"temperature":0.5)"),
+       "Unsupported parameter: 'temperature' is not supported with this model."},
+      {R"({"model":"m","input":"x","reasoning":{"effort":"extreme"}})", "Invalid value: 'extreme'"},
+      {R"({"model":"m","input":"x","reasoning":"low"})", "'reasoning' must be an object"},
+      {R"({"model":"m","input":"x","max_output_tokens":0})",
+       "'max_output_tokens' must be a positive integer"},
+  };
+  for (const auto& [body, message] : bad) {
+    EXPECT_THAT(ParseResponsesRequest(body),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)))
+        << body;
+  }
+  EXPECT_EQ(SimulatedReasoningTokens("low"), 192);
+  EXPECT_EQ(SimulatedReasoningTokens(""), 0);
+}
+
+// The same verdict as chat for the same grader prompt; reasoning tokens billed as output; the
+// text in two output_text parts that join to the reply.
+TEST(SimulatorTest, ResponsesApiAnswersTheSameVerdictWithReasoningUsage) {
+  FakeClock clock;
+  Simulator sim({}, &clock);
+  for (const std::string content : {"abc", "grade this [[sim:met=true]]", "caf\xc3\xa9"}) {
+    SimAction action = sim.Handle({"POST", "/v1/responses", "", ResponsesBody(content)});
+    ASSERT_EQ(action.status, 200) << action.body;
+    rapidjson::Document doc;
+    doc.Parse(action.body.c_str());
+    ASSERT_FALSE(doc.HasParseError()) << action.body;
+    EXPECT_STREQ(doc["object"].GetString(), "response");
+    EXPECT_STREQ(doc["status"].GetString(), "completed");
+    const auto& output = doc["output"];
+    ASSERT_EQ(output.Size(), 2u);
+    EXPECT_STREQ(output[0]["type"].GetString(), "reasoning");
+    const auto& parts = output[1]["content"];
+    ASSERT_EQ(parts.Size(), 2u);
+    const std::string reply =
+        absl::StrCat(parts[0]["text"].GetString(), parts[1]["text"].GetString());
+    EXPECT_EQ(ReferenceParse(reply), SimulatedVerdict(content) ? 1 : 0);
+    const auto& usage = doc["usage"];
+    EXPECT_EQ(usage["input_tokens"].GetInt64(), EstimateTokens(content));
+    EXPECT_EQ(usage["output_tokens_details"]["reasoning_tokens"].GetInt64(), 192);
+    EXPECT_EQ(usage["output_tokens"].GetInt64(), EstimateTokens(reply) + 192);
+    EXPECT_EQ(usage["input_tokens_details"]["cached_tokens"].GetInt64(), 0);
+  }
+  // A chat body on the Responses route (and the reverse) is a 400.
+  EXPECT_EQ(sim.Handle({"POST", "/v1/responses", "", ChatBody("x")}).status, 400);
+  EXPECT_EQ(sim.Handle({"POST", "/v1/chat/completions", "", ResponsesBody("x")}).status, 400);
+  EXPECT_EQ(sim.Handle({"POST", "/responses", "", ResponsesBody("x")}).status, 200);
+  EXPECT_EQ(sim.Handle({"GET", "/v1/responses", "", ""}).status, 405);
+}
+
 TEST(SimulatorTest, ReportsCachedTokensForARepeatedLongPrompt) {
   FakeClock clock;
   Simulator sim({}, &clock);

@@ -108,6 +108,64 @@ TEST(ScoreTaskTest, Errors) {
               IsOkAndHolds(ElementsAre(Pair("overall_score", 0.5), Pair("t", 0.5))));
 }
 
+// Python's len(): code points, not bytes. "é" is 2 bytes, "漢" 3, "🩺" 4 (one code point each,
+// the last outside the BMP).
+TEST(LengthAdjustmentTest, PythonStrLenCountsCodePoints) {
+  EXPECT_EQ(PythonStrLen(""), 0);
+  EXPECT_EQ(PythonStrLen("abc"), 3);
+  EXPECT_EQ(PythonStrLen("caf\xc3\xa9"), 4);
+  EXPECT_EQ(PythonStrLen("\xe6\xbc\xa2\xf0\x9f\xa9\xba"), 2);
+  EXPECT_EQ(std::string("\xe6\xbc\xa2\xf0\x9f\xa9\xba").size(), 7U);
+}
+
+TEST(LengthAdjustmentTest, FormulaUnclippedBothWays) {
+  const LengthAdjustment professional = kProfessionalLengthAdjustment;
+  EXPECT_EQ(professional.center, 2000.0);
+  EXPECT_EQ(professional.penalty_per_500_chars, 0.0147);
+  // At the center: unchanged.
+  EXPECT_EQ(LengthAdjustedScore(0.5, std::string(2000, 'a'), professional), 0.5);
+  // 500 characters of 2-byte "é" (1000 bytes): 1500 below the center, a bonus of 3 * 0.0147,
+  // and above 1 for a perfect score (no per-task clip).
+  std::string accents;
+  for (int i = 0; i < 500; ++i) accents += "\xc3\xa9";
+  EXPECT_EQ(LengthAdjustedScore(1.0, accents, professional), 1.0 - 0.0147 * (-1500.0 / 500.0));
+  EXPECT_GT(LengthAdjustedScore(1.0, accents, professional), 1.0);
+  // Long reply: below 0.
+  EXPECT_EQ(LengthAdjustedScore(0.0, std::string(4500, 'x'), professional),
+            0.0 - 0.0147 * (2500.0 / 500.0));
+  EXPECT_EQ(LengthAdjustedScore(0.3, "abc", {10, 0}), 0.3);
+}
+
+TEST(LengthAdjustmentTest, InsertedRightAfterOverallScore) {
+  HB_ASSERT_OK_AND_ASSIGN(OrderedMetrics metrics,
+                          ScoreTask("p", {"theme:x"}, {Item(4, {"axis:a"})}, {true}));
+  HB_ASSERT_OK(AddLengthAdjustedScore("\xe6\xbc\xa2", {1, 0.5}, metrics));
+  EXPECT_THAT(metrics,
+              ElementsAre(Pair("overall_score", 1.0), Pair("overall_score_length_adjusted", 1.0),
+                          Pair("theme:x", 1.0), Pair("axis:a", 1.0)));
+  OrderedMetrics bad = {{"theme:x", 1.0}};
+  EXPECT_THAT(AddLengthAdjustedScore("", {1, 1}, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overall_score")));
+}
+
+// The adjusted key is aggregated like any other: clipped mean, its own n and bootstrap.
+TEST(LengthAdjustmentTest, AggregatedWithClippedMean) {
+  std::vector<OrderedMetrics> tasks;
+  for (const auto& [score, chars] : std::vector<std::pair<double, int>>{{1.0, 0}, {0.98, 100}}) {
+    HB_ASSERT_OK_AND_ASSIGN(OrderedMetrics m, ScoreTask("p", {}, {Item(10)}, {score == 1.0}));
+    m.front().second = score;
+    HB_ASSERT_OK(AddLengthAdjustedScore(std::string(chars, 'x'), kProfessionalLengthAdjustment, m));
+    tasks.push_back(std::move(m));
+  }
+  const AggregateResult result = Aggregate(tasks, Options(100, 0));
+  ASSERT_GE(result.metrics.size(), 2U);
+  EXPECT_EQ(result.metrics[1].name, "overall_score_length_adjusted");
+  // Per task 1.0588 and 1.0358 (bonuses of 0.0588 and 0.0558), unclipped; the mean clips.
+  EXPECT_EQ(result.metrics[1].mean, 1.0);
+  EXPECT_EQ(result.metrics[1].n_samples, 2);
+  EXPECT_EQ(result.metrics[1].bootstrap_std, 0.0);  // every resample mean clips to 1
+}
+
 TEST(NumpyRandomStateTest, MatchesNumpyLegacySeeding) {
   // np.random.seed(0); [np.random.randint(2**32, dtype=np.uint64) ...] and MT19937's own
   // reference output for init_genrand(5489).
@@ -347,6 +405,22 @@ TEST(NumpyCrossCheckTest, BitIdenticalToNumpy) {
     AppendDoubles(paired[i].b, &input);
     input += "}";
   }
+  input += "],\"length\":[";
+  // Replies with non-ASCII (2-, 3- and 4-byte UTF-8, a JSON-escaped control character) on both
+  // sides of the centre.
+  const std::vector<std::string> replies = {
+      "", "plain ASCII", std::string(2600, 'a'),
+      "caf\xc3\xa9 \xe6\xbc\xa2\xe5\xad\x97 \xf0\x9f\xa9\xba\n",
+      std::string(700, 'z') + "\xc3\xa9\xc3\xa9\xc3\xa9"};
+  const std::vector<LengthAdjustment> adjustments = {{2000, 0.0147}, {0, 0.0299}, {13.5, 1.0 / 3}};
+  for (size_t i = 0; i < replies.size(); ++i) {
+    for (size_t j = 0; j < adjustments.size(); ++j) {
+      absl::StrAppend(&input, i + j ? "," : "", "{\"score\":", PythonFloatRepr(0.1 * i - 0.2),
+                      ",\"reply\":", JsonQuote(replies[i]),
+                      ",\"center\":", PythonFloatRepr(adjustments[j].center),
+                      ",\"penalty\":", PythonFloatRepr(adjustments[j].penalty_per_500_chars), "}");
+    }
+  }
   input += "]}";
   const std::string in_path = dir + "/in.json";
   const std::string out_path = dir + "/out.json";
@@ -402,6 +476,18 @@ TEST(NumpyCrossCheckTest, BitIdenticalToNumpy) {
     ExpectSameDouble(d.ci_low, want["ci_low"], "ci_low");
     ExpectSameDouble(d.ci_high, want["ci_high"], "ci_high");
     EXPECT_EQ(d.n, static_cast<int64_t>(paired[i].a.size()));
+  }
+
+  const rapidjson::Value& expected_length = expected["length"];
+  ASSERT_EQ(expected_length.Size(), replies.size() * adjustments.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    for (size_t j = 0; j < adjustments.size(); ++j) {
+      const auto& want =
+          expected_length[static_cast<rapidjson::SizeType>(i * adjustments.size() + j)];
+      EXPECT_EQ(PythonStrLen(replies[i]), want["chars"].GetInt64()) << "reply " << i;
+      ExpectSameDouble(LengthAdjustedScore(0.1 * i - 0.2, replies[i], adjustments[j]),
+                       want["adjusted"], absl::StrCat("length reply ", i, " adjustment ", j));
+    }
   }
 }
 

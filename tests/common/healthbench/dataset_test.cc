@@ -419,6 +419,106 @@ TEST_F(DatasetTest, RealFileLoadsTheSameWhenGzipped) {
 
 // ---- SampleIndices / SelectExamples. ----
 
+// ---- HealthBench Professional ------------------------------------------------------------
+
+// A valid synthetic Professional record (our own text, not OpenAI's data).
+std::string ProRecord(const std::string& id) {
+  return absl::StrCat(
+      R"({"id": ")", id, R"(", "conversation": {"messages": [{"role": "user", "content": "q"}]},)",
+      R"( "rubric_items": [{"criterion_text": "c0", "points": 4}, {"criterion": "c1",)",
+      R"( "points": -2, "tags": ["axis:accuracy"]}], "use_case": "u", "type": "t",)",
+      R"( "difficulty": null, "specialty": "s"})");
+}
+
+std::string ProEdited(const std::string& from, const std::string& to) {
+  std::string record = ProRecord("p-1");
+  EXPECT_THAT(record, HasSubstr(from));
+  return absl::StrReplaceAll(record, {{from, to}});
+}
+
+TEST_F(DatasetTest, ProfessionalSyntheticFileLoads) {
+  const std::string path =
+      hb::testing::SourceDir() + "/tests/common/healthbench/testdata/professional_synthetic.jsonl";
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(path, {}));
+  EXPECT_EQ(dataset.format, DatasetFormat::kProfessional);
+  EXPECT_STREQ(DatasetFormatName(dataset.format), "professional");
+  ASSERT_THAT(dataset.examples, SizeIs(3));
+  const Example& first = dataset.examples[0];
+  EXPECT_EQ(first.prompt_id, "pro-001");
+  ASSERT_THAT(first.prompt, SizeIs(1));
+  EXPECT_EQ(first.prompt[0].role, "user");
+  ASSERT_THAT(first.rubrics, SizeIs(3));
+  EXPECT_EQ(first.rubrics[0].criterion, "States that the dose depends on creatinine clearance.");
+  EXPECT_THAT(first.rubrics[0].tags, ElementsAre("axis:accuracy"));
+  EXPECT_THAT(first.rubrics[1].tags, IsEmpty());
+  EXPECT_EQ(first.rubrics[2].points_text, "-5");
+  EXPECT_THAT(first.example_tags, ElementsAre("use_case:clinical_reference", "type:question",
+                                              "difficulty:hard", "specialty:nephrology"));
+  EXPECT_THAT(first.slices, SizeIs(4));
+  // An integer id, a bare message list, `criterion`, a null slice.
+  const Example& second = dataset.examples[1];
+  EXPECT_EQ(second.prompt_id, "2");
+  EXPECT_THAT(second.prompt, SizeIs(3));
+  EXPECT_EQ(second.rubrics[0].criterion, "Mentions that troponin was negative.");
+  EXPECT_THAT(second.example_tags,
+              ElementsAre("use_case:documentation", "type:task", "specialty:cardiology"));
+  // Non-ASCII kept; a float point value prints as Python would; an absent slice.
+  const Example& third = dataset.examples[2];
+  EXPECT_EQ(third.prompt[0].content,
+            "R\xc3\xa9"
+            "ponds en fran\xc3\xa7"
+            "ais.");
+  EXPECT_EQ(third.rubrics[1].points_text, "2.0");
+  EXPECT_THAT(third.example_tags, SizeIs(3));
+  ASSERT_NE(dataset.Find("pro-003"), nullptr);
+}
+
+TEST_F(DatasetTest, HealthBenchFileIsDetectedAsSuch) {
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(Write("hb.jsonl", Record("a")), {}));
+  EXPECT_EQ(dataset.format, DatasetFormat::kHealthBench);
+  EXPECT_THAT(dataset.examples[0].slices, IsEmpty());
+}
+
+TEST_F(DatasetTest, ProfessionalFieldErrorsNameTheField) {
+  struct Case {
+    std::string from, to, message;
+  };
+  const std::vector<Case> cases = {
+      {R"("id": "p-1", )", "", "field 'id': missing"},
+      {R"("id": "p-1")", R"("id": "")", "field 'id': empty string"},
+      {R"("id": "p-1")", R"("id": [1])", "field 'id': expected a string, got array"},
+      {R"({"messages": [{"role": "user", "content": "q"}]})", R"({"turns": []})",
+       "field 'conversation.messages': missing"},
+      {R"("role": "user")", R"("role": "assistant")",
+       "field 'conversation.messages[0].role': the last turn must be 'user', got 'assistant'"},
+      {R"({"messages": [{"role": "user", "content": "q"}]})", "7",
+       "field 'conversation': expected a list of messages, got number"},
+      {R"("criterion_text": "c0", )", "",
+       "field 'rubric_items[0].criterion': missing (or criterion_text)"},
+      {R"("criterion_text": "c0")", R"("criterion_text": 3)",
+       "field 'rubric_items[0].criterion_text': expected a string, got number"},
+      {R"("points": -2)", R"("points": "-2")",
+       "field 'rubric_items[1].points': expected a number, got string"},
+      {R"("tags": ["axis:accuracy"])", R"("tags": ["a", "a"])",
+       "field 'rubric_items[1].tags[1]': duplicate tag 'a'"},
+      {R"("specialty": "s")", R"("specialty": 5)",
+       "field 'specialty': expected a string or null, got number"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = Write("pro.jsonl", ProRecord("p-0") + "\n" + ProEdited(c.from, c.to));
+    EXPECT_THAT(LoadDataset(path, {}), StatusIs(kInvalid, HasSubstr("pro.jsonl:2: " + c.message)))
+        << c.to;
+  }
+  const std::string dup = Write("dup.jsonl", ProRecord("x") + "\n" + ProRecord("x"));
+  EXPECT_THAT(LoadDataset(dup, {}),
+              StatusIs(kInvalid, HasSubstr("dup.jsonl:2: field 'id': duplicate id 'x' (first on "
+                                           "line 1)")));
+  // The format is decided per file: a HealthBench record in a Professional file is an error.
+  const std::string mixed = Write("mixed.jsonl", ProRecord("x") + "\n" + Record("y"));
+  EXPECT_THAT(LoadDataset(mixed, {}), StatusIs(kInvalid, HasSubstr("mixed.jsonl:2: field 'id': "
+                                                                   "missing")));
+}
+
 TEST(SampleIndicesTest, SpecVectors) {
   // SPEC §12: random.Random(0).sample(range(n), 10) on CPython 3.11.
   EXPECT_THAT(SampleIndices(5000, 10),

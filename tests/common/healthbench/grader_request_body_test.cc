@@ -17,6 +17,39 @@
 namespace hb {
 namespace {
 
+GraderSettings Gpt54Low() {
+  GraderSettings settings;
+  settings.model = "gpt-5.4-2026-03-05";
+  settings.api = GraderApi::kResponses;
+  settings.reasoning_effort = "low";
+  return settings;
+}
+
+// simple-evals PR #108's grader body: model, one user turn, the effort; nothing else (the
+// chat settings' temperature, max_tokens and system message are not sent).
+TEST(BuildResponsesBodyTest, ExactlyModelInputAndReasoning) {
+  const std::string expected =
+      R"({"model":"gpt-5.4-2026-03-05","input":[{"role":"user","content":"P \"q\"\n"}],)"
+      R"("reasoning":{"effort":"low"}})";
+  EXPECT_EQ(BuildResponsesBody(Gpt54Low(), "P \"q\"\n"), expected);
+  EXPECT_EQ(BuildGraderRequestBody(Gpt54Low(), "P \"q\"\n"), expected);
+  GraderSettings no_effort = Gpt54Low();
+  no_effort.reasoning_effort.clear();
+  EXPECT_EQ(BuildGraderRequestBody(no_effort, "P", "k"),
+            R"({"model":"gpt-5.4-2026-03-05","input":[{"role":"user","content":"P"}],)"
+            R"("prompt_cache_key":"k"})");
+  // The chat API is still the default.
+  EXPECT_EQ(BuildGraderRequestBody(GraderSettings{}, "P"),
+            BuildChatCompletionBody(GraderSettings{}, "P"));
+}
+
+TEST(SharedChatCompletionBodyTest, ResponsesBodiesAreByteIdenticalToo) {
+  const std::vector<absl::string_view> segments = {"conv \xC3\xA9 [", "] tail \"x\""};
+  const SharedChatCompletionBody shared(Gpt54Low(), segments, "");
+  EXPECT_EQ(JoinParts(shared.Parts("[5] item\n")),
+            BuildResponsesBody(Gpt54Low(), absl::StrJoin(segments, "[5] item\n")));
+}
+
 TEST(BuildChatCompletionBodyTest, ExactBytesForDefaults) {
   GraderSettings settings;
   EXPECT_EQ(BuildChatCompletionBody(settings, "P"),

@@ -21,6 +21,7 @@
 #include "common/base/file.h"
 #include "common/base/json.h"
 #include "common/base/sha256.h"
+#include "common/grading/scoring.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
@@ -522,6 +523,55 @@ TEST_F(OrchestratorCliTest, ScoreOnTheExample) {
       {"HB_FIXED_TIME=x"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(Read(out + "/tasks.jsonl"), Read(dir_ + "/again/tasks.jsonl"));
+}
+
+// simple-evals PR #108's length adjustment: per task in tasks.jsonl (right after overall_score),
+// aggregated with n_samples and bootstrap std in summary.json, recorded in the provenance; the
+// two flags go together.
+TEST_F(OrchestratorCliTest, ScoreWithLengthAdjustment) {
+  const std::string out = dir_ + "/adjusted";
+  std::vector<std::string> args = {"score",
+                                   "--dataset",
+                                   examples_ + "/dataset.jsonl",
+                                   "--responses",
+                                   examples_ + "/responses.jsonl",
+                                   "--verdicts",
+                                   examples_ + "/verdicts.jsonl",
+                                   "--grader-template",
+                                   synthetic_template_,
+                                   "--require-reference-template=false",
+                                   "--out",
+                                   out,
+                                   "--length-adjustment-center=100"};
+  RunResult half = RunCli(args);
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_THAT(half.err, HasSubstr("add --length-adjustment-penalty-per-500-chars"));
+  args.push_back("--length-adjustment-penalty-per-500-chars=0.0147");
+  RunResult r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double sum = 0;
+  const std::vector<std::string> tasks = Lines(Read(out + "/tasks.jsonl"));
+  ASSERT_EQ(tasks.size(), 3u);
+  for (const std::string& line : tasks) {
+    rapidjson::Document task = ParseJson(line);
+    const rapidjson::Value& metrics = task["metrics"];
+    auto second = metrics.MemberBegin() + 1;
+    EXPECT_EQ(Str(second->name), "overall_score_length_adjusted");
+    const double expected =
+        Num(task["score"]) -
+        0.0147 * ((static_cast<double>(PythonStrLen(Str(task["response"]))) - 100) / 500.0);
+    EXPECT_EQ(Num(second->value), expected) << line;
+    sum += expected;
+  }
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  const rapidjson::Value& metrics = summary["metrics"];
+  EXPECT_DOUBLE_EQ(Num(metrics["overall_score_length_adjusted"]),
+                   std::min(1.0, std::max(0.0, sum / 3)));
+  EXPECT_EQ(metrics["overall_score_length_adjusted:n_samples"].GetInt(), 3);
+  EXPECT_TRUE(metrics["overall_score_length_adjusted:bootstrap_std"].IsNumber());
+  EXPECT_EQ(Num(summary["provenance"]["length_adjustment"]["center"]), 100.0);
+  EXPECT_EQ(Num(summary["provenance"]["length_adjustment"]["penalty_per_500_chars"]), 0.0147);
+  EXPECT_THAT(Read(out + "/report.html"), HasSubstr("overall_score_length_adjusted"));
 }
 
 TEST_F(OrchestratorCliTest, ScoreRefusesVerdictsOfOtherResponses) {

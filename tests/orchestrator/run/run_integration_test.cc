@@ -30,6 +30,7 @@
 #include "common/base/json.h"
 #include "common/base/sha256.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/grader_request_body.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
 #include "gmock/gmock.h"
@@ -891,6 +892,21 @@ bool WaitWhileRunning(pid_t pid, const std::function<bool()>& ready) {
   return false;
 }
 
+// The request bodies of dry-run's output, by "<prompt_id>/<rubric_index>".
+std::map<std::string, std::string> DryRunBodies(const std::string& path) {
+  std::map<std::string, std::string> bodies;
+  for (const std::string& line : Lines(ReadText(path))) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    rapidjson::StringBuffer body;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+    row["request"].Accept(writer);
+    bodies[absl::StrCat(row["prompt_id"].GetString(), "/", row["rubric_index"].GetInt())] =
+        body.GetString();
+  }
+  return bodies;
+}
+
 class BatchIntegrationTest : public RunIntegrationTest {
  protected:
   std::vector<std::string> BatchArgs(const std::string& out, const hb::testing::LlmSim& sim,
@@ -955,16 +971,7 @@ TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRu
                  "--out=" + dir_ + "/dry.jsonl", "--grader-template=" + ReferenceTemplatePath()},
                 dir_),
             0);
-  std::map<std::string, std::string> dry;
-  for (const std::string& line : Lines(ReadText(dir_ + "/dry.jsonl"))) {
-    rapidjson::Document row;
-    row.Parse(line.c_str());
-    rapidjson::StringBuffer body;
-    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
-    row["request"].Accept(writer);
-    dry[absl::StrCat("base/", row["prompt_id"].GetString(), "/", row["rubric_index"].GetInt())] =
-        body.GetString();
-  }
+  const std::map<std::string, std::string> dry = DryRunBodies(dir_ + "/dry.jsonl");
   size_t compared = 0;
   for (int64_t f = 1; f <= files; ++f) {
     const std::string path = absl::StrFormat("%s/batch/batch-%06d.jsonl", batch, f);
@@ -978,12 +985,156 @@ TEST_F(BatchIntegrationTest, BatchVerdictsEqualOnlineVerdictsAndBodiesEqualDryRu
       rapidjson::StringBuffer body;
       rapidjson::Writer<rapidjson::StringBuffer> writer(body);
       row["body"].Accept(writer);
-      EXPECT_EQ(body.GetString(), dry[row["custom_id"].GetString()])
-          << row["custom_id"].GetString();
+      const std::string key = row["custom_id"].GetString();  // "base/<prompt_id>/<index>"
+      EXPECT_EQ(body.GetString(), dry.at(key.substr(key.find('/') + 1))) << key;
       ++compared;
     }
   }
   EXPECT_EQ(compared, rows_per_checkpoint_);
+}
+
+// simple-evals PR #108's grader (gpt-5.4 at low effort, the Responses API) on the real records,
+// online and through the Batch API's /v1/responses: the same grader prompts as the chat path,
+// the same simulator verdicts, the same scores; reasoning tokens billed as output.
+TEST_F(BatchIntegrationTest, ResponsesGraderGradesExactlyWhatTheChatGraderGrades) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim,
+                          hb::testing::StartLlmSim({"--batch-completion-delay=100ms"}));
+  const std::vector<std::string> gpt54 = {"--llm-model=gpt-5.4-2026-03-05",
+                                          "--llm-reasoning-effort=low"};
+  const std::string chat = dir_ + "/chat";
+  const std::string online = dir_ + "/responses";
+  const std::string batch = dir_ + "/responses-batch";
+  std::vector<std::string> online_args = gpt54;
+  online_args.push_back("--llm-base-url=" + sim.base_url);
+  ASSERT_EQ(
+      RunOrchestrator(RunArgs(chat, "embedded", {"--llm-base-url=" + sim.base_url}, false), dir_),
+      0);
+  ASSERT_EQ(RunOrchestrator(RunArgs(online, "embedded", online_args, false), dir_), 0);
+  ASSERT_EQ(RunOrchestrator(BatchArgs(batch, sim, gpt54), dir_), 0);
+  // The journal knows its grader's API: the same model through chat completions does not
+  // resume the Responses run.
+  std::string refused;
+  EXPECT_NE(RunOrchestrator(RunArgs(online, "embedded",
+                                    {"--llm-base-url=" + sim.base_url,
+                                     "--llm-model=gpt-5.4-2026-03-05", "--llm-api=chat"},
+                                    false),
+                            dir_, &refused),
+            0);
+  EXPECT_THAT(refused, HasSubstr("grader_api is 'responses' in the journal but not set"));
+  const auto chat_verdicts = VerdictMap(chat + "/base/verdicts.jsonl");
+  EXPECT_EQ(chat_verdicts.size(), rows_per_checkpoint_);
+  for (const std::string& run : {online, batch}) {
+    EXPECT_EQ(VerdictMap(run + "/base/verdicts.jsonl"), chat_verdicts) << run;
+    EXPECT_EQ(CheckVerdictsMatchSimulator(run, "base", base_), rows_per_checkpoint_) << run;
+    EXPECT_EQ(ReadText(run + "/base/tasks.jsonl"), ReadText(chat + "/base/tasks.jsonl")) << run;
+    rapidjson::Document summary, chat_summary;
+    summary.Parse(ReadText(run + "/base/summary.json").c_str());
+    chat_summary.Parse(ReadText(chat + "/base/summary.json").c_str());
+    EXPECT_EQ(summary["score"].GetDouble(), chat_summary["score"].GetDouble()) << run;
+    // The same reply text, plus the simulator's 192 reasoning tokens per low-effort row.
+    EXPECT_EQ(summary["usage"]["completion_tokens"].GetInt64(),
+              chat_summary["usage"]["completion_tokens"].GetInt64() +
+                  192 * static_cast<int64_t>(rows_per_checkpoint_))
+        << run;
+  }
+
+  // Row for row, the grader prompt in the Responses body is the chat body's user turn, and the
+  // body is exactly {model, input, reasoning}.
+  for (const auto& [out, flags] : {std::pair{dir_ + "/dry-chat.jsonl", std::vector<std::string>{}},
+                                   std::pair{dir_ + "/dry-responses.jsonl", gpt54}}) {
+    std::vector<std::string> args = {"dry-run", "--dataset=" + dataset_, "--responses=" + base_,
+                                     "--out=" + out,
+                                     "--grader-template=" + ReferenceTemplatePath()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(RunOrchestrator(args, dir_), 0);
+  }
+  const auto chat_bodies = DryRunBodies(dir_ + "/dry-chat.jsonl");
+  const auto responses_bodies = DryRunBodies(dir_ + "/dry-responses.jsonl");
+  ASSERT_EQ(responses_bodies.size(), rows_per_checkpoint_);
+  for (const auto& [key, body] : responses_bodies) {
+    rapidjson::Document responses_doc, chat_doc;
+    responses_doc.Parse(body.c_str());
+    chat_doc.Parse(chat_bodies.at(key).c_str());
+    EXPECT_EQ(BuildResponsesBody(
+                  GraderSettings{"gpt-5.4-2026-03-05", 0.5, 2048, "", GraderApi::kResponses, "low"},
+                  chat_doc["messages"][1]["content"].GetString()),
+              body)
+        << key;
+  }
+
+  // The batch input lines: url /v1/responses, bodies exactly dry-run's.
+  size_t lines = 0;
+  for (const std::string& line : Lines(ReadText(batch + "/batch/batch-000001.jsonl"))) {
+    rapidjson::Document row;
+    row.Parse(line.c_str());
+    EXPECT_EQ(std::string(row["url"].GetString()), "/v1/responses");
+    rapidjson::StringBuffer body;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(body);
+    row["body"].Accept(writer);
+    std::string key = row["custom_id"].GetString();
+    EXPECT_EQ(body.GetString(), responses_bodies.at(key.substr(key.find('/') + 1))) << key;
+    ++lines;
+  }
+  EXPECT_EQ(lines, rows_per_checkpoint_);
+}
+
+// --professional on our synthetic Professional-format file: PR #108's bundle (gpt-5.4, low,
+// Responses API, length adjustment 2000 / 0.0147) end to end; a contradicting flag or a
+// HealthBench-format file is refused with exit 2 before the simulator sees any request.
+TEST_F(RunIntegrationTest, ProfessionalBundleGradesAndRefusesContradictionsBeforeAnyRequest) {
+  HB_ASSERT_OK_AND_ASSIGN(hb::testing::LlmSim sim, hb::testing::StartLlmSim({}));
+  const std::string dataset =
+      hb::testing::SourceDir() + "/tests/common/healthbench/testdata/professional_synthetic.jsonl";
+  const std::string responses = dir_ + "/pro.jsonl";
+  HB_ASSERT_OK(WriteFileAtomically(
+      responses,
+      "{\"prompt_id\":\"pro-001\",\"response\":\"Depends on CrCl.\"}\n"
+      "{\"prompt_id\":\"2\",\"response\":\"Troponin negative, aspirin. \xC3\xA9\"}\n"
+      "{\"prompt_id\":\"pro-003\",\"response\":\"4 g par jour maximum.\"}\n"));
+  const auto args = [&](const std::string& out, std::vector<std::string> extra,
+                        const std::string& data) {
+    std::vector<std::string> a = {"run",
+                                  "--dataset=" + data,
+                                  "--responses=pro=" + responses,
+                                  "--out=" + out,
+                                  "--grader-template=" + ReferenceTemplatePath(),
+                                  "--llm-base-url=" + sim.base_url,
+                                  "--simulated-verdicts",
+                                  "--progress=off",
+                                  "--professional"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--llm-model=gpt-4.1-2025-04-14"}, "with --llm-model=gpt-5.4-2026-03-05"},
+      {{"--llm-reasoning-effort=medium"}, "with --llm-reasoning-effort=low"},
+      {{"--llm-api=chat"}, "with --llm-api=responses"},
+      {{"--length-adjustment-center=1000"}, "with --length-adjustment-center=2000"},
+      {{"--length-adjustment-penalty-per-500-chars=0.03"},
+       "with --length-adjustment-penalty-per-500-chars=0.0147"},
+      {{"--llm-temperature=0.5"}, "--llm-temperature cannot be used"},
+  };
+  for (const auto& [extra, message] : refused) {
+    std::string err;
+    EXPECT_EQ(RunOrchestrator(args(dir_ + "/refused", extra, dataset), dir_, &err), 2) << extra[0];
+    EXPECT_THAT(err, HasSubstr(message)) << extra[0];
+  }
+  std::string err;
+  EXPECT_EQ(RunOrchestrator(args(dir_ + "/refused", {}, dataset_), dir_, &err), 2);
+  EXPECT_THAT(err, HasSubstr("--professional needs a HealthBench Professional file"));
+  EXPECT_EQ(SimCounter(sim, "hb_sim_requests_total"), 0);
+
+  const std::string out = dir_ + "/professional";
+  ASSERT_EQ(RunOrchestrator(args(out, {}, dataset), dir_), 0);
+  EXPECT_EQ(SimCounter(sim, "hb_sim_requests_total"), 7);  // 3 + 2 + 2 rubric items
+  rapidjson::Document summary;
+  summary.Parse(ReadText(out + "/pro/summary.json").c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  EXPECT_EQ(summary["metrics"]["overall_score_length_adjusted:n_samples"].GetInt(), 3);
+  EXPECT_EQ(summary["provenance"]["length_adjustment"]["center"].GetDouble(), 2000.0);
+  EXPECT_EQ(summary["provenance"]["length_adjustment"]["penalty_per_500_chars"].GetDouble(),
+            0.0147);
+  EXPECT_TRUE(summary["metrics"].HasMember("specialty:cardiology"));
 }
 
 // Killed while its batch is in progress, the run resumes polling the same batch: the
