@@ -42,9 +42,10 @@ std::string LengthAdjustmentFact(const ReportContext& context, const CheckpointR
                    PythonFloatRepr(context.length_adjustment->center), ") / 500 per task");
   for (const MetricSummary& metric : result.aggregate.metrics) {
     if (metric.name == kLengthAdjustedScoreKey) {
-      absl::StrAppend(&fact, "; overall_score_length_adjusted ", PythonFloatRepr(metric.mean),
-                      " (bootstrap std ", PythonFloatRepr(metric.bootstrap_std), ", n ",
-                      metric.n_samples, ")");
+      // Printed like the top score (summary.json keeps every digit).
+      absl::StrAppend(&fact, absl::StrFormat("; overall_score_length_adjusted %.3f \xC2\xB1 %.3f "
+                                             "(bootstrap std, n %d)",
+                                             metric.mean, metric.bootstrap_std, metric.n_samples));
     }
   }
   return fact;
