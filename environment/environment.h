@@ -121,7 +121,8 @@ class Environment {
   // not block). Errors:
   //   kNotFound / kOutOfRange / kInvalidArgument  as GetTask; kInvalidArgument also for a reply
   //                                               over the size limit (the limit is in the
-  //                                               message);
+  //                                               message) or not valid UTF-8 (the byte and
+  //                                               its offset in the message), never graded;
   //   kResourceExhausted  the backlog is over its bound; retry later (the status carries a
   //                       retry delay, see common/retry);
   //   kUnavailable, kDeadlineExceeded, kFailedPrecondition  a rubric item could not be graded

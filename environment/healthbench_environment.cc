@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/json.h"
 #include "common/base/status_macros.h"
+#include "common/base/utf8.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/prompts.h"
 #include "common/retry/retry_status.h"
@@ -202,6 +203,8 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
         absl::StrCat("reply is ", reply.size(), " bytes; the limit is ", options_.max_reply_bytes,
                      " bytes (--max-reply-bytes)")));
   }
+  // Raw bytes must never reach the judge's JSON request (every route and RPC lands here).
+  if (absl::Status text = CheckUtf8("reply", reply); !text.ok()) return reject(std::move(text));
   const Example& example = ExampleAt(*at);
   std::string key = SubmissionKey(example.prompt_id, reply, options_.grader_fingerprint);
   if (std::optional<SubmitResult> hit = cache_.Find(key)) {

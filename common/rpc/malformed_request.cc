@@ -53,7 +53,9 @@ class MalformedRequestInterceptor final : public grpc::experimental::Interceptor
     absl::Status status = check_(authorization_);
     if (status.ok()) {
       status = absl::InvalidArgumentError(absl::StrCat(
-          "malformed request for ", method_, ": the bytes do not parse as its request message"));
+          "malformed request for ", method_,
+          ": the bytes do not parse as its request message (not protobuf, or a string field "
+          "that is not valid UTF-8)"));
     }
     const std::string kind = absl::StrCat(method_.substr(method_.rfind('/') + 1), " ",
                                           absl::StatusCodeToString(status.code()));

@@ -4,8 +4,9 @@
 // why; an unauthenticated caller must learn nothing. This interceptor, registered on a server,
 // turns that answer into UNAUTHENTICATED when `check_caller` refuses the call's `authorization`
 // metadata, else INVALID_ARGUMENT "malformed request for <method>: the bytes do not parse as its
-// request message"; either is logged through `log` (kind "<Method> <CODE>", rate-limited, so a
-// flood of malformed messages writes a few lines). One implementation for hb-grader and hb-env.
+// request message (not protobuf, or a string field that is not valid UTF-8)"; either is logged
+// through `log` (kind "<Method> <CODE>", rate-limited, so a flood of malformed messages writes a
+// few lines). One implementation for hb-grader and hb-env.
 #pragma once
 
 #include <functional>

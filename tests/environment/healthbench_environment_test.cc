@@ -320,6 +320,22 @@ TEST_F(EnvTest, AnOversizedReplyIsRejectedWithTheLimit) {
   EXPECT_TRUE(llm_.requests().empty());
 }
 
+// Every route and RPC reaches Submit; invalid UTF-8 never reaches the judge's JSON request.
+// (Over gRPC, proto3 refuses such a string field before Submit: see the malformed-request
+// interceptor.)
+TEST_F(EnvTest, AReplyThatIsNotUtf8IsRefusedNamingTheOffsetWithoutAJudgeCall) {
+  Start({});
+  llm_.SetResponder(ParityVerdict);
+  absl::Status status;
+  env_->Submit(TaskRef::ById(TestExample(0).prompt_id), "caf\xC3\xA9 \xFF\xFE",
+               absl::InfiniteFuture(),
+               [&](absl::StatusOr<SubmitResult> result) { status = result.status(); });
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               "reply is not valid UTF-8: byte 0xFF at offset 6; send the text "
+                               "UTF-8 encoded"));
+  EXPECT_TRUE(llm_.requests().empty());
+}
+
 TEST_F(EnvTest, AJudgeFailureIsAnErrorNeverAReward) {
   GraderConfig config;
   config.retry.max_attempts = 1;
