@@ -6,6 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/json.h"
+#include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/base/utf8.h"
 #include "common/grading/scoring.h"
@@ -79,6 +80,7 @@ HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, Grader
       options_(std::move(options)),
       metrics_(metrics),
       cache_(options_.cache_entries, options_.cache_store),
+      failure_log_(clock, {}),
       limiter_([&] {
         AdaptiveLimiterOptions limiter;
         limiter.max_window = std::max(1, options_.max_upstream_in_flight);
@@ -344,6 +346,9 @@ void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading,
                                grading->slowest_item);
       }
     }
+    if (!outcome.ok() && outcome.status().code() != absl::StatusCode::kCancelled) {
+      LogFailure(*grading, outcome.status());
+    }
     for (Grading::Waiter& waiter : grading->waiters) {
       if (metrics_ != nullptr) {
         metrics_->SubmitFinished(outcome.status().code(), false, clock_.Now() - waiter.start);
@@ -352,6 +357,15 @@ void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading,
     }
   }
   Pump();
+}
+
+void HealthBenchEnvironment::LogFailure(const Grading& grading, const absl::Status& status) {
+  const std::string kind(absl::StatusCodeToString(status.code()));
+  if (std::optional<std::string> suffix = failure_log_.Admit(kind)) {
+    HB_LOG_WARN("hb-env: task {} not graded{}: {}: {} ({} caller(s) got this error, no reward)",
+                grading.example->prompt_id, *suffix, kind,
+                std::string(status.message().substr(0, 300)), grading.waiters.size());
+  }
 }
 
 std::string ScoringFingerprint(const std::string& grader_fingerprint,

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
+#include "common/base/rate_limited_log.h"
 #include "common/base/scheduler.h"
 #include "common/flow/adaptive_limiter.h"
 #include "common/grading/scoring.h"
@@ -115,6 +116,10 @@ class HealthBenchEnvironment final : public Environment {
   int64_t upstream_in_flight() const;
   int64_t pending() const;
 
+  // The log of gradings that failed (one warning per failed grading, kind = its status code,
+  // rate-limited: the operator hears why callers get errors, without a flood).
+  RateLimitedLog& failure_log() { return failure_log_; }
+
  private:
   struct TaskLocation {
     size_t split = 0;
@@ -136,6 +141,8 @@ class HealthBenchEnvironment final : public Environment {
   void OnItemDone(const std::shared_ptr<Grading>& grading, size_t item, DispatchTicket ticket,
                   absl::Time sent,
                   absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  // The rate-limited warning of a grading that failed with `status`.
+  void LogFailure(const Grading& grading, const absl::Status& status);
   // Builds the result (or the failure) of a grading whose items have all come back.
   absl::StatusOr<SubmitResult> Finish(const Grading& grading) const;
 
@@ -147,6 +154,7 @@ class HealthBenchEnvironment final : public Environment {
   const HealthBenchEnvironmentOptions options_;
   EnvMetrics* const metrics_;
   ResultCache cache_;
+  RateLimitedLog failure_log_;
 
   mutable absl::Mutex mu_;
   AdaptiveLimiter limiter_ ABSL_GUARDED_BY(mu_);

@@ -353,6 +353,12 @@ TEST_F(EnvTest, AJudgeFailureIsAnErrorNeverAReward) {
   EXPECT_EQ(Submit(TestExample(0).prompt_id, "reply", &response).error_code(),
             grpc::StatusCode::UNAVAILABLE);
   EXPECT_GT(llm_.requests().size(), calls);
+  // The operator hears of each failed grading, rate-limited: 5 lines per 10 s, then counted.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Submit(TestExample(0).prompt_id, absl::StrCat("reply ", i), &response).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+  }
+  EXPECT_EQ(env_->failure_log().suppressed_total("UNAVAILABLE"), 2);
 }
 
 TEST_F(EnvTest, AResubmittedReplyIsAnsweredFromTheCache) {
