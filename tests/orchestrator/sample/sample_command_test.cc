@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -33,6 +34,7 @@ using ::hb::testing::HttpFailure;
 using ::hb::testing::IsOk;
 using ::hb::testing::MakeTempDir;
 using ::hb::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -205,14 +207,13 @@ TEST_F(PrepareSampleOutputsTest, AFolderThatCannotBeCreatedIsRefusedNamingIt) {
 }
 
 TEST_F(PrepareSampleOutputsTest, AnUnwritableFolderIsRefused) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes to any folder";
-  ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
-  EXPECT_THAT(PrepareSampleOutputs(dir_ + "/r.jsonl"),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       absl::StrCat("--out ", dir_, "/r.jsonl: directory is not writable ", dir_,
-                                    ": Permission denied; give --out a path this user can write "
-                                    "(or create the folder with write permission first)")));
-  ::chmod(dir_.c_str(), 0755);
+  // A folder under a regular file cannot be made by anyone, root included (ENOTDIR).
+  const std::string file = dir_ + "/a-file";
+  std::ofstream(file) << "x";
+  const absl::Status status = PrepareSampleOutputs(file + "/sub/r.jsonl");
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               AllOf(HasSubstr("--out " + file + "/sub/r.jsonl"),
+                                     HasSubstr("Not a directory"), HasSubstr("give --out"))));
 }
 
 TEST_F(PrepareSampleOutputsTest, TheFolderIsCreated) {
