@@ -26,6 +26,33 @@ std::vector<IdentityField> IdentityFields(const GraderIdentity& identity) {
   return fields;
 }
 
+namespace {
+
+// The value `fields` lists under `name`, "" when it does not list it.
+std::string ValueOf(const std::vector<IdentityField>& fields, const std::string& name) {
+  for (const IdentityField& field : fields) {
+    if (field.name == name) return field.value;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<IdentityDifference> FirstIdentityDifference(const GraderIdentity& a,
+                                                          const GraderIdentity& b) {
+  const std::vector<IdentityField> fa = IdentityFields(a);
+  const std::vector<IdentityField> fb = IdentityFields(b);
+  for (const IdentityField& field : fa) {
+    const std::string other = ValueOf(fb, field.name);
+    if (field.value != other) return IdentityDifference{field.name, field.flag, field.value, other};
+  }
+  for (const IdentityField& field : fb) {
+    const std::string other = ValueOf(fa, field.name);
+    if (field.value != other) return IdentityDifference{field.name, field.flag, other, field.value};
+  }
+  return std::nullopt;
+}
+
 std::string IdentityFingerprint(const GraderIdentity& identity) {
   std::string text;
   for (const IdentityField& field : IdentityFields(identity)) {

@@ -9,6 +9,7 @@
 // verdict without being in the body (an HTTP header) must be added to that key too.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ struct IdentityField {
 // A field added later is listed only when it differs from its default, so journals and caches
 // written before it existed stay valid for graders that do not use it.
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity);
+
+// The first field on which two identities differ: a's fields in order, then those only b lists
+// (a field one side does not list is at its default there, compared as "").
+struct IdentityDifference {
+  std::string name;  // as in IdentityField
+  std::string flag;  // as in IdentityField
+  std::string a_value;
+  std::string b_value;
+};
+std::optional<IdentityDifference> FirstIdentityDifference(const GraderIdentity& a,
+                                                          const GraderIdentity& b);
 
 // Hex sha256 of the fields' names and values (length-prefixed, so no two identities collide):
 // the identity as one key. Thread-safe.

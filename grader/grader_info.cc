@@ -1,6 +1,7 @@
 #include "grader/grader_info.h"
 
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,26 +35,17 @@ std::string Difference(const Field& field, const ReplicaInfo& a, const ReplicaIn
                       "'");
 }
 
-// kFailedPrecondition naming the first field of `a`'s identity whose value `b` does not share
-// (a field `b` does not list counts as empty), with the fix.
-absl::Status CheckFieldsOf(const ReplicaInfo& a, const ReplicaInfo& b) {
-  const std::vector<IdentityField> other_fields = IdentityFields(IdentityOf(b.info));
-  for (const IdentityField& field : IdentityFields(IdentityOf(a.info))) {
-    std::string other;
-    for (const IdentityField& f : other_fields) {
-      if (f.name == field.name) other = f.value;
-    }
-    if (field.value == other) continue;
-    const std::string fix =
-        field.flag.empty()
-            ? "run the same hb-grader build and settings on every replica"
-            : absl::StrCat("start every hb-grader replica with the same ", field.flag);
-    return absl::FailedPreconditionError(
-        absl::StrCat("graders disagree on ", field.name, ": replica ", a.replica, " has '",
-                     field.value, "', replica ", b.replica, " has '", other,
-                     "'; their verdicts would not be comparable: ", fix));
-  }
-  return absl::OkStatus();
+// kFailedPrecondition naming the first identity field `a` and `b` differ on, with the fix.
+absl::Status CheckSameIdentity(const ReplicaInfo& a, const ReplicaInfo& b) {
+  const std::optional<IdentityDifference> d =
+      FirstIdentityDifference(IdentityOf(a.info), IdentityOf(b.info));
+  if (!d.has_value()) return absl::OkStatus();
+  const std::string fix =
+      d->flag.empty() ? "run the same hb-grader build and settings on every replica"
+                      : absl::StrCat("start every hb-grader replica with the same ", d->flag);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "graders disagree on ", d->name, ": replica ", a.replica, " has '", d->a_value, "', replica ",
+      b.replica, " has '", d->b_value, "'; their verdicts would not be comparable: ", fix));
 }
 
 }  // namespace
@@ -94,8 +86,7 @@ absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
   if (replicas.empty()) return absl::OkStatus();
   const ReplicaInfo& first = replicas.front();
   for (size_t i = 1; i < replicas.size(); ++i) {
-    HB_RETURN_IF_ERROR(CheckFieldsOf(first, replicas[i]));
-    HB_RETURN_IF_ERROR(CheckFieldsOf(replicas[i], first));
+    HB_RETURN_IF_ERROR(CheckSameIdentity(first, replicas[i]));
     if (warnings == nullptr) continue;
     for (const Field& field : InformationalFields()) {
       if (field.value(first.info) != field.value(replicas[i].info)) {

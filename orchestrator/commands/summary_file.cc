@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -211,18 +212,11 @@ std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSumm
       !dataset.empty()) {
     return dataset;
   }
-  // What the grader grades with: the one identity (grader/grader_identity.h).
-  const std::vector<IdentityField> theirs =
-      IdentityFields(GraderIdentity{b.grader, b.template_sha256});
-  for (const IdentityField& field : IdentityFields(GraderIdentity{a.grader, a.template_sha256})) {
-    std::string other;
-    for (const IdentityField& f : theirs) {
-      if (f.name == field.name) other = f.value;
-    }
-    const std::string name = "grader " + field.name;
-    if (std::string d = Differs(name.c_str(), field.value, other); !d.empty()) return d;
-  }
-  return "";
+  // What the grader grades with: the one identity (grader/grader_identity.h), both ways.
+  const std::optional<IdentityDifference> d = FirstIdentityDifference(
+      GraderIdentity{a.grader, a.template_sha256}, GraderIdentity{b.grader, b.template_sha256});
+  if (!d.has_value()) return "";
+  return Differs(("grader " + d->name).c_str(), d->a_value, d->b_value);
 }
 
 std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,

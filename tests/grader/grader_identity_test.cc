@@ -1,6 +1,7 @@
 #include "grader/grader_identity.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,26 @@ TEST(GraderIdentityTest, ValuesCannotBleedIntoEachOther) {
   b.settings.model = "m";
   b.settings.system_message = "\ns";
   EXPECT_NE(IdentityFingerprint(a), IdentityFingerprint(b));
+}
+
+TEST(GraderIdentityTest, FirstDifferenceLooksBothWays) {
+  EXPECT_EQ(FirstIdentityDifference(Reference(), Reference()), std::nullopt);
+  GraderIdentity a = Reference();
+  a.settings.max_tokens = 16;
+  std::optional<IdentityDifference> d = FirstIdentityDifference(a, Reference());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->name, "max_tokens");
+  EXPECT_EQ(d->flag, "--llm-max-tokens");
+  EXPECT_EQ(d->a_value, "16");
+  EXPECT_EQ(d->b_value, "2048");
+  // A field only the second identity lists (at its default, so unlisted, in the first).
+  GraderIdentity b = Reference();
+  b.settings.reasoning_effort = "low";
+  d = FirstIdentityDifference(Reference(), b);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->name, "reasoning_effort");
+  EXPECT_EQ(d->a_value, "");
+  EXPECT_EQ(d->b_value, "low");
 }
 
 }  // namespace
