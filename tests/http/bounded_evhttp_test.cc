@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/loopback.h"
 
 namespace hb {
 namespace {
@@ -71,15 +72,7 @@ class Server {
 // A client socket; reads block for at most 30 s (a guard against a hung test).
 class Client {
  public:
-  explicit Client(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval guard{30, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
-    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  }
+  explicit Client(int port) : fd_(::hb::testing::ConnectLoopback(port)) {}
   ~Client() { close(fd_); }
   // Sends what the server takes; false once it stopped taking (closed or reset).
   bool Send(const std::string& data) {

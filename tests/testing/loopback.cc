@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,9 +24,23 @@
 #include "event2/http.h"
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
+#include "gtest/gtest.h"
 #include "tests/testing/shared_data.h"
 
 namespace hb::testing {
+
+int ConnectLoopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval guard{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
+      << "127.0.0.1:" << port;
+  return fd;
+}
 
 std::string LoopbackRequest::Header(const std::string& name) const {
   for (const auto& [key, value] : headers) {

@@ -2,6 +2,7 @@
 //  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp) that records every
 //    request (method, path, headers, body, peer port) and answers from a handler; for checking
 //    exactly what a client sends, keep-alive reuse, timeouts and cancellation.
+//  - ConnectLoopback: a raw client socket, for tests that speak HTTP byte by byte.
 //  - ChildProcess / StartLlmSim: the real `hb-llm-sim` binary as a child process, killed when
 //    the handle is destroyed.
 #pragma once
@@ -21,6 +22,11 @@
 #include "absl/time/time.h"
 
 namespace hb::testing {
+
+// A TCP socket connected to 127.0.0.1:`port` whose reads block for at most 30 s (a guard
+// against a hung test, never a synchronisation). The caller closes it. A failed connect fails
+// the current test (EXPECT) and still returns the socket.
+int ConnectLoopback(int port);
 
 struct LoopbackRequest {
   std::string method;

@@ -3,8 +3,6 @@
 // from the reference server (ors/server.py, ors/_reconnect.py) and client (ors/client/).
 #include "environment/ors/ors_http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +24,7 @@
 #include "rapidjson/document.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_environment.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb::env {
@@ -42,15 +41,7 @@ using ::testing::SizeIs;
 // synchronisation).
 class Conn {
  public:
-  explicit Conn(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval guard{30, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof(guard));
-    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  }
+  explicit Conn(int port) : fd_(::hb::testing::ConnectLoopback(port)) {}
   ~Conn() { Close(); }
   void Close() {
     if (fd_ >= 0) close(fd_);
