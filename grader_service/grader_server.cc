@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<GraderServer>> GraderServer::Start(
   interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>(
       "grader", server->service_->refused_log(),
       [tokens = &server->tokens_](absl::string_view auth) {
-        return CheckCallerToken(*tokens, auth, "");
+        return CheckGrpcAuthorization(*tokens, auth);
       }));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());

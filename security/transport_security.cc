@@ -105,6 +105,10 @@ absl::Status CheckGrpcCaller(const grpc::ServerContextBase& context, const Beare
   auto it = metadata.find("authorization");
   absl::string_view authorization;
   if (it != metadata.end()) authorization = absl::string_view(it->second.data(), it->second.size());
+  return CheckGrpcAuthorization(tokens, authorization);
+}
+
+absl::Status CheckGrpcAuthorization(const BearerTokens& tokens, absl::string_view authorization) {
   return CheckCallerToken(tokens, authorization, "");
 }
 

@@ -72,6 +72,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 
 // The caller check of one gRPC call: CheckCallerToken on its `authorization` metadata.
 absl::Status CheckGrpcCaller(const grpc::ServerContextBase& context, const BearerTokens& tokens);
+// The same check on an `authorization` metadata value already read ("" when absent), for code
+// that sees the metadata before a handler does (common/rpc/malformed_request.h).
+absl::Status CheckGrpcAuthorization(const BearerTokens& tokens, absl::string_view authorization);
 
 // How a client reaches a server.
 struct ClientSecurityOptions {

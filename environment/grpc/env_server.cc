@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<EnvGrpcServer>> EnvGrpcServer::Start(
   interceptors.push_back(std::make_unique<MalformedRequestInterceptorFactory>(
       "env", server->service_->refused_log(),
       [tokens = &server->options_.security.tokens](absl::string_view authorization) {
-        return CheckCallerToken(*tokens, authorization, "");
+        return CheckGrpcAuthorization(*tokens, authorization);
       }));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->service_.get());
