@@ -201,11 +201,9 @@ int main(int argc, char** argv) {
   connect.stack = *grader_options;
   connect.security = flags.grader_security;
   absl::StatusOr<std::unique_ptr<hb::GraderConnection>> grader = hb::ConnectGrader(connect);
-  if (!grader.ok()) {
-    // Replicas that cannot be reached or disagree are the operator's to fix: exit 2.
-    return Fail(target->embedded() ? grader.status()
-                                   : absl::InvalidArgumentError(grader.status().message()));
-  }
+  // Replicas that cannot be reached (kInvalidArgument) or disagree (kFailedPrecondition) exit 2
+  // through ExitCodeFor, like every other bad input.
+  if (!grader.ok()) return Fail(grader.status());
   const healthbench::grader::v1::GraderInfo& grader_info = (*grader)->info;
   hb::GraderClient* client = &(*grader)->grader_client();
   hb::Scheduler* scheduler = &(*grader)->scheduler();
