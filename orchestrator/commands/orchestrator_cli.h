@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "orchestrator/run/meta_eval_command.h"
 #include "orchestrator/run/run_command.h"
 #include "orchestrator/sample/sample_command.h"
 
@@ -24,5 +25,8 @@ std::string OrchestratorHelp(const std::string& subcommand);
 // options resolved and complete). --shard-index defaults to $JOB_COMPLETION_INDEX when set.
 // Errors: kInvalidArgument with the message the binary prints.
 absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args);
+
+// `hb-orchestrator meta-eval ARGS` up to the run, as ParseRunArgs.
+absl::StatusOr<MetaEvalCommandOptions> ParseMetaEvalArgs(const std::vector<std::string>& args);
 
 }  // namespace hb
