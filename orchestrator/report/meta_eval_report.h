@@ -20,6 +20,9 @@
 
 namespace hb {
 
+// The folder of a meta-eval's graded rows (run's checkpoint folder) inside its output folder.
+inline constexpr char kMetaEvalCheckpointFolder[] = "meta-eval";
+
 // The metric every page shows: the reference's score, pairwise_<role>_f1_balanced.
 inline constexpr char kMetaEvalModelMetric[] = "pairwise_model_f1_balanced";
 inline constexpr char kMetaEvalPhysicianMetric[] = "pairwise_physician_f1_balanced";

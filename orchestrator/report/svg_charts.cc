@@ -169,12 +169,16 @@ std::string JudgeRangeSvg(const std::vector<RangeRow>& rows,
                       Num(y + 2), "\" x2=\"", Num(at(*r.mean)), "\" y2=\"", Num(y + kRow - 2),
                       "\" stroke=\"#1d1d1f\" stroke-width=\"2\"/>\n");
     }
+    // Judges are staggered vertically, so equal values stay visible side by side.
+    const double center = (static_cast<double>(r.judges.size()) - 1) / 2;
+    const double spread = r.judges.size() > 1 ? 6.0 / static_cast<double>(r.judges.size() - 1) : 0;
     for (size_t j = 0; j < r.judges.size(); ++j) {
       if (!r.judges[j].has_value()) continue;
       absl::StrAppend(&out, "<circle class=\"judge\" data-judge=\"", j, "\" data-value=\"",
                       absl::StrFormat("%.4f", *r.judges[j]), "\" cx=\"", Num(at(*r.judges[j])),
-                      "\" cy=\"", Num(y + kRow / 2.0), "\" r=\"5\" fill=\"",
-                      kPalette[j % std::size(kPalette)], "\" stroke=\"#fff\"/>\n");
+                      "\" cy=\"", Num(y + kRow / 2.0 + spread * (static_cast<double>(j) - center)),
+                      "\" r=\"5\" fill=\"", kPalette[j % std::size(kPalette)],
+                      "\" stroke=\"#fff\"/>\n");
     }
   }
   double y = kTop + kRow * static_cast<double>(rows.size()) + 4;

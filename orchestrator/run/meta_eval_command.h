@@ -19,12 +19,13 @@
 
 #include "absl/status/statusor.h"
 #include "common/healthbench/meta_eval_dataset.h"
+#include "orchestrator/report/meta_eval_report.h"
 #include "orchestrator/run/run_command.h"
 
 namespace hb {
 
 // The checkpoint name of the graded rows (OUT/meta-eval/).
-inline constexpr char kMetaEvalCheckpoint[] = "meta-eval";
+inline constexpr const char* kMetaEvalCheckpoint = kMetaEvalCheckpointFolder;
 
 struct MetaEvalCommandOptions {
   // Everything `run` takes: run.dataset is the meta-eval JSONL, run.out the output folder,
