@@ -1,0 +1,372 @@
+// `hb-orchestrator meta-eval` end to end: the binary with its embedded grader against a loopback
+// chat-completions endpoint that answers each meta-eval row of the synthetic file with the
+// verdict tests/common/grading/testdata/meta_eval_synthetic.verdicts.json gives it (a row whose
+// verdict is null is answered with text that never parses). The metrics are checked against
+// scripts/reference/meta_eval_reference.py (the reference's code logic) on those verdicts; then
+// resume, and `compare` of two meta-eval folders.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/file.h"
+#include "common/grading/meta_eval.h"
+#include "common/healthbench/meta_eval_dataset.h"
+#include "common/healthbench/prompts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "orchestrator/commands/orchestrator_cli.h"
+#include "orchestrator/report/meta_eval_report.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+#include "tests/testing/loopback.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace hb {
+namespace {
+
+using ::hb::testing::LoopbackHttpServer;
+using ::hb::testing::LoopbackRequest;
+using ::hb::testing::LoopbackResponse;
+using ::hb::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string TestData(const std::string& name) {
+  return absl::StrCat(hb::testing::SourceDir(), "/tests/common/grading/testdata/", name);
+}
+
+std::vector<std::optional<bool>> SyntheticVerdicts() {
+  std::stringstream text;
+  text << std::ifstream(TestData("meta_eval_synthetic.verdicts.json"), std::ios::binary).rdbuf();
+  rapidjson::Document doc;
+  doc.Parse(text.str().c_str());
+  std::vector<std::optional<bool>> verdicts;
+  if (!doc.IsArray()) return verdicts;
+  for (const rapidjson::Value& v : doc.GetArray()) {
+    verdicts.push_back(v.IsNull() ? std::nullopt : std::optional<bool>(v.GetBool()));
+  }
+  return verdicts;
+}
+
+std::string ChatCompletion(const std::string& content) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("id");
+  w.String("chatcmpl-test");
+  w.Key("object");
+  w.String("chat.completion");
+  w.Key("model");
+  w.String("fake-judge");
+  w.Key("choices");
+  w.StartArray();
+  w.StartObject();
+  w.Key("index");
+  w.Int(0);
+  w.Key("message");
+  w.StartObject();
+  w.Key("role");
+  w.String("assistant");
+  w.Key("content");
+  w.String(content.c_str(), static_cast<rapidjson::SizeType>(content.size()));
+  w.EndObject();
+  w.Key("finish_reason");
+  w.String("stop");
+  w.EndObject();
+  w.EndArray();
+  w.Key("usage");
+  w.StartObject();
+  w.Key("prompt_tokens");
+  w.Int(1000);
+  w.Key("completion_tokens");
+  w.Int(50);
+  w.Key("total_tokens");
+  w.Int(1050);
+  w.EndObject();
+  w.EndObject();
+  return buffer.GetString();
+}
+
+// The judge: answers each row's grader prompt (byte for byte the reference's rendering) with
+// that row's verdict; a row with no verdict gets a reply that never parses; a row whose line is
+// in `unavailable` gets HTTP 503. Counts the requests per line.
+class FakeJudge {
+ public:
+  FakeJudge() {
+    auto tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath());
+    EXPECT_TRUE(tmpl.ok()) << tmpl.status();
+    auto data = LoadMetaEvalDataset(TestData("meta_eval_synthetic.jsonl"));
+    EXPECT_TRUE(data.ok()) << data.status();
+    const std::vector<std::optional<bool>> verdicts = SyntheticVerdicts();
+    EXPECT_EQ(verdicts.size(), data->rows.size());
+    for (size_t i = 0; i < data->rows.size() && i < verdicts.size(); ++i) {
+      rows_[MetaEvalGraderPrompt(*tmpl, data->rows[i])] = {data->rows[i].line, verdicts[i]};
+    }
+    auto server = LoopbackHttpServer::Start(
+        [this](const LoopbackRequest& request) { return Answer(request); });
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  std::string base_url() const { return server_->base_url() + "/v1"; }
+
+  void SetUnavailable(std::set<int> lines) {
+    absl::MutexLock lock(&mu_);
+    unavailable_ = std::move(lines);
+  }
+
+  // Requests per row line since the last call.
+  std::map<int, int> TakeRequests() {
+    absl::MutexLock lock(&mu_);
+    std::map<int, int> out;
+    out.swap(requests_);
+    return out;
+  }
+
+ private:
+  LoopbackResponse Answer(const LoopbackRequest& request) {
+    rapidjson::Document body;
+    body.Parse(request.body.c_str());
+    std::string prompt;
+    if (body.IsObject() && body.HasMember("messages") && body["messages"].IsArray()) {
+      for (const rapidjson::Value& m : body["messages"].GetArray()) {
+        if (m.IsObject() && m.HasMember("role") && std::string(m["role"].GetString()) == "user") {
+          prompt.assign(m["content"].GetString(), m["content"].GetStringLength());
+        }
+      }
+    }
+    const auto it = rows_.find(prompt);
+    if (it == rows_.end()) return LoopbackResponse{400, {}, R"({"error":"unknown prompt"})"};
+    const auto& [line, verdict] = it->second;
+    {
+      absl::MutexLock lock(&mu_);
+      ++requests_[line];
+      if (unavailable_.count(line) > 0) return LoopbackResponse{503, {}, R"({"error":"busy"})"};
+    }
+    if (!verdict.has_value()) return {200, {}, ChatCompletion("I cannot decide.")};
+    return {200,
+            {},
+            ChatCompletion(absl::StrCat(R"({"explanation": "line )", line, R"(", "criteria_met": )",
+                                        *verdict ? "true" : "false", "}"))};
+  }
+
+  std::map<std::string, std::pair<int, std::optional<bool>>> rows_;
+  std::unique_ptr<LoopbackHttpServer> server_;
+  absl::Mutex mu_;
+  std::set<int> unavailable_ ABSL_GUARDED_BY(mu_);
+  std::map<int, int> requests_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Exit {
+  int code = -1;
+  std::string stderr_text;
+};
+
+// Runs the hb-orchestrator binary with `args`; its stderr goes to a file read back.
+Exit RunOrchestrator(const std::vector<std::string>& args) {
+  const std::string err = hb::testing::MakeTempDir() + "/stderr.txt";
+  std::string command = hb::testing::BinaryDir() + "/orchestrator/hb-orchestrator";
+  for (const std::string& a : args) absl::StrAppend(&command, " '", a, "'");
+  absl::StrAppend(&command, " >/dev/null 2>'", err, "'");
+  const int status = std::system(command.c_str());
+  Exit exit;
+  exit.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  absl::StatusOr<std::string> text = ReadFile(err);
+  exit.stderr_text = text.ok() ? *text : "";
+  return exit;
+}
+
+std::vector<std::string> MetaEvalArgs(const FakeJudge& judge, const std::string& out,
+                                      const std::string& input_price = "2",
+                                      const std::string& output_price = "8") {
+  return {"meta-eval",
+          "--dataset=" + TestData("meta_eval_synthetic.jsonl"),
+          "--out=" + out,
+          "--llm-base-url=" + judge.base_url(),
+          "--llm-model=fake-judge",
+          "--grader-template=" + hb::testing::ReferenceTemplatePath(),
+          "--max-attempts=2",
+          "--backoff-base=1ms",
+          "--backoff-cap=1ms",
+          "--row-attempts=1",
+          "--progress=off",
+          "--price-input-per-mtok=" + input_price,
+          "--price-cached-input-per-mtok=0.5",
+          "--price-output-per-mtok=" + output_price};
+}
+
+// What our meta_eval.json must be over the whole file with `verdicts`.
+std::string ExpectedDocument(const std::vector<std::optional<bool>>& verdicts) {
+  auto data = LoadMetaEvalDataset(TestData("meta_eval_synthetic.jsonl"));
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto result = ComputeMetaEval(data->rows, verdicts, {});
+  EXPECT_TRUE(result.ok()) << result.status();
+  return MetaEvalJson(*result);
+}
+
+TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALabel) {
+  FakeJudge judge;
+  const std::string out = hb::testing::MakeTempDir() + "/judge";
+  const Exit exit = RunOrchestrator(MetaEvalArgs(judge, out));
+  // Rows 10, 23 and 41 never answer a boolean criteria_met: failed, exit 3.
+  EXPECT_EQ(exit.code, 3) << exit.stderr_text;
+  EXPECT_THAT(exit.stderr_text,
+              HasSubstr("hb-orchestrator meta-eval: 3 row(s) failed (no boolean criteria_met "
+                        "within the attempts); left out of the metrics, never used as a label: "
+                        "line(s) 10, 23, 41"));
+  const std::map<int, int> requests = judge.TakeRequests();
+  EXPECT_EQ(requests.size(), 48u);
+  EXPECT_EQ(requests.at(10), 2);  // --max-attempts 2, --row-attempts 1
+  EXPECT_EQ(requests.at(1), 1);
+
+  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
+  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+
+  // The reference's code logic on the same verdicts (null = failed), value for value.
+  const std::string reference_path = hb::testing::MakeTempDir() + "/reference.json";
+  const std::string command = absl::StrCat(
+      "/usr/bin/python3 ", hb::testing::SourceDir(), "/scripts/reference/meta_eval_reference.py",
+      " --data ", TestData("meta_eval_synthetic.jsonl"), " --verdicts ",
+      TestData("meta_eval_synthetic.verdicts.json"), " --template ",
+      hb::testing::ReferenceTemplatePath(), " --out ", reference_path, " --seed 0");
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  HB_ASSERT_OK_AND_ASSIGN(const std::string reference_text, ReadFile(reference_path));
+  rapidjson::Document reference, mine;
+  reference.Parse<rapidjson::kParseFullPrecisionFlag>(reference_text.c_str());
+  mine.Parse<rapidjson::kParseFullPrecisionFlag>(ours.c_str());
+  ASSERT_TRUE(reference.IsObject() && mine.IsObject());
+  const rapidjson::Value& want = reference["document"];
+  ASSERT_TRUE(want["score"].IsNumber());
+  EXPECT_EQ(mine["score"].GetDouble(), want["score"].GetDouble());
+  ASSERT_EQ(mine["metrics"].MemberCount(), want["metrics"].MemberCount());
+  for (const auto& m : want["metrics"].GetObject()) {
+    const std::string key = m.name.GetString();
+    ASSERT_TRUE(mine["metrics"].HasMember(key.c_str())) << key;
+    EXPECT_EQ(mine["metrics"][key.c_str()].GetDouble(), m.value.GetDouble()) << key;
+  }
+  ASSERT_TRUE(mine["failed_rows"].IsArray());
+  EXPECT_EQ(mine["failed_rows"].Size(), 3u);
+  EXPECT_EQ(mine["rows"]["graded"].GetInt(), 45);
+
+  // The page: the judge's balanced F1 per category against the physicians' spread.
+  HB_ASSERT_OK_AND_ASSIGN(const std::string html, ReadFile(out + "/meta_eval.html"));
+  EXPECT_THAT(html, HasSubstr("class=\"physicians\""));
+  EXPECT_THAT(html, HasSubstr("lines 10, 23, 41"));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  // run's per-row report of the same verdicts beside it.
+  HB_ASSERT_OK_AND_ASSIGN(const std::string failures, ReadFile(out + "/meta-eval/failures.jsonl"));
+  EXPECT_THAT(failures, HasSubstr("\"prompt_id\":\"line-10\""));
+}
+
+TEST(MetaEvalCommandTest, ResumesGradingOnlyWhatIsLeftAndRefusesAnotherGrader) {
+  FakeJudge judge;
+  const std::string out = hb::testing::MakeTempDir() + "/judge";
+  // The first run: rows 30..48 are unavailable (the probe, row 1, is not).
+  std::set<int> late;
+  for (int line = 30; line <= 48; ++line) late.insert(line);
+  judge.SetUnavailable(late);
+  const Exit first = RunOrchestrator(MetaEvalArgs(judge, out));
+  EXPECT_EQ(first.code, 3) << first.stderr_text;
+  judge.TakeRequests();
+
+  judge.SetUnavailable({});
+  const Exit second = RunOrchestrator(MetaEvalArgs(judge, out));
+  EXPECT_EQ(second.code, 3) << second.stderr_text;  // 10, 23 and 41 still never parse
+  const std::map<int, int> requests = judge.TakeRequests();
+  // Only the rows without a verdict: 10 and 23 (failed before) and 30..48.
+  std::set<int> asked;
+  for (const auto& [line, n] : requests) asked.insert(line);
+  std::set<int> expected = late;
+  expected.insert(10);
+  expected.insert(23);
+  EXPECT_EQ(asked, expected);
+  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
+  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+
+  // Another judge on the same journal is refused, as run refuses it.
+  std::vector<std::string> other = MetaEvalArgs(judge, out);
+  other.push_back("--llm-temperature=0");
+  const Exit refused = RunOrchestrator(other);
+  EXPECT_EQ(refused.code, 2) << refused.stderr_text;
+  EXPECT_THAT(refused.stderr_text, HasSubstr("temperature"));
+  EXPECT_TRUE(judge.TakeRequests().empty());
+}
+
+TEST(MetaEvalCommandTest, CompareSetsTwoJudgesSideBySide) {
+  FakeJudge judge;
+  const std::string root = hb::testing::MakeTempDir();
+  std::vector<std::string> args = MetaEvalArgs(judge, root + "/gpt-judge");
+  ASSERT_EQ(RunOrchestrator(args).code, 3);
+  args = MetaEvalArgs(judge, root + "/cheap-judge", "0.2", "0.8");
+  ASSERT_EQ(RunOrchestrator(args).code, 3);
+  const std::string page_dir = root + "/page";
+  const Exit compared =
+      RunOrchestrator({"compare", "--out=" + page_dir, root + "/gpt-judge", root + "/cheap-judge"});
+  ASSERT_EQ(compared.code, 0) << compared.stderr_text;
+  HB_ASSERT_OK_AND_ASSIGN(const std::string html, ReadFile(page_dir + "/judges.html"));
+  EXPECT_THAT(html, HasSubstr("data-judges=\"2\""));
+  // Each judgement: 1000 prompt and 50 completion tokens. At $2 / $8 per million that is
+  // $0.0024, $2.40 per 1,000; at $0.2 / $0.8, $0.24 per 1,000.
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">$2.40</td>"));
+  EXPECT_THAT(html, HasSubstr("<td class=\"num\">$0.24</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>gpt-judge</td>"));
+  EXPECT_THAT(html, HasSubstr("<td>cheap-judge</td>"));
+
+  // Another selection of rows is refused.
+  std::vector<std::string> fewer = MetaEvalArgs(judge, root + "/fewer");
+  fewer.push_back("--examples=20");
+  RunOrchestrator(fewer);
+  const Exit refused =
+      RunOrchestrator({"compare", "--out=" + page_dir, root + "/gpt-judge", root + "/fewer"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_THAT(refused.stderr_text, HasSubstr("graded another selection of rows (20 rows)"));
+}
+
+TEST(MetaEvalCommandTest, ParsesTheFlagsOfRunItShares) {
+  HB_ASSERT_OK_AND_ASSIGN(const MetaEvalCommandOptions options,
+                          ParseMetaEvalArgs({"--dataset=m.jsonl", "--out=o", "--examples=500",
+                                             "--seed=3", "--llm-base-url=http://127.0.0.1:1/v1",
+                                             "--max-in-flight=7", "--grader-mode=batch"}));
+  EXPECT_EQ(options.run.dataset, "m.jsonl");
+  EXPECT_EQ(options.run.out, "o");
+  EXPECT_EQ(options.run.examples, 500);
+  EXPECT_EQ(options.run.seed, 3u);
+  EXPECT_EQ(options.run.max_in_flight, 7);
+  EXPECT_EQ(options.run.grader_mode, "batch");
+  EXPECT_THAT(ParseMetaEvalArgs({"--out=o"}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--dataset is required")));
+  EXPECT_THAT(ParseMetaEvalArgs({"--dataset=m.jsonl", "--out=o", "--responses=x"}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("responses")));
+}
+
+TEST(MetaEvalCommandTest, ABadRowIsReportedWithItsLine) {
+  const std::string dir = hb::testing::MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomically(dir + "/bad.jsonl",
+                                  R"({"prompt": [], "completion": "c", "rubric": "r", )"
+                                  R"("category": "x", "binary_labels": [], )"
+                                  R"("anonymized_physician_ids": []})"
+                                  "\n")
+                  .ok());
+  const Exit exit =
+      RunOrchestrator({"meta-eval", "--dataset=" + dir + "/bad.jsonl", "--out=" + dir + "/out",
+                       "--llm-base-url=http://127.0.0.1:9/v1", "--progress=off"});
+  EXPECT_EQ(exit.code, 2);
+  EXPECT_THAT(exit.stderr_text, HasSubstr("bad.jsonl:1: field 'binary_labels': empty list"));
+}
+
+}  // namespace
+}  // namespace hb
