@@ -21,6 +21,9 @@ namespace hb {
 // Escapes & < > " ' as character references.
 std::string HtmlEscape(absl::string_view text);
 
+// The stylesheet every report page inlines (report.html, comparison.html, the meta-eval pages).
+extern const char kReportStyle[];
+
 // One rubric row as the report shows it.
 struct HtmlRubricRow {
   std::string criterion;

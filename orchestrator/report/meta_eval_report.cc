@@ -20,18 +20,6 @@
 namespace hb {
 namespace {
 
-constexpr char kStyle[] = R"css(
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:72em;
-color:#1d1d1f;line-height:1.4;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:.25em .6em;
-text-align:left;vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;
-font-variant-numeric:tabular-nums}
-.banner{padding:.7em 1em;margin:.6em 0;font-weight:bold;border-radius:4px;color:#fff}
-.simulated{background:#b3261e}.incomplete{background:#b26a00}
-.score{font-size:1.3em}.muted{color:#666}.error{color:#b3261e}
-)css";
-
 // The category of a "<category>: <metric>" key, when its metric is `metric`.
 std::optional<std::string> CategoryOf(absl::string_view key, absl::string_view metric) {
   const std::string suffix = absl::StrCat(": ", metric);
@@ -57,7 +45,7 @@ std::string Cost(const JudgeReport& judge) {
 std::string PageHead(const std::string& title) {
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>",
-      HtmlEscape(title), "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n<h1>",
+      HtmlEscape(title), "</title>\n<style>", kReportStyle, "</style>\n</head>\n<body>\n<h1>",
       HtmlEscape(title), "</h1>\n");
 }
 

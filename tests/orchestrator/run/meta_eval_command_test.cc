@@ -29,8 +29,7 @@
 #include "orchestrator/commands/orchestrator_cli.h"
 #include "orchestrator/report/meta_eval_report.h"
 #include "rapidjson/document.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "simulator/sim_core.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
@@ -62,43 +61,13 @@ std::vector<std::optional<bool>> SyntheticVerdicts() {
   return verdicts;
 }
 
+// The judge's reply as an OpenAI chat.completion (hb-llm-sim's shape): 1000 prompt and 50
+// completion tokens each.
 std::string ChatCompletion(const std::string& content) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("id");
-  w.String("chatcmpl-test");
-  w.Key("object");
-  w.String("chat.completion");
-  w.Key("model");
-  w.String("fake-judge");
-  w.Key("choices");
-  w.StartArray();
-  w.StartObject();
-  w.Key("index");
-  w.Int(0);
-  w.Key("message");
-  w.StartObject();
-  w.Key("role");
-  w.String("assistant");
-  w.Key("content");
-  w.String(content.c_str(), static_cast<rapidjson::SizeType>(content.size()));
-  w.EndObject();
-  w.Key("finish_reason");
-  w.String("stop");
-  w.EndObject();
-  w.EndArray();
-  w.Key("usage");
-  w.StartObject();
-  w.Key("prompt_tokens");
-  w.Int(1000);
-  w.Key("completion_tokens");
-  w.Int(50);
-  w.Key("total_tokens");
-  w.Int(1050);
-  w.EndObject();
-  w.EndObject();
-  return buffer.GetString();
+  sim::Usage usage;
+  usage.prompt_tokens = 1000;
+  usage.completion_tokens = 50;
+  return sim::BuildCompletionBody("chatcmpl-test", 0, "fake-judge", content, usage);
 }
 
 // The judge: answers each row's grader prompt (byte for byte the reference's rendering) with
