@@ -120,8 +120,9 @@ void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
         row.criteria_met.has_value()
             ? absl::StrCat("Explanation: ", HtmlEscape(row.explanation))
             : (!row.failure.empty() ? absl::StrCat("Failure: ", HtmlEscape(row.failure)) : "");
-    absl::StrAppend(&out, "<div class=\"rubric\">", verdict, " [", HtmlEscape(row.points_text),
-                    "] ", HtmlEscape(row.criterion));
+    absl::StrAppend(&out, "<div class=\"rubric\">", verdict, " ");
+    if (!row.points_text.empty()) absl::StrAppend(&out, "[", HtmlEscape(row.points_text), "] ");
+    absl::StrAppend(&out, HtmlEscape(row.criterion));
     if (!explanation.empty()) absl::StrAppend(&out, "\n\t", explanation);
     absl::StrAppend(&out, "</div>\n");
   }

@@ -44,7 +44,8 @@ absl::StatusOr<std::vector<std::optional<bool>>> RowVerdicts(const MetaEvalDatas
   return verdicts;
 }
 
-void PrintOutcome(const MetaEvalResult& result, const JudgeReport& judge, const std::string& out) {
+void PrintOutcome(const MetaEvalResult& result, const JudgeReport& judge, const std::string& out,
+                  bool interrupted) {
   std::fprintf(
       stderr,
       "%s: score %s (pairwise_model_f1_balanced) over %lld of %lld row(s); physicians "
@@ -57,7 +58,14 @@ void PrintOutcome(const MetaEvalResult& result, const JudgeReport& judge, const 
                 .c_str()
           : "n/a",
       PlaceInPhysicianRange(result.score, judge.view.physicians).c_str(), out.c_str(), out.c_str());
-  if (!result.failed_lines.empty()) {
+  if (!result.failed_lines.empty() && interrupted) {
+    std::fprintf(stderr,
+                 "%s: interrupted: %zu row(s) without a verdict yet (not graded, or failed) are "
+                 "left out of the metrics: line(s) %s; run the same command again to grade "
+                 "them\n",
+                 kPrefix, result.failed_lines.size(),
+                 absl::StrJoin(result.failed_lines, ", ").c_str());
+  } else if (!result.failed_lines.empty()) {
     std::fprintf(stderr,
                  "%s: %zu row(s) failed (no boolean criteria_met within the attempts); left out "
                  "of the metrics, never used as a label: line(s) %s\n",
@@ -135,7 +143,7 @@ int RunMetaEval(const MetaEvalCommandOptions& options) {
     return Fail(absl::InternalError(written.message()));
   }
   judge.view = MetaEvalViewOf(*result);
-  PrintOutcome(*result, judge, run.RunDir());
+  PrintOutcome(*result, judge, run.RunDir(), code == kExitInterrupted);
   return code;
 }
 

@@ -48,8 +48,8 @@ PreparedRunInputs MetaEvalRunInputs(const MetaEvalDataset& data);
 absl::Status ValidateMetaEvalOptions(const MetaEvalCommandOptions& options);
 
 // Runs the meta-eval; returns run's exit code (0, 3 when rows failed or are missing, 4 when
-// interrupted: meta_eval.json is then written over the rows graded so far and marked
-// incomplete, 2 bad input, 1 internal error).
+// interrupted: meta_eval.json is then written over the rows graded so far, the others listed
+// as failed_rows, and meta_eval.html is marked INCOMPLETE; 2 bad input, 1 internal error).
 int RunMetaEval(const MetaEvalCommandOptions& options);
 
 }  // namespace hb

@@ -236,7 +236,9 @@ TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALa
   EXPECT_THAT(html, HasSubstr("class=\"physicians\""));
   EXPECT_THAT(html, HasSubstr("lines 10, 23, 41"));
   EXPECT_THAT(html, Not(HasSubstr("<script")));
-  // run's per-row report of the same verdicts beside it.
+  // run's per-row report of the same verdicts beside it, each rubric as the grader saw it.
+  HB_ASSERT_OK_AND_ASSIGN(const std::string rows_html, ReadFile(out + "/meta-eval/report.html"));
+  EXPECT_THAT(rows_html, Not(HasSubstr("[1] ")));
   HB_ASSERT_OK_AND_ASSIGN(const std::string failures, ReadFile(out + "/meta-eval/failures.jsonl"));
   EXPECT_THAT(failures, HasSubstr("\"prompt_id\":\"line-10\""));
 }
