@@ -4,6 +4,7 @@
 // verdict is null is answered with text that never parses). The metrics are checked against
 // scripts/reference/meta_eval_reference.py (the reference's code logic) on those verdicts; then
 // resume, and `compare` of two meta-eval folders.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +99,14 @@ class FakeJudge {
     unavailable_ = std::move(lines);
   }
 
+  // Rows on `lines` are never answered (the client must give up or be stopped).
+  void SetHanging(std::set<int> lines) {
+    absl::MutexLock lock(&mu_);
+    hanging_ = std::move(lines);
+  }
+
+  bool WaitForRequests(size_t n) const { return server_->WaitForRequests(n, absl::Seconds(30)); }
+
   // Requests per row line since the last call.
   std::map<int, int> TakeRequests() {
     absl::MutexLock lock(&mu_);
@@ -125,6 +134,11 @@ class FakeJudge {
       absl::MutexLock lock(&mu_);
       ++requests_[line];
       if (unavailable_.count(line) > 0) return LoopbackResponse{503, {}, R"({"error":"busy"})"};
+      if (hanging_.count(line) > 0) {
+        LoopbackResponse never;
+        never.hang = true;
+        return never;
+      }
     }
     if (!verdict.has_value()) return {200, {}, ChatCompletion("I cannot decide.")};
     return {200,
@@ -137,6 +151,7 @@ class FakeJudge {
   std::unique_ptr<LoopbackHttpServer> server_;
   absl::Mutex mu_;
   std::set<int> unavailable_ ABSL_GUARDED_BY(mu_);
+  std::set<int> hanging_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> requests_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -275,6 +290,47 @@ TEST(MetaEvalCommandTest, ResumesGradingOnlyWhatIsLeftAndRefusesAnotherGrader) {
   EXPECT_EQ(refused.code, 2) << refused.stderr_text;
   EXPECT_THAT(refused.stderr_text, HasSubstr("temperature"));
   EXPECT_TRUE(judge.TakeRequests().empty());
+}
+
+TEST(MetaEvalCommandTest, AnInterruptedMetaEvalReportsWhatItHasAndTheNextRunGradesTheRest) {
+  FakeJudge judge;
+  const std::string dir = hb::testing::MakeTempDir();
+  const std::string out = dir + "/judge";
+  std::set<int> late;
+  for (int line = 30; line <= 48; ++line) late.insert(line);
+  judge.SetHanging(late);
+  std::vector<std::string> args = MetaEvalArgs(judge, out);
+  args.insert(args.end(),
+              {"--max-in-flight=4", "--adaptive-concurrency=false", "--drain-timeout=0s"});
+  std::string command = "exec '" + hb::testing::BinaryDir() + "/orchestrator/hb-orchestrator'";
+  for (const std::string& a : args) absl::StrAppend(&command, " '", a, "'");
+  absl::StrAppend(&command, " 2>'", dir, "/stderr.txt'");
+  HB_ASSERT_OK_AND_ASSIGN(auto child, hb::testing::ChildProcess::Spawn({"/bin/sh", "-c", command}));
+  // Rows 1..29 answered (10 and 23 twice: they never parse), then 4 hanging rows in flight.
+  ASSERT_TRUE(judge.WaitForRequests(29 + 2 + 4));
+  const int status = child->Stop(SIGTERM, absl::Seconds(30));
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  HB_ASSERT_OK_AND_ASSIGN(const std::string stderr_text, ReadFile(dir + "/stderr.txt"));
+  EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator meta-eval: interrupted: 21 row(s) without a "
+                                     "verdict yet (not graded, or failed)"));
+  HB_ASSERT_OK_AND_ASSIGN(const std::string partial, ReadFile(out + "/meta_eval.json"));
+  EXPECT_THAT(partial, HasSubstr("\"graded\": 27,"));
+  HB_ASSERT_OK_AND_ASSIGN(const std::string page, ReadFile(out + "/meta_eval.html"));
+  EXPECT_THAT(page, HasSubstr("INCOMPLETE"));
+  judge.TakeRequests();
+
+  judge.SetHanging({});
+  const Exit resumed = RunOrchestrator(MetaEvalArgs(judge, out));
+  EXPECT_EQ(resumed.code, 3) << resumed.stderr_text;
+  std::set<int> asked;
+  for (const auto& [line, n] : judge.TakeRequests()) asked.insert(line);
+  std::set<int> expected = late;
+  expected.insert(10);
+  expected.insert(23);
+  EXPECT_EQ(asked, expected);
+  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
+  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
 }
 
 TEST(MetaEvalCommandTest, CompareSetsTwoJudgesSideBySide) {
