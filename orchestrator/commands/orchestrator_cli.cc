@@ -34,8 +34,8 @@ usage: hb-orchestrator <command> [flags] [args]
 
 constexpr char kFooter[] =
     "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr), 3 when "
-    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` documents its own exit "
-    "codes.";
+    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` and `meta-eval` document "
+    "their own exit codes.";
 
 constexpr char kRunDescription[] =
     R"(grade a checkpoint through hb-grader replicas.

@@ -1,6 +1,7 @@
-// hb-orchestrator's command line: its subcommands (run, tasks, dry-run, score, merge) and their
-// flags on cli::Program, and the translation of the parsed flags into each subcommand's Options
-// struct. Linked only by hb-orchestrator's main.cc and its tests (libraries take Options).
+// hb-orchestrator's command line: its subcommands (run, meta-eval, sample, tasks, dry-run, score,
+// merge, compare) and their flags on cli::Program, and the translation of the parsed flags into
+// each subcommand's Options struct. Linked only by hb-orchestrator's main.cc and its tests
+// (libraries take Options).
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@ namespace hb {
 
 // hb-orchestrator ARGS: parses, runs the subcommand, returns the exit code. Usage errors print
 // one line on stderr and return 2; an offline subcommand's failure prints
-// "hb-orchestrator <command>: <message>" and returns 2; `run` returns RunWithOptions' code.
+// "hb-orchestrator <command>: <message>" and returns 2; `run` returns RunWithOptions' code,
+// `meta-eval` RunMetaEval's.
 int OrchestratorMain(int argc, char** argv);
 
 // The help of `hb-orchestrator [subcommand] --help`; "" for the program's.
