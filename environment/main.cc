@@ -24,6 +24,7 @@
 #include "grader/grader_identity.h"
 #include "grader/grader_info.h"
 #include "grader_client/grader_connection.h"
+#include "llm/endpoint_preflight.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
@@ -42,13 +43,16 @@ settings); identical submissions in flight share one grading.
 Prints "grpc listening on HOST:PORT" and "http listening on HOST:PORT" when ready.
 Both transports check bearer tokens when --auth-token-file is given (health stays open); a
 non-loopback listen address needs tokens, mTLS or --allow-insecure.
+An embedded grader whose upstream cannot be called (no API key for a remote https endpoint, a
+host that does not resolve) is refused at start with exit status 2.
 SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.
 
 Usage: hb-env --split test=data/oss_eval.jsonl [--grader embedded] [--listen 127.0.0.1:50061] ...)";
 
 constexpr char kFooter[] =
-    "Exit status: 0 after a signal and a drain, 2 on bad usage or --grader replicas that cannot "
-    "answer or disagree on their settings, 1 when the service cannot start.";
+    "Exit status: 0 after a signal and a drain, 2 on bad usage, an embedded grader's upstream "
+    "without API key or address, or --grader replicas that cannot answer or disagree on their "
+    "settings, 1 when the service cannot start.";
 
 struct Flags {
   hb::cli::GraderFlags grader_flags;
@@ -190,12 +194,24 @@ int main(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   grader_options->registry = registry;
 
+  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
+  if (!target.ok()) return program.UsageError("", target.status());
+  // Before the splits are read (after StopSignals: the resolver runs on a thread of its own):
+  // an embedded grader whose upstream cannot be called (no key for a remote https endpoint, a
+  // host that does not resolve) is refused within seconds, with the fix. hb-grader replicas
+  // check their own upstream.
+  if (target->embedded()) {
+    if (absl::Status upstream = hb::PreflightEndpoint(hb::LlmEndpoint(grader_options->llm));
+        !upstream.ok()) {
+      std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(upstream).c_str());
+      return hb::ExitCodeFor(upstream);
+    }
+  }
+
   absl::StatusOr<std::vector<hb::env::Split>> splits = hb::env::LoadSplits(*specs);
   if (!splits.ok()) return Fail(splits.status());
 
   // The grader: in-process, or replicas over gRPC (checked to agree on what they grade with).
-  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
-  if (!target.ok()) return program.UsageError("", target.status());
   hb::GraderConnectOptions connect;
   connect.target = *target;
   connect.stack = *grader_options;
