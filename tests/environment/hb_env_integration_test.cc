@@ -175,5 +175,27 @@ TEST(HbEnvIntegrationTest, AnUpstreamWithoutKeyOrAddressIsRefusedAtStart) {
   }
 }
 
+// The HTTP limit flags are checked before anything starts: out of bounds (the shared check,
+// cli/http_limit_flags.h), or a body limit that a reply of --max-reply-bytes would not fit.
+TEST(HbEnvIntegrationTest, HttpLimitFlagsAreCheckedAtStart) {
+  const std::vector<std::string> argv = {
+      BinaryDir() + "/environment/hb-env",
+      "--split=test=" + testing::SharedDataFile(testing::kMainHead30), "--listen=127.0.0.1:0",
+      "--http-listen=127.0.0.1:0", "--metrics-listen="};
+  std::vector<std::string> no_headers = argv;
+  no_headers.push_back("--max-headers=0");
+  testing::ProcessResult result = testing::RunProcess(no_headers);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "hb-env: --max-headers must be in [1, 10000], got 0 (see hb-env --help)\n");
+  std::vector<std::string> small_body = argv;
+  small_body.push_back("--max-body-bytes=1000");
+  result = testing::RunProcess(small_body);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "hb-env: --max-body-bytes (1000) is below --max-reply-bytes (1048576): a reply of "
+            "that size could not be posted over HTTP; raise --max-body-bytes (see hb-env "
+            "--help)\n");
+}
+
 }  // namespace
 }  // namespace hb
