@@ -15,6 +15,7 @@ GET /health on the ORS listener, each on a new connection), the log lines it wro
 (--auth-token-file), which every input sends but the unauthenticated flood. The orchestrator, a
 batch job, is run over the real records (its "idle") and then over them plus one hostile line.
 Exits 1 when a process died, a peak passed 2x idle, or an hb-env input took a second of CPU.
+HOSTILE_RSS_KEEP=1 keeps the scratch folder (the servers' logs) and prints its path.
 Needs python3-grpcio and protoc's grpc_python_plugin (both in scripts/deps.txt).
 """
 import argparse

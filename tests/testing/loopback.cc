@@ -27,6 +27,7 @@
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
 #include "gtest/gtest.h"
+#include "http/bounded_evhttp.h"
 #include "tests/testing/shared_data.h"
 
 extern char** environ;
@@ -53,8 +54,23 @@ std::string LoopbackRequest::Header(const std::string& name) const {
   return "";
 }
 
+namespace {
+
+// BoundedEvhttp's limits, with room for the bodies the tests' clients send (batch files, large
+// prompts): a test server is read like every listener of the project, but is not what a test
+// of a size limit exercises.
+HttpServerLimits LoopbackLimits() {
+  HttpServerLimits limits;
+  limits.max_body_bytes = size_t{256} << 20;
+  return limits;
+}
+
+}  // namespace
+
 struct LoopbackHttpServer::Impl {
   Handler handler;
+  // Freed after `http` and `base` (~LoopbackHttpServer frees those first).
+  std::unique_ptr<BoundedEvhttp> bounded;
   event_base* base = nullptr;
   evhttp* http = nullptr;
   std::thread thread;
@@ -135,7 +151,9 @@ absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> LoopbackHttpServer::Start(Ha
   impl.base = event_base_new();
   if (impl.base == nullptr) return absl::InternalError("event_base_new failed");
   impl.http = evhttp_new(impl.base);
+  if (impl.http == nullptr) return absl::InternalError("evhttp_new failed");
   evhttp_set_gencb(impl.http, &Impl::OnRequest, &impl);
+  impl.bounded = std::make_unique<BoundedEvhttp>(impl.http, LoopbackLimits());
   evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(impl.http, "127.0.0.1", 0);
   if (bound == nullptr) return absl::InternalError("evhttp_bind_socket failed");
   sockaddr_in addr{};

@@ -1,7 +1,9 @@
 // Loopback servers for tests that need real sockets on 127.0.0.1:
-//  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp) that records every
-//    request (method, path, headers, body, peer port) and answers from a handler; for checking
-//    exactly what a client sends, keep-alive reuse, timeouts and cancellation.
+//  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp, read through
+//    BoundedEvhttp like every listener of the project: BoundedEvhttp's limits but a 256 MiB
+//    body) that records every request (method, path, headers, body, peer port) and answers
+//    from a handler; for checking exactly what a client sends, keep-alive reuse, timeouts and
+//    cancellation.
 //  - ConnectLoopback: a raw client socket, for tests that speak HTTP byte by byte.
 //  - ChildProcess / StartLlmSim: the real `hb-llm-sim` binary as a child process, killed when
 //    the handle is destroyed.
