@@ -1,8 +1,6 @@
 // Transport settings every hb gRPC server shares (hb-grader, hb-env), in one place.
 #pragma once
 
-#include <cstdint>
-
 #include "grpcpp/server_builder.h"
 
 namespace hb {
@@ -17,19 +15,7 @@ namespace hb {
 //    60 MB request costs 60 MB before it is refused.
 //    With it, once the buffered bytes pass the quota gRPC resets a stream (the caller sees
 //    RESOURCE_EXHAUSTED, "Received RST_STREAM with error code 11") and frees its buffers. Under
-//    pressure the stream reset may be another caller's; RESOURCE_EXHAUSTED is retryable;
-//  - once per process, RateLimitProtobufLogs().
+//    pressure the stream reset may be another caller's; RESOURCE_EXHAUSTED is retryable.
 void ConfigureServerTransport(grpc::ServerBuilder& builder, int max_receive_message_bytes);
-
-// Routes libprotobuf's own log lines through a RateLimitedLog (at most 5 lines per 10 s per
-// source line of protobuf, then one saying how many were dropped) to the process's log. Without
-// it every request whose string field is not valid UTF-8 writes "[libprotobuf ERROR ...] String
-// field '...' contains invalid UTF-8 data when parsing a protocol buffer" to stderr, when gRPC
-// parses the message: before any handler or interceptor, so for callers without a token too.
-// Idempotent and thread-safe (protobuf's SetLogHandler is called once).
-void RateLimitProtobufLogs();
-
-// Protobuf log lines dropped by RateLimitProtobufLogs' handler so far (tests, metrics).
-int64_t SuppressedProtobufLogLines();
 
 }  // namespace hb
