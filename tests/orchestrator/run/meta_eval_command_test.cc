@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -160,18 +159,12 @@ struct Exit {
   std::string stderr_text;
 };
 
-// Runs the hb-orchestrator binary with `args`; its stderr goes to a file read back.
+// Runs the hb-orchestrator binary with `args` to its exit.
 Exit RunOrchestrator(const std::vector<std::string>& args) {
-  const std::string err = hb::testing::MakeTempDir() + "/stderr.txt";
-  std::string command = hb::testing::BinaryDir() + "/orchestrator/hb-orchestrator";
-  for (const std::string& a : args) absl::StrAppend(&command, " '", a, "'");
-  absl::StrAppend(&command, " >/dev/null 2>'", err, "'");
-  const int status = std::system(command.c_str());
-  Exit exit;
-  exit.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  absl::StatusOr<std::string> text = ReadFile(err);
-  exit.stderr_text = text.ok() ? *text : "";
-  return exit;
+  std::vector<std::string> argv = {hb::testing::BinaryDir() + "/orchestrator/hb-orchestrator"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  hb::testing::ProcessResult result = hb::testing::RunProcess(argv);
+  return Exit{result.exit_code, std::move(result.err)};
 }
 
 std::vector<std::string> MetaEvalArgs(const FakeJudge& judge, const std::string& out,
@@ -222,12 +215,12 @@ TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALa
 
   // The reference's code logic on the same verdicts (null = failed), value for value.
   const std::string reference_path = hb::testing::MakeTempDir() + "/reference.json";
-  const std::string command = absl::StrCat(
-      "/usr/bin/python3 ", hb::testing::SourceDir(), "/scripts/reference/meta_eval_reference.py",
-      " --data ", TestData("meta_eval_synthetic.jsonl"), " --verdicts ",
-      TestData("meta_eval_synthetic.verdicts.json"), " --template ",
-      hb::testing::ReferenceTemplatePath(), " --out ", reference_path, " --seed 0");
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const hb::testing::ProcessResult python = hb::testing::RunProcess(
+      {"/usr/bin/python3", hb::testing::SourceDir() + "/scripts/reference/meta_eval_reference.py",
+       "--data", TestData("meta_eval_synthetic.jsonl"), "--verdicts",
+       TestData("meta_eval_synthetic.verdicts.json"), "--template",
+       hb::testing::ReferenceTemplatePath(), "--out", reference_path, "--seed", "0"});
+  ASSERT_EQ(python.exit_code, 0) << python.err;
   HB_ASSERT_OK_AND_ASSIGN(const std::string reference_text, ReadFile(reference_path));
   rapidjson::Document reference, mine;
   reference.Parse<rapidjson::kParseFullPrecisionFlag>(reference_text.c_str());
