@@ -195,6 +195,20 @@ std::string ExpectedDocument(const std::vector<std::optional<bool>>& verdicts) {
   return MetaEvalJson(*result);
 }
 
+// After a resumed run: the judge was asked only for the rows that had no verdict (`late`, and
+// 10 and 23, which never parse), and meta_eval.json is the whole file's document.
+void ExpectResumedOnlyTheRowsLeft(FakeJudge& judge, const std::set<int>& late,
+                                  const std::string& out) {
+  std::set<int> asked;
+  for (const auto& [line, n] : judge.TakeRequests()) asked.insert(line);
+  std::set<int> expected = late;
+  expected.insert(10);
+  expected.insert(23);
+  EXPECT_EQ(asked, expected);
+  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
+  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+}
+
 TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALabel) {
   FakeJudge judge;
   const std::string out = hb::testing::MakeTempDir() + "/judge";
@@ -265,16 +279,7 @@ TEST(MetaEvalCommandTest, ResumesGradingOnlyWhatIsLeftAndRefusesAnotherGrader) {
   judge.SetUnavailable({});
   const Exit second = RunOrchestrator(MetaEvalArgs(judge, out));
   EXPECT_EQ(second.code, 3) << second.stderr_text;  // 10, 23 and 41 still never parse
-  const std::map<int, int> requests = judge.TakeRequests();
-  // Only the rows without a verdict: 10 and 23 (failed before) and 30..48.
-  std::set<int> asked;
-  for (const auto& [line, n] : requests) asked.insert(line);
-  std::set<int> expected = late;
-  expected.insert(10);
-  expected.insert(23);
-  EXPECT_EQ(asked, expected);
-  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
-  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+  ExpectResumedOnlyTheRowsLeft(judge, late, out);
 
   // Another judge on the same journal is refused, as run refuses it.
   std::vector<std::string> other = MetaEvalArgs(judge, out);
@@ -316,14 +321,7 @@ TEST(MetaEvalCommandTest, AnInterruptedMetaEvalReportsWhatItHasAndTheNextRunGrad
   judge.SetHanging({});
   const Exit resumed = RunOrchestrator(MetaEvalArgs(judge, out));
   EXPECT_EQ(resumed.code, 3) << resumed.stderr_text;
-  std::set<int> asked;
-  for (const auto& [line, n] : judge.TakeRequests()) asked.insert(line);
-  std::set<int> expected = late;
-  expected.insert(10);
-  expected.insert(23);
-  EXPECT_EQ(asked, expected);
-  HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
-  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+  ExpectResumedOnlyTheRowsLeft(judge, late, out);
 }
 
 TEST(MetaEvalCommandTest, CompareSetsTwoJudgesSideBySide) {
