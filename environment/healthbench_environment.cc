@@ -62,7 +62,7 @@ struct HealthBenchEnvironment::Grading {
   Response response;
   absl::Time deadline;
   std::vector<std::optional<GradeItemResponse>> verdicts;
-  // Items not over yet (queued, in flight, or admitted after the grading failed).
+  // Items not over yet (queued or in flight).
   size_t outstanding = 0;
   // The first judge failure; the grading then fails whole.
   absl::Status failure;
@@ -238,9 +238,11 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
   }
   if (!refused.ok()) return reject(std::move(refused));
   if (example.rubrics.empty()) return ItemEnded(started, absl::OkStatus());
-  for (size_t i = 0; i < example.rubrics.size(); ++i) {
-    dispatch_.Push(ItemWork(started, i), PacedQueue::Lane::kBack, started->id);
-  }
+  std::vector<PacedQueue::Work> items;
+  items.reserve(example.rubrics.size());
+  for (size_t i = 0; i < example.rubrics.size(); ++i) items.push_back(ItemWork(started, i));
+  // Queued together: a judge failure that arrives meanwhile drops all of them or none.
+  dispatch_.PushAll(std::move(items), PacedQueue::Lane::kBack, started->id);
 }
 
 PacedQueue::Work HealthBenchEnvironment::ItemWork(std::shared_ptr<Grading> grading, size_t item) {
@@ -252,15 +254,11 @@ PacedQueue::Work HealthBenchEnvironment::ItemWork(std::shared_ptr<Grading> gradi
 
 void HealthBenchEnvironment::StartItem(const std::shared_ptr<Grading>& grading, size_t item,
                                        DispatchTicket ticket) {
-  bool failed;
   {
+    // Sent even when the grading failed since it was admitted (as a call already in flight):
+    // its result then always comes from the grader, never inline from Submit.
     absl::MutexLock lock(&mu_);
-    failed = !grading->failure.ok();
-    if (!failed) ++in_flight_;
-  }
-  if (failed) {  // the grading failed while this item waited: it is not sent
-    dispatch_.Finish(ticket, ReplySignal{});
-    return ItemEnded(grading, absl::OkStatus());
+    ++in_flight_;
   }
   const int index = static_cast<int>(item);
   // Request ids as run's ("<checkpoint>/<prompt_id>/<rubric_index>/<attempt>"), checkpoint

@@ -27,22 +27,29 @@ PacedQueue::PacedQueue(Scheduler& scheduler, PacedQueueOptions options)
 PacedQueue::~PacedQueue() { Close("the queue was destroyed"); }
 
 void PacedQueue::Push(Work work, Lane lane, Group group) {
+  std::vector<Work> works;
+  works.push_back(std::move(work));
+  PushAll(std::move(works), lane, group);
+}
+
+void PacedQueue::PushAll(std::vector<Work> works, Lane lane, Group group) {
   bool queued = false;
   {
     absl::MutexLock lock(&mu_);
     if (!closed_) {
       queued = true;
-      if (lane == Lane::kFront) {
-        queue_.insert(queue_.begin() + static_cast<std::ptrdiff_t>(front_items_),
-                      Item{std::move(work), group});
-        ++front_items_;
-      } else {
-        queue_.push_back(Item{std::move(work), group});
-      }
+      auto at = lane == Lane::kFront ? queue_.begin() + static_cast<std::ptrdiff_t>(front_items_)
+                                     : queue_.end();
+      std::vector<Item> items;
+      items.reserve(works.size());
+      for (Work& work : works) items.push_back(Item{std::move(work), group});
+      queue_.insert(at, std::make_move_iterator(items.begin()),
+                    std::make_move_iterator(items.end()));
+      if (lane == Lane::kFront) front_items_ += items.size();
     }
   }
   if (!queued) {
-    std::move(work)(absl::CancelledError("the dispatch queue is closed"));
+    for (Work& work : works) std::move(work)(absl::CancelledError("the dispatch queue is closed"));
     return;
   }
   Drain();

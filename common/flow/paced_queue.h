@@ -27,6 +27,7 @@
 #include <deque>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
@@ -84,6 +85,9 @@ class PacedQueue {
 
   // Queues `work` and admits what fits. After Close, `work` is dropped at once.
   void Push(Work work, Lane lane = Lane::kBack, Group group = 0);
+  // Queues `works` together, in order (no other item lands between them, and a Cancel of
+  // `group` drops all of them or none), then admits what fits.
+  void PushAll(std::vector<Work> works, Lane lane = Lane::kBack, Group group = 0);
   // Starts admitting (start_paused). Idempotent.
   void Start();
   // Ends the call of `ticket`; call exactly once per admitted item, whatever the outcome (a

@@ -125,7 +125,10 @@ void Dispatcher::AddRows(std::vector<PlannedRow> rows) {
     changed_ = true;
     cv_.SignalAll();
   }
-  for (size_t row = first; row < first + rows.size(); ++row) queue_.Push(RowWork(row));
+  std::vector<PacedQueue::Work> works;
+  works.reserve(rows.size());
+  for (size_t row = first; row < first + rows.size(); ++row) works.push_back(RowWork(row));
+  queue_.PushAll(std::move(works));
 }
 
 void Dispatcher::CloseInput() {
@@ -208,7 +211,11 @@ DispatchStats Dispatcher::Run() {
     }
     if (close_queue) queue_.Close("the run is stopping");
     // Due retries go ahead of the rows not sent yet, in the order they became due.
-    for (size_t row : due_retries) queue_.Push(RowWork(row), PacedQueue::Lane::kFront);
+    if (!due_retries.empty()) {
+      std::vector<PacedQueue::Work> works;
+      for (size_t row : due_retries) works.push_back(RowWork(row));
+      queue_.PushAll(std::move(works), PacedQueue::Lane::kFront);
+    }
     if (idle) {
       if (options_.on_idle) options_.on_idle(snapshot);
       absl::MutexLock lock(&mu_);

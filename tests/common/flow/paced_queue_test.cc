@@ -100,12 +100,15 @@ TEST_F(PacedQueueTest, FrontLaneItemsGoFirstInTheOrderTheyWerePushed) {
   queue.Push(Item("row1"));
   queue.Push(Item("row2"));
   queue.Push(Item("retry1"), PacedQueue::Lane::kFront);
-  queue.Push(Item("retry2"), PacedQueue::Lane::kFront);
+  std::vector<PacedQueue::Work> later;
+  later.push_back(Item("retry2"));
+  later.push_back(Item("retry3"));
+  queue.PushAll(std::move(later), PacedQueue::Lane::kFront);
   EXPECT_THAT(admitted(), IsEmpty());  // paused
   queue.Start();
   EXPECT_THAT(admitted(), ElementsAre("retry1"));
-  for (int i = 0; i < 3; ++i) FinishOldest(queue, Ok());
-  EXPECT_THAT(admitted(), ElementsAre("retry1", "retry2", "row1", "row2"));
+  for (int i = 0; i < 4; ++i) FinishOldest(queue, Ok());
+  EXPECT_THAT(admitted(), ElementsAre("retry1", "retry2", "retry3", "row1", "row2"));
 }
 
 TEST_F(PacedQueueTest, ARetryAfterHoldsDispatchUntilThePacingTimerFires) {
