@@ -27,6 +27,14 @@ ReplySignal Ok() {
   return signal;
 }
 
+// A 429 carrying the upstream's Retry-After.
+ReplySignal RefusedFor(absl::Duration retry_after) {
+  ReplySignal signal;
+  signal.rate_limited = true;
+  signal.retry_after = retry_after;
+  return signal;
+}
+
 // Records which items were admitted (their tickets, to finish them) and which were dropped.
 class PacedQueueTest : public ::testing::Test {
  protected:
@@ -114,11 +122,9 @@ TEST_F(PacedQueueTest, FrontLaneItemsGoFirstInTheOrderTheyWerePushed) {
 TEST_F(PacedQueueTest, ARetryAfterHoldsDispatchUntilThePacingTimerFires) {
   PacedQueue queue(scheduler_, Options(4, true));
   queue.Push(Item("a"));
-  ReplySignal refused;
-  refused.rate_limited = true;
-  refused.retry_after = absl::Seconds(30);
   queue.Push(Item("b"));
-  FinishOldest(queue, refused);  // "a" came back with a 429 and Retry-After: 30 s
+  FinishOldest(queue,
+               RefusedFor(absl::Seconds(30)));  // "a" came back with a 429 and Retry-After: 30 s
   queue.Push(Item("c"));
   queue.Push(Item("d"));
   EXPECT_THAT(admitted(), ElementsAre("a", "b"));
@@ -189,10 +195,7 @@ TEST_F(PacedQueueTest, CloseDropsQueuedItemsLetsCallsInFlightFinishAndRefusesNew
 TEST_F(PacedQueueTest, CloseCancelsThePacingTimer) {
   PacedQueue queue(scheduler_, Options(4, true));
   queue.Push(Item("a"));
-  ReplySignal refused;
-  refused.rate_limited = true;
-  refused.retry_after = absl::Seconds(5);
-  FinishOldest(queue, refused);
+  FinishOldest(queue, RefusedFor(absl::Seconds(5)));
   queue.Push(Item("b"));
   EXPECT_THAT(scheduler_.PendingDelays(), ElementsAre(absl::Seconds(5)));
   queue.Close("stop");
