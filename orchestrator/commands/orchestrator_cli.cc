@@ -517,8 +517,9 @@ class OrchestratorCommandLine {
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "policy requests outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
-           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]) and hold "
-           "dispatch for a 429's Retry-After; false keeps --max-in-flight outstanding");
+           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]), hold "
+           "dispatch for a Retry-After and pace it from the policy's x-ratelimit-* headers; "
+           "false keeps --max-in-flight outstanding");
     c.Flag("progress-interval", &o.progress_interval, "DURATION",
            "between progress lines on stderr");
   }
