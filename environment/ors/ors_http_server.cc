@@ -81,7 +81,7 @@ bool PostTask(Inbox& inbox, absl::AnyInvocable<void()> task) {
 }
 
 // The trainer routes (TrainerApi), matched on the path without NeMo-Gym's /ng-rollout/<id>
-// prefix; `name` labels their metrics.
+// prefix; the path without its '/' labels their metrics.
 enum class TrainerRoute {
   kGetReward,
   kReward,
@@ -239,6 +239,7 @@ class OrsHttpServer::Impl {
   void RouteTrainer(evhttp_request* req, const TrainerRouteInfo& info, absl::string_view body);
   // Answers trainer request `id` (if its connection is still served) with `answer`.
   void AnswerTrainer(uint64_t id, const absl::StatusOr<std::string>& answer);
+  void CountTrainerRequest(const TrainerRouteInfo& info, int http_code, absl::Duration latency);
   void RouteEnv(evhttp_request* req, absl::string_view route, absl::string_view body);
   void Create(evhttp_request* req, const std::string& sid, absl::string_view body);
   void Call(evhttp_request* req, const std::string& sid, const std::string& task_id,
@@ -417,7 +418,11 @@ void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
     const char* api_key = evhttp_find_header(headers, "X-API-Key");
     absl::Status auth = CheckHttpCallerToken(
         self->options_.tokens, authorization ? authorization : "", api_key ? api_key : "");
-    if (!auth.ok()) return SendStatus(req, auth);
+    if (!auth.ok()) {
+      const TrainerRouteInfo* trainer = FindTrainerRoute(route);
+      if (trainer != nullptr) self->CountTrainerRequest(*trainer, 401, absl::ZeroDuration());
+      return SendStatus(req, auth);
+    }
   }
   const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
   self->Route(req, route, absl::string_view(data, size));
@@ -502,15 +507,18 @@ void OrsHttpServer::Impl::AnswerTrainer(uint64_t id, const absl::StatusOr<std::s
   if (it == trainer_requests_.end()) return;
   const TrainerRequest request = it->second;
   trainer_requests_.erase(it);
-  if (options_.metrics != nullptr) {
-    absl::string_view route = request.info->path;
-    absl::ConsumePrefix(&route, "/");
-    options_.metrics->TrainerRequest(route,
-                                     answer.ok() ? 200 : HttpStatusOf(answer.status().code()),
-                                     absl::Now() - request.start);
-  }
+  CountTrainerRequest(*request.info, answer.ok() ? 200 : HttpStatusOf(answer.status().code()),
+                      absl::Now() - request.start);
   // A request whose client went away was detached by libevent; sending frees it.
   SendResult(request.req, answer);
+}
+
+void OrsHttpServer::Impl::CountTrainerRequest(const TrainerRouteInfo& info, int http_code,
+                                              absl::Duration latency) {
+  if (options_.metrics == nullptr) return;
+  absl::string_view route = info.path;
+  absl::ConsumePrefix(&route, "/");
+  options_.metrics->TrainerRequest(route, http_code, latency);
 }
 
 void OrsHttpServer::Impl::RouteEnv(evhttp_request* req, absl::string_view path,

@@ -45,15 +45,7 @@ class TrainerApiTest : public ::testing::Test {
   }
   // The environment's own result for (task, reply).
   SubmitResult Expected(const std::string& task_id, const std::string& reply) {
-    absl::Notification finished;
-    SubmitResult out;
-    env_.Submit(TaskRef::ById(task_id), reply, absl::InfiniteFuture(),
-                [&](absl::StatusOr<SubmitResult> result) {
-                  out = *result;
-                  finished.Notify();
-                });
-    finished.WaitForNotification();
-    return out;
+    return *env_.SubmitAndWait(task_id, reply);
   }
   // Results of `task_id` fail with `status`; others are graded as usual.
   void FailTask(const std::string& task_id, absl::Status status) {

@@ -184,15 +184,7 @@ class OrsHttpServerTest : public ::testing::Test {
 
   // The FakeEnvironment's own result for (task, reply), straight from Submit.
   SubmitResult Expected(const std::string& task_id, const std::string& reply) {
-    absl::Notification finished;
-    SubmitResult out;
-    env_.Submit(TaskRef::ById(task_id), reply, absl::InfiniteFuture(),
-                [&](absl::StatusOr<SubmitResult> result) {
-                  out = *result;
-                  finished.Notify();
-                });
-    finished.WaitForNotification();
-    return out;
+    return *env_.SubmitAndWait(task_id, reply);
   }
 
   // A session id from /create_session (not created yet).
@@ -735,10 +727,13 @@ TEST_F(OrsHttpServerTest, AReplyThatCouldNotBeGradedIsNeverAReward) {
 
 TEST_F(OrsHttpServerTest, TrainerRoutesNeedATokenAsBearerOrAsTheBasicAuthPassword) {
   constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
+  prometheus::Registry registry;
+  EnvMetrics metrics(registry);
   OrsServerOptions options;
   auto tokens = BearerTokens::FromList({kToken});
   ASSERT_TRUE(tokens.ok());
   options.tokens = *tokens;
+  options.metrics = &metrics;
   StartServer(options);
   const std::string body = R"({"response":"a","label":"p0"})";
   for (const char* path : {"/get_reward", "/reward", "/seed_session", "/verify",
@@ -763,6 +758,15 @@ TEST_F(OrsHttpServerTest, TrainerRoutesNeedATokenAsBearerOrAsTheBasicAuthPasswor
   EXPECT_EQ(wrong.status, 401);
   EXPECT_EQ(wrong.body, R"({"detail":"the Basic auth password is not accepted by this server"})");
   EXPECT_EQ(env_.submissions(), 2);
+  // Refusals count per route (the prefixed /verify as "verify").
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, registry.Collect());
+  EXPECT_THAT(text.str(),
+              HasSubstr(R"(hb_env_trainer_requests_total{code="401",route="reward"} 2)"));
+  EXPECT_THAT(text.str(),
+              HasSubstr(R"(hb_env_trainer_requests_total{code="401",route="verify"} 2)"));
+  EXPECT_THAT(text.str(),
+              HasSubstr(R"(hb_env_trainer_requests_total{code="200",route="reward"} 2)"));
 }
 
 TEST_F(OrsHttpServerTest, TrainerRoutesCountRequestsByRouteAndCode) {
