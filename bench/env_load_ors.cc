@@ -96,6 +96,10 @@ class OrsLoadDriver::Impl {
     std::string sid;
     std::string task;
     absl::Time start;
+    int64_t n = 0;  // the index of the reply this connection is answering
+    // ORS: an episode is /create_session, /create, then one answer (a finished episode takes
+    // no second one), so each answer after the first opens its own session first.
+    enum class Step { kCreateSession, kCreate, kAnswer } step = Step::kAnswer;
   };
 
   // One request on `conn`, waited for by running the loop.
@@ -105,6 +109,7 @@ class OrsLoadDriver::Impl {
   void Send(evhttp_request* req, Conn& conn, evhttp_cmd_type method, const std::string& path,
             const std::string& body);
   void Launch(Conn& conn);
+  void SendStep(Conn& conn);
   static void OnCall(evhttp_request* req, void* arg);
 
   const OrsLoadOptions options_;
@@ -182,26 +187,50 @@ absl::Status OrsLoadDriver::Impl::OpenSessions() {
 }
 
 void OrsLoadDriver::Impl::Launch(Conn& conn) {
-  const int64_t n = launched_++;
+  conn.n = launched_++;
   conn.start = absl::Now();
   if (options_.route != "ors") {
-    auto [path, body] = TrainerCall(options_.route, conn.task, (*reply_)(n));
+    auto [path, body] = TrainerCall(options_.route, conn.task, (*reply_)(conn.n));
     return Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST, path, body);
   }
-  Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST,
-       absl::StrCat("/", options_.env_name, "/call"),
-       absl::StrCat("{\"name\":\"answer\",\"input\":{\"answer\":", JsonQuote((*reply_)(n)), "}}"));
+  SendStep(conn);
+}
+
+// The ORS episode's next request; its time counts in the answer's latency.
+void OrsLoadDriver::Impl::SendStep(Conn& conn) {
+  switch (conn.step) {
+    case Conn::Step::kCreateSession:
+      conn.sid.clear();
+      return Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST, "/create_session", "");
+    case Conn::Step::kCreate:
+      return Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST, "/create",
+                  absl::StrCat("{\"task_spec\":{\"prompt_id\":", JsonQuote(conn.task), "}}"));
+    case Conn::Step::kAnswer:
+      return Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST,
+                  absl::StrCat("/", options_.env_name, "/call"),
+                  absl::StrCat("{\"name\":\"answer\",\"input\":{\"answer\":",
+                               JsonQuote((*reply_)(conn.n)), "}}"));
+  }
 }
 
 void OrsLoadDriver::Impl::OnCall(evhttp_request* req, void* arg) {
   auto* conn = static_cast<Conn*>(arg);
   Impl* self = conn->impl;
-  const double ms = absl::ToDoubleMilliseconds(absl::Now() - conn->start);
   const Reply reply = ReadReply(req);
+  const bool ors = self->options_.route == "ors";
+  if (ors && conn->step != Conn::Step::kAnswer && reply.code == 200) {
+    if (conn->step == Conn::Step::kCreateSession) conn->sid = SessionIdOf(reply.body);
+    conn->step = conn->step == Conn::Step::kCreateSession && !conn->sid.empty()
+                     ? Conn::Step::kCreate
+                     : Conn::Step::kAnswer;
+    if (!conn->sid.empty()) return self->SendStep(*conn);
+  }
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - conn->start);
   // An ORS result is the RunToolOutput JSON in the stream's "end" event (one chunk when short).
   const bool ok = reply.code == 200 && HasReward(self->options_.route, reply.body);
   self->recorder_->Record(ms, self->options_.graded,
                           ok ? "" : absl::StrCat("HTTP ", reply.code, ": ", reply.body));
+  if (ors) conn->step = Conn::Step::kCreateSession;
   ++self->finished_;
   if (self->launched_ < self->count_) {
     self->Launch(*conn);
