@@ -41,7 +41,9 @@ class VerdictCache {
 
 // The cache key of one rubric item's request: hex sha256 of
 // BuildGraderRequestBody(settings, grader_prompt) without a prompt_cache_key (so the model, the
-// API and the reasoning effort are all part of the key).
+// API, the reasoning effort and the extra body are all part of the key), followed, when
+// --llm-header gave headers, by "\nheaders:" and their HeadersIdentity (a judge behind another
+// gateway or key is another judge; a grader without headers keeps the keys it always had).
 std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt);
 
 }  // namespace hb

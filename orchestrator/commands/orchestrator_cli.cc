@@ -287,15 +287,15 @@ class OrchestratorCommandLine {
             cli::ApplyProfessionalGrader(*dry_run_command_, &dry_run_.grader, &dry_run_api_));
         HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(dry_run_.dataset));
       }
-      HB_RETURN_IF_ERROR(
-          cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_, &dry_run_.grader));
+      HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_,
+                                                         dry_run_headers_, &dry_run_.grader));
       cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
       return RunDryRun(dry_run_);
     }
     if (command == "compare") return RunCompare(compare_);
     if (command == "score") {
-      HB_RETURN_IF_ERROR(
-          cli::ResolveGraderSettingsFlags(*score_command_, score_api_, &score_.grader));
+      HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*score_command_, score_api_,
+                                                         score_headers_, &score_.grader));
       HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
                                                         *score_command_, score_length_adjustment_));
       HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
@@ -468,10 +468,10 @@ class OrchestratorCommandLine {
   // the template defaults to hb-grader's.
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
                                     bool* require_reference, GraderSettings* settings,
-                                    GraderApiChoice* api) {
+                                    GraderApiChoice* api, std::vector<std::string>* headers) {
     *grader_template = GraderStackOptions().template_path;
     cli::AddGraderTemplateFlags(c, grader_template, require_reference);
-    cli::AddGraderSettingsFlags(c, settings, api);
+    cli::AddGraderSettingsFlags(c, settings, api, headers);
   }
 
   void AddDryRun() {
@@ -483,7 +483,7 @@ class OrchestratorCommandLine {
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Group("grader");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
-                          &dry_run_api_);
+                          &dry_run_api_, &dry_run_headers_);
     cli::AddProfessionalFlag(c, &dry_run_professional_);
     c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kDryRunPromptCacheKeyHelp);
     c.Group("cost estimate");
@@ -516,7 +516,7 @@ class OrchestratorCommandLine {
            "checkpoint name (default: responses file name without .gz/.jsonl/.json)");
     c.Group("provenance");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
-                          &score_api_);
+                          &score_api_, &score_headers_);
     cli::AddLengthAdjustmentFlags(c, &score_length_adjustment_);
     c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
     c.Bool("simulated", &o.simulated, "mark the report as simulated");
@@ -556,9 +556,11 @@ class OrchestratorCommandLine {
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
   GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
+  std::vector<std::string> dry_run_headers_;
   bool dry_run_professional_ = false;
   cli::Command* dry_run_command_ = nullptr;
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;
+  std::vector<std::string> score_headers_;
   cli::LengthAdjustmentFlags score_length_adjustment_;
   ScoreOptions score_;
   cli::Command* score_command_ = nullptr;
