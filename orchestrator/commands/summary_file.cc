@@ -210,6 +210,15 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   p.grader.max_tokens = static_cast<int>(max_tokens);
   HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
   HB_RETURN_IF_ERROR(ReadLaterGraderFields(path, reader, p.grader));
+  if (absl::StatusOr<const rapidjson::Value*> adjustment =
+          reader.Get("provenance.length_adjustment");
+      adjustment.ok() && !(*adjustment)->IsNull()) {
+    LengthAdjustment read;
+    HB_ASSIGN_OR_RETURN(read.center, reader.Double("provenance.length_adjustment.center"));
+    HB_ASSIGN_OR_RETURN(read.penalty_per_500_chars,
+                        reader.Double("provenance.length_adjustment.penalty_per_500_chars"));
+    p.length_adjustment = read;
+  }
   HB_ASSIGN_OR_RETURN(p.grader_endpoint, reader.String("provenance.grader_endpoint"));
   HB_ASSIGN_OR_RETURN(p.grader_upstream,
                       reader.OptionalString("provenance.grader.upstream_base_url"));
@@ -241,6 +250,13 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
 
 namespace {
 
+// "center C, penalty P per 500 chars", or "none".
+std::string LengthAdjustmentText(const std::optional<LengthAdjustment>& adjustment) {
+  if (!adjustment.has_value()) return "none";
+  return absl::StrCat("center ", PythonFloatRepr(adjustment->center), ", penalty ",
+                      PythonFloatRepr(adjustment->penalty_per_500_chars), " per 500 chars");
+}
+
 std::string Differs(const char* name, const std::string& x, const std::string& y) {
   return x == y ? std::string() : absl::StrCat(name, " ('", x, "' vs '", y, "')");
 }
@@ -268,14 +284,17 @@ std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSumm
 
 std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,
                               bool compare_responses) {
-  return FirstOf(
-      {Differs("checkpoint name", a.checkpoint, b.checkpoint),
-       Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
-       compare_responses ? Differs("responses sha256", a.responses_sha256, b.responses_sha256)
-                         : std::string(),
-       GradingDisagreement(a, b), Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
-       Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
-               absl::StrCat(b.checkpoint_index))});
+  return FirstOf({Differs("checkpoint name", a.checkpoint, b.checkpoint),
+                  Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
+                  compare_responses
+                      ? Differs("responses sha256", a.responses_sha256, b.responses_sha256)
+                      : std::string(),
+                  GradingDisagreement(a, b),
+                  Differs("length adjustment", LengthAdjustmentText(a.length_adjustment),
+                          LengthAdjustmentText(b.length_adjustment)),
+                  Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
+                  Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
+                          absl::StrCat(b.checkpoint_index))});
 }
 
 absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir) {

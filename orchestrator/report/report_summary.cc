@@ -46,13 +46,11 @@ std::string LengthAdjustmentFact(const ReportContext& context, const CheckpointR
       absl::StrCat("score - ", PythonFloatRepr(context.length_adjustment->penalty_per_500_chars),
                    " x (characters of the reply - ",
                    PythonFloatRepr(context.length_adjustment->center), ") / 500 per task");
-  for (const MetricSummary& metric : result.aggregate.metrics) {
-    if (metric.name == kLengthAdjustedScoreKey) {
-      // Printed like the top score (summary.json keeps every digit).
-      absl::StrAppend(&fact, absl::StrFormat("; overall_score_length_adjusted %.3f \xC2\xB1 %.3f "
-                                             "(bootstrap std, n %d)",
-                                             metric.mean, metric.bootstrap_std, metric.n_samples));
-    }
+  if (const MetricSummary* metric = FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey)) {
+    // Printed like the top score (summary.json keeps every digit).
+    absl::StrAppend(&fact, absl::StrFormat("; overall_score_length_adjusted %.3f \xC2\xB1 %.3f "
+                                           "(bootstrap std, n %d)",
+                                           metric->mean, metric->bootstrap_std, metric->n_samples));
   }
   return fact;
 }

@@ -754,7 +754,8 @@ class MergeTest : public OrchestratorCliTest {
 
   // `score` one checkpoint into <out_root>/<ckpt>.
   RunResult Score(const std::string& ckpt, const std::string& verdicts, const std::string& failures,
-                  const std::string& out_root, const std::string& seed = "0") {
+                  const std::string& out_root, const std::string& seed = "0",
+                  const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {"score",
                                      "--dataset",
                                      data_,
@@ -774,6 +775,7 @@ class MergeTest : public OrchestratorCliTest {
       args.push_back("--failures");
       args.push_back(failures);
     }
+    args.insert(args.end(), extra.begin(), extra.end());
     return RunCli(args, {"HB_FIXED_TIME=2026-01-01T00:00:00Z"});
   }
 
@@ -830,6 +832,96 @@ TEST_F(MergeTest, ShardsMergeToTheUnshardedReportsByteForByte) {
   // failed row).
   EXPECT_EQ(cmp["differences"][0]["n"].GetInt(), 27);
   EXPECT_THAT(Read(dir_ + "/merged/comparison.html"), HasSubstr("a_base/report.html"));
+}
+
+// simple-evals PR #108's length-adjusted score survives merge (the merged report is the
+// unsharded one, overall_score_length_adjusted with its n and bootstrap std included) and is
+// shown by compare; shards adjusted differently are refused.
+TEST_F(MergeTest, LengthAdjustedScoresMergeAndCompare) {
+  const std::vector<std::string> adjust = {"--length-adjustment-center=10",
+                                           "--length-adjustment-penalty-per-500-chars=0.5"};
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    const std::string failures = dir_ + "/" + ckpt + ".failures.jsonl";
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".all.jsonl", failures, dir_ + "/full", "0", adjust)
+                  .exit_code,
+              0);
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".shard0.jsonl", "", dir_ + "/shard0", "0", adjust)
+                  .exit_code,
+              0);
+    ASSERT_EQ(
+        Score(ckpt, dir_ + "/" + ckpt + ".shard1.jsonl", failures, dir_ + "/shard1", "0", adjust)
+            .exit_code,
+        0);
+  }
+  const std::vector<std::string> env = {"HB_FIXED_TIME=2026-01-01T00:00:00Z"};
+  RunResult merged =
+      RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/shard0", dir_ + "/shard1"}, env);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    for (const char* file : {"tasks.jsonl", "report.html"}) {
+      EXPECT_EQ(Read(dir_ + "/merged/" + ckpt + "/" + file),
+                Read(dir_ + "/full/" + ckpt + "/" + file))
+          << ckpt << "/" << file;
+    }
+    EXPECT_EQ(SummaryWithoutShards(Read(dir_ + "/merged/" + ckpt + "/summary.json")),
+              SummaryWithoutShards(Read(dir_ + "/full/" + ckpt + "/summary.json")));
+  }
+  rapidjson::Document full = ParseJson(Read(dir_ + "/full/b_new/summary.json"));
+  const rapidjson::Value& metrics = full["metrics"];
+  ASSERT_TRUE(metrics.HasMember("overall_score_length_adjusted"));
+  const double adjusted = Num(metrics["overall_score_length_adjusted"]);
+  const int n = metrics["overall_score_length_adjusted:n_samples"].GetInt();
+  const double std = Num(metrics["overall_score_length_adjusted:bootstrap_std"]);
+  EXPECT_EQ(n, 28);
+
+  // compare shows it beside the score (JSON, page and message).
+  RunResult compared = RunCli(
+      {"compare", "--out", dir_ + "/cmp", dir_ + "/merged/a_base", dir_ + "/merged/b_new"}, env);
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_THAT(compared.out,
+              HasSubstr(absl::StrFormat("compare: b_new: score %.4f, length-adjusted %.4f, 28 of "
+                                        "30 tasks graded",
+                                        Num(full["score"]), adjusted)));
+  rapidjson::Document cmp = ParseJson(Read(dir_ + "/cmp/comparison.json"));
+  const rapidjson::Value& b_new = cmp["checkpoints"][1];
+  EXPECT_EQ(Str(b_new["checkpoint"]), "b_new");
+  EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["mean"]), adjusted);
+  EXPECT_EQ(b_new["overall_score_length_adjusted"]["n_samples"].GetInt(), n);
+  EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["bootstrap_std"]), std);
+  const std::string page = Read(dir_ + "/cmp/comparison.html");
+  EXPECT_THAT(page, HasSubstr("<th>length-adjusted</th><th>its bootstrap std</th>"));
+  EXPECT_THAT(page, HasSubstr(absl::StrFormat("<td class=\"num\">%.3f</td><td class=\"num\">"
+                                              "%.3f</td>",
+                                              adjusted, std)));
+  // A checkpoint scored without it says so beside one with it; its JSON has no such key.
+  ASSERT_EQ(
+      Score("a_base", dir_ + "/a_base.all.jsonl", dir_ + "/a_base.failures.jsonl", dir_ + "/plain")
+          .exit_code,
+      0);
+  RunResult mixed = RunCli(
+      {"compare", "--out", dir_ + "/cmp-mixed", dir_ + "/plain/a_base", dir_ + "/merged/b_new"},
+      env);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_THAT(Read(dir_ + "/cmp-mixed/comparison.html"),
+              HasSubstr("<td class=\"num\">not applied</td>"));
+  rapidjson::Document mixed_json = ParseJson(Read(dir_ + "/cmp-mixed/comparison.json"));
+  EXPECT_FALSE(mixed_json["checkpoints"][0].HasMember("overall_score_length_adjusted"));
+  EXPECT_TRUE(mixed_json["checkpoints"][1].HasMember("overall_score_length_adjusted"));
+
+  // A shard adjusted with another center does not merge with the others.
+  ASSERT_EQ(
+      Score("a_base", dir_ + "/a_base.shard1.jsonl", "", dir_ + "/shard1-other", "0",
+            {"--length-adjustment-center=11", "--length-adjustment-penalty-per-500-chars=0.5"})
+          .exit_code,
+      0);
+  RunResult refused =
+      RunCli({"merge", "--out", dir_ + "/refused", dir_ + "/shard0", dir_ + "/shard1-other"}, env);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err,
+              HasSubstr("disagrees with shard '" + dir_ +
+                        "/shard0' on length adjustment "
+                        "('center 10.0, penalty 0.5 per 500 chars' vs 'center 11.0, penalty 0.5 "
+                        "per 500 chars')"));
 }
 
 TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {
