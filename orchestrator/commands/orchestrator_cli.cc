@@ -287,6 +287,9 @@ class OrchestratorCommandLine {
             cli::ApplyProfessionalGrader(*dry_run_command_, &dry_run_.grader, &dry_run_api_));
         HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(dry_run_.dataset));
       }
+      if (dry_run_command_->Given("est-reasoning-tokens-per-row")) {
+        dry_run_.est_reasoning_tokens_per_row = dry_run_reasoning_tokens_;
+      }
       HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_,
                                                          dry_run_headers_, &dry_run_.grader));
       cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
@@ -489,7 +492,11 @@ class OrchestratorCommandLine {
     c.Group("cost estimate");
     cli::AddPriceFlags(c, &o.prices);
     c.Flag("est-output-tokens-per-row", &o.est_output_tokens_per_row, "N",
-           "estimated grader output tokens per row");
+           "estimated visible grader output tokens per row (the verdict JSON)");
+    c.Flag("est-reasoning-tokens-per-row", &dry_run_reasoning_tokens_, "N",
+           "estimated reasoning tokens per row, billed as output (a reasoning grader: "
+           "measure them on a pilot run). Not given: none for a chat-completions grader; for a "
+           "Responses grader they are left out and the costs printed are lower bounds");
     AddBatchPriceFactorFlag(c, &o.batch_price_factor);
   }
 
@@ -557,6 +564,7 @@ class OrchestratorCommandLine {
   std::string dry_run_cache_key_ = "none";
   GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
   std::vector<std::string> dry_run_headers_;
+  int64_t dry_run_reasoning_tokens_ = 0;
   bool dry_run_professional_ = false;
   cli::Command* dry_run_command_ = nullptr;
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;

@@ -440,6 +440,79 @@ TEST_F(OrchestratorCliTest, DryRunOnTheExampleSkipsTasksWithoutResponseAndEstima
   EXPECT_THAT(strict.err, HasSubstr(std::string("sha256 expected ") + kGraderTemplateSha256));
 }
 
+// A Responses grader (a reasoning model) bills reasoning tokens as output: dry-run counts them
+// when given, and otherwise says its costs are lower bounds and what 100 per row would add. It
+// sends no system message, so none is counted as input.
+TEST_F(OrchestratorCliTest, DryRunOfAReasoningGraderSaysWhatItAssumesAboutReasoningTokens) {
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(examples_ + "/dataset.jsonl", {}));
+  const std::string responses = WriteResponses(dataset, "two.jsonl", {1});
+  const std::string out = dir_ + "/requests.jsonl";
+  const std::vector<std::string> args = {"dry-run",
+                                         "--dataset",
+                                         examples_ + "/dataset.jsonl",
+                                         "--responses",
+                                         responses,
+                                         "--grader-template",
+                                         synthetic_template_,
+                                         "--require-reference-template=false",
+                                         "--out",
+                                         out,
+                                         "--llm-model=gpt-5.4-2026-03-05",
+                                         "--llm-reasoning-effort=low",
+                                         "--price-input-per-mtok=1000",
+                                         "--price-cached-input-per-mtok=100",
+                                         "--price-output-per-mtok=3000",
+                                         "--est-output-tokens-per-row=7"};
+  RunResult unknown = RunCli(args);
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
+  int64_t tokens = 0;
+  for (const std::string& line : Lines(Read(out))) {
+    rapidjson::Document doc = ParseJson(line);
+    ASSERT_FALSE(doc["request"].HasMember("messages"));
+    tokens +=
+        static_cast<int64_t>((doc["request"]["input"][0]["content"].GetStringLength() + 3) / 4);
+  }
+  const double input_cost = static_cast<double>(tokens) / 1e6 * 1000;
+  EXPECT_EQ(unknown.out,
+            absl::StrFormat(
+                "dry-run: wrote 8 request rows for 2 of 3 tasks to %s (1 tasks skipped: no "
+                "response)\n"
+                "estimated input tokens: %d (UTF-8 bytes of the grader messages / 4, per row)\n"
+                "estimated output tokens: 56 (7 visible per row; reasoning tokens NOT included: "
+                "gpt-5.4-2026-03-05 is called through the Responses API as a reasoning model, "
+                "which bills its reasoning tokens as output, and their number is not known "
+                "before grading; each 100 per row add $%.2f online. Measure them on a pilot run "
+                "(run --examples 20): usage.completion_tokens / rows graded in its summary.json, "
+                "minus 7, and pass that as --est-reasoning-tokens-per-row)\n"
+                "estimated cost: at least $%.2f without prompt caching, at least $%.2f with "
+                "best-case prompt caching (0 cached input tokens)\n"
+                "estimated cost through the Batch API (run --grader-mode batch, x0.5): at least "
+                "$%.2f without prompt caching, at least $%.2f with best-case prompt caching\n"
+                "prices (USD per million tokens): input 1000.00, cached input 100.00, output "
+                "3000.00\n",
+                out, tokens, 8 * 100 / 1e6 * 3000, input_cost + 56 / 1e6 * 3000,
+                input_cost + 56 / 1e6 * 3000, (input_cost + 56 / 1e6 * 3000) * 0.5,
+                (input_cost + 56 / 1e6 * 3000) * 0.5));
+
+  std::vector<std::string> given = args;
+  given.push_back("--est-reasoning-tokens-per-row=192");
+  RunResult known = RunCli(given);
+  ASSERT_EQ(known.exit_code, 0) << known.err;
+  const double cost = input_cost + 8 * (7 + 192) / 1e6 * 3000;
+  EXPECT_THAT(known.out, HasSubstr("estimated output tokens: 1592 (7 visible + 192 reasoning per "
+                                   "row, --est-reasoning-tokens-per-row; reasoning tokens are "
+                                   "billed as output)\n"));
+  EXPECT_THAT(known.out,
+              HasSubstr(absl::StrFormat("estimated cost: $%.2f without prompt caching", cost)));
+  EXPECT_THAT(known.out, Not(HasSubstr("at least")));
+
+  given.back() = "--est-reasoning-tokens-per-row=-1";
+  RunResult negative = RunCli(given);
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err,
+            "hb-orchestrator dry-run: --est-reasoning-tokens-per-row must not be negative\n");
+}
+
 TEST_F(OrchestratorCliTest, DryRunOnTheRealSampleBuildsExactlyTheGraderRequests) {
   const std::string data = SharedDataFile(kMainHead30);
   HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(data, {}));
