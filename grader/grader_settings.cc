@@ -40,11 +40,16 @@ absl::Status ValidateGraderSettings(const GraderSettings& settings) {
       !parsed.ok()) {
     return parsed;
   }
+  absl::flat_hash_set<absl::string_view> keys;
   for (const auto& member : extra.GetObject()) {
     const absl::string_view key(member.name.GetString(), member.name.GetStringLength());
     if (std::string why = ExtraBodyKeyRefusal(settings, key); !why.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--llm-extra-body sets '", key, "': ", why, "; remove it"));
+    }
+    if (!keys.insert(key).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--llm-extra-body sets '", key, "' twice; give each key once"));
     }
   }
   return absl::OkStatus();

@@ -114,6 +114,8 @@ TEST(ValidateGraderSettingsTest, ExtraBodyIsAnObjectThatOverridesNothingFidelity
       {R"({"max_tokens":9})", GraderApi::kChatCompletions, "", "use --llm-max-tokens"},
       {R"({"reasoning":{}})", GraderApi::kResponses, "low", "use --llm-reasoning-effort"},
       {R"({"prompt_cache_key":"k"})", GraderApi::kResponses, "", "--prompt-cache-key"},
+      {R"({"top_k":1,"top_k":2})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'top_k' twice; give each key once"},
   };
   for (const auto& c : refused) {
     GraderSettings s;
