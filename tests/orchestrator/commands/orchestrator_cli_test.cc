@@ -997,6 +997,49 @@ TEST_F(MergeTest, LengthAdjustedScoresMergeAndCompare) {
                         "per 500 chars')"));
 }
 
+// summary.json records the whole grader identity (API, effort, extra body, headers by name and
+// value sha256, never a value); merge carries it, and compare refuses another judge naming the
+// field.
+TEST_F(MergeTest, TheGradersIdentitySurvivesMergeAndSeparatesJudgesInCompare) {
+  const std::vector<std::string> judge = {
+      "--llm-model=gpt-5.4-2026-03-05", "--llm-reasoning-effort=low",
+      R"(--llm-extra-body={"service_tier":"flex"})", "--llm-header=api-key=SECRET-value"};
+  ASSERT_EQ(Score("a_base", dir_ + "/a_base.all.jsonl", "", dir_ + "/judge", "0", judge).exit_code,
+            0);
+  ASSERT_EQ(Score("b_new", dir_ + "/b_new.all.jsonl", "", dir_ + "/plain").exit_code, 0);
+  const std::vector<std::string> env = {"HB_FIXED_TIME=2026-01-01T00:00:00Z"};
+  RunResult merged = RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/judge"}, env);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const std::string text = Read(dir_ + "/merged/a_base/summary.json");
+  EXPECT_THAT(text, Not(HasSubstr("SECRET")));
+  rapidjson::Document summary = ParseJson(text);
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  EXPECT_EQ(Str(grader["api"]), "responses");
+  EXPECT_EQ(Str(grader["reasoning_effort"]), "low");
+  EXPECT_EQ(Str(grader["extra_body"]["service_tier"]), "flex");
+  ASSERT_EQ(grader["headers"].Size(), 1u);
+  EXPECT_EQ(Str(grader["headers"][0]["name"]), "api-key");
+  EXPECT_EQ(Str(grader["headers"][0]["value"]), "[redacted]");
+  EXPECT_EQ(Str(grader["headers"][0]["value_sha256"]), Sha256Hex("SECRET-value"));
+
+  RunResult compared =
+      RunCli({"compare", "--out", dir_ + "/cmp", dir_ + "/merged/a_base", dir_ + "/plain/b_new"});
+  EXPECT_EQ(compared.exit_code, 2);
+  EXPECT_THAT(compared.err,
+              HasSubstr("was graded differently from the baseline 'a_base': grader model "
+                        "('gpt-5.4-2026-03-05' vs 'gpt-4.1-2025-04-14')"));
+  // The same judge with another gateway key is another judge.
+  ASSERT_EQ(Score("b_new", dir_ + "/b_new.all.jsonl", "", dir_ + "/other-key", "0",
+                  {judge[0], judge[1], judge[2], "--llm-header=api-key=OTHER"})
+                .exit_code,
+            0);
+  RunResult other = RunCli(
+      {"compare", "--out", dir_ + "/cmp2", dir_ + "/merged/a_base", dir_ + "/other-key/b_new"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_THAT(other.err, HasSubstr("grader headers ('api-key:" + Sha256Hex("SECRET-value") +
+                                   "' vs 'api-key:" + Sha256Hex("OTHER") + "')"));
+}
+
 TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {
   ASSERT_EQ(Score("a_base", dir_ + "/a_base.shard0.jsonl", "", dir_ + "/shard0").exit_code, 0);
   ASSERT_EQ(Score("a_base", dir_ + "/a_base.shard1.jsonl", "", dir_ + "/seed5", "5").exit_code, 0);
