@@ -7,14 +7,20 @@ For each input, starts a fresh hb-grader or hb-env (embedded grader) against a f
 served by this script (normal verdicts unless the rubric item asks for a hostile body), warms it
 with every real record once, records its idle RSS (VmRSS), sends the input, and records the
 peak RSS it caused (VmHWM, reset first by writing 5 to /proc/PID/clear_refs). Prints one
-Markdown row per input: process, input, the answer (gRPC code / HTTP status), idle MB, peak MB,
-peak / idle, and whether the process is still alive. The orchestrator, a batch job, is run over
-the real records (its "idle") and then over them plus one hostile line. Exits 1 when a process died or a peak
-passed 2x idle.
+Markdown row per input: process, input, the answer (gRPC code / HTTP status), the judge calls
+it caused (requests to the fake upstream), idle MB, peak MB, peak / idle, the server's CPU
+seconds (utime + stime), another client's latency before and after (hb-env: median of 20
+GET /health on the ORS listener, each on a new connection), the log lines it wrote (hb-env, at
+--log-level=info), and whether the process is still alive. hb-env runs with a bearer token
+(--auth-token-file), which every input sends but the unauthenticated flood. The orchestrator, a
+batch job, is run over the real records (its "idle") and then over them plus one hostile line.
+Exits 1 when a process died, a peak passed 2x idle, or an hb-env input took a second of CPU.
+HOSTILE_RSS_KEEP=1 keeps the scratch folder (the servers' logs) and prints its path.
 Needs python3-grpcio and protoc's grpc_python_plugin (both in scripts/deps.txt).
 """
 import argparse
 import gzip
+import http.client as http_client
 import http.server
 import json
 import os
@@ -58,7 +64,12 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    calls = 0
+    calls_lock = threading.Lock()
+
     def do_POST(self):
+        with Upstream.calls_lock:
+            Upstream.calls += 1
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         kind = re.search(rb"\[\[hostile:([a-z_]+)\]\]", body)
         kind = kind.group(1).decode() if kind else ""
@@ -103,13 +114,26 @@ def rss_kb(pid, field):
     raise RuntimeError(f"no {field} for pid {pid}")
 
 
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def line_count(path):
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
 def reset_peak(pid):
     with open(f"/proc/{pid}/clear_refs", "w") as f:
         f.write("5")
 
 
-def start(cmd, ready_lines):
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def start(cmd, ready_lines, stderr_path=None):
+    stderr = open(stderr_path, "w") if stderr_path else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True)
     lines = [proc.stdout.readline().strip() for _ in range(ready_lines)]
     if not all(lines):
         raise RuntimeError(f"{cmd[0]} did not start: {lines}")
@@ -129,14 +153,26 @@ def compile_protos(root, out):
 
 
 class Probe:
-    """Measures one process's peak RSS for one input against its idle RSS (VmRSS now)."""
+    """Measures one process's peak RSS for one input against its idle RSS (VmRSS now), its CPU,
+    the judge calls, the log lines (when `log` is its stderr file) and, with `other` (a
+    function returning one request's latency in ms), another client's latency around it."""
 
-    def __init__(self, name, pid):
-        self.name, self.pid = name, pid
+    def __init__(self, name, pid, other=None, log=None, max_cpu=None):
+        self.name, self.pid, self.other, self.log, self.max_cpu = name, pid, other, log, max_cpu
         self.idle_kb = rss_kb(pid, "VmRSS")
 
+    def latency(self):
+        if self.other is None:
+            return None
+        times = sorted(self.other() for _ in range(20))
+        return times[len(times) // 2]
+
     def run(self, label, call):
-        """Prints one table row; True when the process lived and stayed within 2x idle."""
+        """Prints one table row; True when the process lived and stayed within its bounds."""
+        before_ms = self.latency()
+        lines = line_count(self.log)
+        calls = Upstream.calls
+        cpu = cpu_seconds(self.pid)
         reset_peak(self.pid)
         try:
             answer = call()
@@ -148,14 +184,33 @@ class Probe:
             answer = f"connection error: {e}"
         alive = os.path.exists(f"/proc/{self.pid}/status")
         peak = rss_kb(self.pid, "VmHWM") if alive else 0
-        return print_row(self.name, label, answer, self.idle_kb, peak, alive)
+        cpu = cpu_seconds(self.pid) - cpu if alive else float("inf")
+        extra = Extra(judge_calls=Upstream.calls - calls, cpu=cpu)
+        if alive and self.other is not None:
+            extra.latency = f"{before_ms:.2f} / {self.latency():.2f}"
+        if lines is not None:
+            extra.log_lines = str(line_count(self.log) - lines)
+        within = print_row(self.name, label, answer, self.idle_kb, peak, alive, extra)
+        return within and (self.max_cpu is None or cpu < self.max_cpu)
 
 
-def print_row(process, label, answer, idle_kb, peak_kb, alive):
+class Extra:
+    """The columns beside memory: judge calls, CPU seconds, other client's latency, log lines."""
+
+    def __init__(self, judge_calls=None, cpu=None):
+        self.judge_calls, self.cpu = judge_calls, cpu
+        self.latency, self.log_lines = "-", "-"
+
+
+def print_row(process, label, answer, idle_kb, peak_kb, alive, extra=None):
     """Prints one table row; True when the process lived and stayed within 2x idle."""
+    extra = extra or Extra()
     ratio = peak_kb / idle_kb if alive else float("inf")
-    print(f"| {process} | {label} | {answer.replace('|', '/')} | {idle_kb / 1024:.1f} | "
-          f"{peak_kb / 1024:.1f} | {ratio:.2f} | {'yes' if alive else 'NO'} |", flush=True)
+    calls = "-" if extra.judge_calls is None else str(extra.judge_calls)
+    cpu = "-" if extra.cpu is None else f"{extra.cpu:.2f}"
+    print(f"| {process} | {label} | {answer.replace('|', '/')} | {calls} | {idle_kb / 1024:.1f} | "
+          f"{peak_kb / 1024:.1f} | {ratio:.2f} | {cpu} | {extra.latency} | {extra.log_lines} | "
+          f"{'yes' if alive else 'NO'} |", flush=True)
     return alive and ratio <= 2.0
 
 
@@ -202,24 +257,184 @@ def summary(response):
 
 def http_post(url, body, timeout=30):
     req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         return f"HTTP {resp.status}"
 
 
-def env_inputs(epb, stub, http, task_id):
+TOKEN = "hostile-rss-bench-token-0123456789abcdef"
+AUTH = [("authorization", f"Bearer {TOKEN}")]
+
+
+def ors(http, method, path, body=b"", sid=None, token=True, headers=()):
+    """One ORS request on a new connection: (status, body bytes)."""
+    host, port = http.rsplit(":", 1)
+    conn = http_client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        sent = dict(headers)
+        if token:
+            sent["Authorization"] = f"Bearer {TOKEN}"
+        if sid is not None:
+            sent["X-Session-ID"] = sid
+        if method == "POST":
+            sent["Content-Type"] = "application/json"
+        conn.request(method, path, body=body if method == "POST" else None, headers=sent)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def raw_http(http, data):
+    """Sends `data` on a new socket (what the server refuses to read is not waited for) and
+    returns the status line of the answer."""
+    host, port = http.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass  # answered and closed before all of it was read, as it should be
+        try:
+            return sock.recv(200).split(b"\r\n", 1)[0].decode(errors="replace")
+        except OSError as e:
+            return f"connection error: {e}"
+
+
+def health_ms(http):
+    start = time.perf_counter()
+    status, _ = ors(http, "GET", "/health", token=False)
+    assert status == 200, status
+    return (time.perf_counter() - start) * 1000
+
+
+def tally(answers):
+    """'2000 x HTTP 431: <first body>', one part per distinct answer, in order of first sight."""
+    counts = {}
+    for answer in answers:
+        counts[answer] = counts.get(answer, 0) + 1
+    return "; ".join(f"{n} x {answer}" for answer, n in counts.items())
+
+
+def sse_events(body):
+    """[(event, data)] of a server-sent-event stream (pings skipped)."""
+    events, name = [], None
+    for line in body.decode(errors="replace").split("\r\n"):
+        if line.startswith("event: "):
+            name = line[len("event: "):]
+        elif line.startswith("data: ") and name is not None:
+            events.append((name, line[len("data: "):]))
+            name = None
+    return events
+
+
+def sse_data(body, event):
+    for name, data in sse_events(body):
+        if name == event:
+            return data
+    raise RuntimeError(f"no {event} event in {body[:200]!r}")
+
+
+def sse_result(body):
+    """A call's result: its "chunk" pieces, then the last piece carried by "end"."""
+    events = sse_events(body)
+    if events and events[-1][0] == "error":
+        return "error event: " + events[-1][1]
+    return "".join(data for name, data in events if name in ("chunk", "end"))
+
+
+def ors_session(http, task_id):
+    """A session on `task_id` (its id issued by /create_session), ready for an answer."""
+    status, body = ors(http, "POST", "/create_session")
+    sid = sse_data(body, "task_id")
+    status, body = ors(http, "POST", "/create",
+                       json.dumps({"task_spec": {"prompt_id": task_id}}).encode(), sid=sid)
+    assert status == 200, (status, body)
+    return sid
+
+
+def ors_answer(http, sid, answer_bytes):
+    """POST /healthbench/call with `answer_bytes` as the JSON string's contents."""
+    body = b'{"name": "answer", "input": {"answer": "' + answer_bytes + b'"}}'
+    status, text = ors(http, "POST", "/healthbench/call", body, sid=sid)
+    if status != 200:
+        return f"HTTP {status}: {text[:80].decode(errors='replace')}"
+    result = sse_result(text)
+    finished = (json.loads(result).get("output", {}).get("finished")
+                if result.startswith("{") else None)
+    return f"HTTP 200: {result[:60]}... finished {finished}"
+
+
+def finished_session(http, task_id):
+    sid = ors_session(http, task_id)
+    first = ors_answer(http, sid, b"Call emergency services now.")
+    assert first.endswith("finished True"), first
+    return sid
+
+
+def invalid_utf8_submit(epb, task_id):
+    """A serialized SubmitRequest whose reply is not valid UTF-8 (Python's protobuf refuses to
+    build one: the placeholder is replaced in the bytes)."""
+    placeholder = "REPLY-PLACEHOLDER"
+    request = epb.SubmitRequest(task=epb.TaskRef(task_id=task_id), reply=placeholder)
+    invalid = b"caf\xc3( \xed\xa0\x80 \xff\xfe"
+    invalid += b"x" * (len(placeholder) - len(invalid))
+    return request.SerializeToString().replace(placeholder.encode(), invalid)
+
+
+def env_inputs(epb, stub, channel, http, task_id):
+    """(label, prepare, call): `prepare()` runs before the idle RSS is read (None: nothing), and
+    `call(prepared)` is the input."""
     def submit(reply):
-        def call():
+        def call(_):
             request = epb.SubmitRequest(task=epb.TaskRef(task_id=task_id), reply=reply)
-            return f"OK reward {stub.Submit(request, timeout=60).reward:.3f}"
+            return f"OK reward {stub.Submit(request, timeout=60, metadata=AUTH).reward:.3f}"
         return call
+
+    def flood(n, one):
+        return lambda prepared: tally(one(prepared) for _ in range(n))
+
+    def grpc_answer(method, data, metadata):
+        try:
+            channel.unary_unary(method)(data, timeout=10, metadata=metadata)
+            return "OK"
+        except grpc.RpcError as e:
+            return f"{e.code().name}: {e.details()[:90]}"
+
+    def http_answer(result):
+        status, body = result
+        return f"HTTP {status}: {body[:70].decode(errors='replace')}"
+
+    submit_method = "/healthbench.env.v1.Environment/Submit"
+    made_up = iter(range(10 ** 9))
     return [
-        ("Submit, 60 MB reply", submit("x" * (60 << 20))),
-        ("Submit, 1 MB of '[' as the reply", submit("[" * (1 << 20))),
-        ("ORS /create, 1 MB of nested JSON, no session header", lambda: http_post(
+        ("Submit, 60 MB reply", None, submit("x" * (60 << 20))),
+        ("Submit, 1 MB of '[' as the reply", None, submit("[" * (1 << 20))),
+        ("ORS /create, 1 MB of nested JSON, no session header", None, lambda _: http_post(
             f"http://{http}/create", b"[" * (1 << 20))),
-        ("ORS /create, 30 MB body", lambda: http_post(
+        ("ORS /create, 30 MB body", None, lambda _: http_post(
             f"http://{http}/create", b"{\"x\":\"" + b"a" * (30 << 20) + b"\"}")),
+        ("ORS 2,000 x /create with a 64 KB X-Session-ID", None, flood(2000, lambda _: http_answer(
+            ors(http, "POST", "/create", b"{}", sid="s" * (64 << 10))))),
+        ("ORS /create with a 1 MB X-Session-ID", None, lambda _: raw_http(
+            http, b"POST /create HTTP/1.1\r\nHost: x\r\nX-Session-ID: " + b"s" * (1 << 20) +
+            b"\r\nContent-Length: 2\r\n\r\n{}")),
+        ("ORS 2,000 x /create with made-up 64-character ids", None, flood(
+            2000, lambda _: http_answer(ors(http, "POST", "/create",
+                                            b'{"task_spec": {"prompt_id": "%s"}}' % task_id.encode(),
+                                            sid=f"{next(made_up):064d}")))),
+        ("ORS 1,000 more answers in a finished episode", lambda: finished_session(http, task_id),
+         flood(1000, lambda sid: ors_answer(http, sid, b"A better answer."))),
+        ("ORS 1,000 answers with invalid UTF-8", lambda: ors_session(http, task_id),
+         flood(1000, lambda sid: ors_answer(http, sid, b"caf\xc3( \xed\xa0\x80 \xff"))),
+        ("gRPC 1,000 x Submit with an invalid UTF-8 reply", None, flood(
+            1000, lambda _: grpc_answer(submit_method, invalid_utf8_submit(epb, task_id), AUTH))),
+        ("gRPC 1,000 x Submit with an invalid UTF-8 reply, not authenticated", None, flood(
+            1000, lambda _: grpc_answer(submit_method, invalid_utf8_submit(epb, task_id), []))),
+        ("gRPC 2,000 x malformed protobuf, not authenticated", None, flood(
+            2000, lambda _: grpc_answer(submit_method, b"\xff" * 64, []))),
+        ("gRPC 2,000 x malformed protobuf, authenticated", None, flood(
+            2000, lambda _: grpc_answer(submit_method, b"\xff" * 64, AUTH))),
     ]
 
 
@@ -236,7 +451,7 @@ def warm_grader(pb, stub, tasks):
 def warm_env(epb, stub, tasks):
     for task in tasks:
         stub.Submit(epb.SubmitRequest(task=epb.TaskRef(task_id=task["prompt_id"]), reply="ok"),
-                    timeout=60)
+                    timeout=60, metadata=AUTH)
 
 
 def run_orchestrator(build, common, dataset_lines, work, name):
@@ -324,8 +539,9 @@ def main():
     channel_options = [("grpc.max_send_message_length", 256 << 20),
                        ("grpc.max_receive_message_length", 256 << 20)]
     failed = False
-    print("| process | input | answer | idle MB | peak MB | peak / idle | alive |")
-    print("|---|---|---|---|---|---|---|")
+    print("| process | input | answer | judge calls | idle MB | peak MB | peak / idle | CPU s | "
+          "other client ms before / after | log lines | alive |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         # A fresh process for every input: glibc keeps freed memory, so one input's peak
         # would otherwise become the next one's baseline.
@@ -343,18 +559,27 @@ def main():
             finally:
                 proc.kill()
                 proc.wait()
-        for i, (label, _) in enumerate(env_inputs(epb, None, "", "")):
+        with open(f"{work}/tokens", "w") as f:
+            f.write(TOKEN + "\n")
+        env_flags = [a for a in common if not a.startswith("--log-level")] + [
+            "--log-level=info", f"--auth-token-file={work}/tokens"]
+        for i, (label, _, _) in enumerate(env_inputs(epb, None, None, "", "")):
             if not wanted.search(label):
                 continue
+            log = f"{work}/hb-env.{i}.log"
             proc, (grpc_addr, http_addr) = start(
                 [f"{args.build}/environment/hb-env", f"--split=test={dataset}",
-                 "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"] + common, 2)
+                 "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0"] + env_flags, 2, log)
             try:
-                stub = env_pb2_grpc.EnvironmentStub(
-                    grpc.insecure_channel(grpc_addr, options=channel_options))
+                channel = grpc.insecure_channel(grpc_addr, options=channel_options)
+                stub = env_pb2_grpc.EnvironmentStub(channel)
                 warm_env(epb, stub, tasks)
-                label, call = env_inputs(epb, stub, http_addr, tasks[0]["prompt_id"])[i]
-                failed |= not Probe("hb-env", proc.pid).run(label, call)
+                label, prepare, call = env_inputs(epb, stub, channel, http_addr,
+                                                  tasks[0]["prompt_id"])[i]
+                prepared = prepare() if prepare else None
+                probe = Probe("hb-env", proc.pid, other=lambda: health_ms(http_addr), log=log,
+                              max_cpu=1.0)
+                failed |= not probe.run(label, lambda: call(prepared))
             finally:
                 proc.kill()
                 proc.wait()
@@ -363,7 +588,10 @@ def main():
         return 1 if failed else 0
     finally:
         upstream.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("HOSTILE_RSS_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}", file=sys.stderr)
 
 
 if __name__ == "__main__":

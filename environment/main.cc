@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/http_limit_flags.h"
 #include "cli/security_flags.h"
 #include "cli/server_flags.h"
 #include "common/base/logging.h"
@@ -24,6 +25,7 @@
 #include "grader/grader_identity.h"
 #include "grader/grader_info.h"
 #include "grader_client/grader_connection.h"
+#include "llm/endpoint_preflight.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
@@ -42,13 +44,24 @@ settings); identical submissions in flight share one grading.
 Prints "grpc listening on HOST:PORT" and "http listening on HOST:PORT" when ready.
 Both transports check bearer tokens when --auth-token-file is given (health stays open); a
 non-loopback listen address needs tokens, mTLS or --allow-insecure.
+An embedded grader whose upstream cannot be called (no API key for a remote https endpoint, a
+host that does not resolve) is refused at start with exit status 2.
 SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.
 
 Usage: hb-env --split test=data/oss_eval.jsonl [--grader embedded] [--listen 127.0.0.1:50061] ...)";
 
 constexpr char kFooter[] =
-    "Exit status: 0 after a signal and a drain, 2 on bad usage or --grader replicas that cannot "
-    "answer or disagree on their settings, 1 when the service cannot start.";
+    "Exit status: 0 after a signal and a drain, 2 on bad usage, an embedded grader's upstream "
+    "without API key or address, or --grader replicas that cannot answer or disagree on their "
+    "settings, 1 when the service cannot start.";
+
+// The ORS listener's request limits: BoundedEvhttp's, with OrsServerOptions' body limit.
+hb::HttpServerLimits OrsHttpLimits() {
+  const hb::env::OrsServerOptions defaults;
+  hb::HttpServerLimits limits = defaults.http_limits;
+  limits.max_body_bytes = defaults.max_body_bytes;
+  return limits;
+}
 
 struct Flags {
   hb::cli::GraderFlags grader_flags;
@@ -57,6 +70,7 @@ struct Flags {
   std::string grader = hb::kEmbeddedGrader;
   std::string listen = "127.0.0.1:50061";
   std::string http_listen = "127.0.0.1:8080";
+  hb::cli::HttpLimitFlags http_limits = hb::cli::HttpLimitFlagsFrom(OrsHttpLimits());
   hb::cli::ServerFlags server;
   int64_t cache_entries = 100000;
   std::string cache_db;
@@ -96,6 +110,7 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   command.Flag("http-listen", &flags->http_listen, "HOST:PORT",
                "Open Reward Standard HTTP listen address (port 0 picks one; stdout's second "
                "line is 'http listening on HOST:PORT')");
+  hb::cli::AddHttpLimitFlags(command, &flags->http_limits);
   flags->server.metrics_listen = "127.0.0.1:9465";
   hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderClientSecurityFlags(command, &flags->grader_security);
@@ -151,6 +166,19 @@ absl::StatusOr<std::vector<hb::env::SplitSpec>> SplitSpecs(const std::vector<std
   return specs;
 }
 
+// The HTTP limit flags, with a body limit that lets a reply of --max-reply-bytes be posted.
+absl::StatusOr<hb::HttpServerLimits> HttpLimits(const Flags& flags) {
+  HB_ASSIGN_OR_RETURN(hb::HttpServerLimits limits,
+                      hb::cli::ResolveHttpLimitFlags(flags.http_limits, OrsHttpLimits()));
+  if (static_cast<int64_t>(limits.max_body_bytes) < flags.max_reply_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-body-bytes (", limits.max_body_bytes, ") is below --max-reply-bytes (",
+        flags.max_reply_bytes,
+        "): a reply of that size could not be posted over HTTP; raise --max-body-bytes"));
+  }
+  return limits;
+}
+
 std::string HostOf(const std::string& address) { return address.substr(0, address.rfind(':')); }
 
 int Fail(const absl::Status& status) {
@@ -173,6 +201,8 @@ int main(int argc, char** argv) {
   if (absl::Status server = hb::cli::CheckServerFlags(flags.server); !server.ok()) {
     return program.UsageError("", server);
   }
+  absl::StatusOr<hb::HttpServerLimits> http_limits = HttpLimits(flags);
+  if (!http_limits.ok()) return program.UsageError("", http_limits.status());
   absl::StatusOr<ScoringOptions> scoring = ResolveScoring(program.root(), flags, *specs);
   if (!scoring.ok()) return program.UsageError("", scoring.status());
   absl::StatusOr<hb::GraderStackOptions> grader_options =
@@ -190,12 +220,24 @@ int main(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   grader_options->registry = registry;
 
+  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
+  if (!target.ok()) return program.UsageError("", target.status());
+  // Before the splits are read (after StopSignals: the resolver runs on a thread of its own):
+  // an embedded grader whose upstream cannot be called (no key for a remote https endpoint, a
+  // host that does not resolve) is refused within seconds, with the fix. hb-grader replicas
+  // check their own upstream.
+  if (target->embedded()) {
+    if (absl::Status upstream = hb::PreflightEndpoint(hb::LlmEndpoint(grader_options->llm));
+        !upstream.ok()) {
+      std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(upstream).c_str());
+      return hb::ExitCodeFor(upstream);
+    }
+  }
+
   absl::StatusOr<std::vector<hb::env::Split>> splits = hb::env::LoadSplits(*specs);
   if (!splits.ok()) return Fail(splits.status());
 
   // The grader: in-process, or replicas over gRPC (checked to agree on what they grade with).
-  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
-  if (!target.ok()) return program.UsageError("", target.status());
   hb::GraderConnectOptions connect;
   connect.target = *target;
   connect.stack = *grader_options;
@@ -254,6 +296,8 @@ int main(int argc, char** argv) {
   ors_options.listen = http_listen;
   ors_options.tokens = security->tokens;
   ors_options.allow_insecure = security->allow_insecure;
+  ors_options.http_limits = *http_limits;
+  ors_options.max_body_bytes = http_limits->max_body_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
   if (!http.ok()) return Fail(http.status());

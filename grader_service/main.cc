@@ -9,10 +9,12 @@
 #include "cli/grader_flags.h"
 #include "cli/security_flags.h"
 #include "cli/server_flags.h"
+#include "common/base/exit_codes.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "grader_service/grader_server.h"
+#include "llm/endpoint_preflight.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
@@ -33,10 +35,13 @@ The API key is read from --llm-api-key-file or $OPENAI_API_KEY and is never logg
 Callers authenticate with a bearer token from --auth-token-file (and/or a client certificate
 with --tls-client-ca-file); health stays open for probes. A non-loopback --listen address
 without either is refused unless --allow-insecure.
+An upstream that cannot be called (no API key for a remote https endpoint, a host that does
+not resolve) is refused at start with exit status 2.
 SIGTERM/SIGINT: report NOT_SERVING, drain for --drain-timeout, exit 0.)";
 
 constexpr char kFooter[] =
-    "Exit status: 0 after a signal and a drain, 2 on bad usage, 1 when the server cannot start.";
+    "Exit status: 0 after a signal and a drain, 2 on bad usage or an upstream without API key or "
+    "address, 1 when the server cannot start.";
 
 struct Flags {
   hb::cli::GraderFlags grader;
@@ -89,6 +94,14 @@ int main(int argc, char** argv) {
 
   // Before any thread starts: the signals must reach the watcher only.
   hb::StopSignals signals;
+  // Before anything starts (after StopSignals: the resolver runs on a thread of its own): an
+  // upstream that cannot be called (no key for a remote https endpoint, a host that does not
+  // resolve) is refused within seconds, with the fix.
+  if (absl::Status upstream = hb::PreflightEndpoint(hb::LlmEndpoint(options->llm));
+      !upstream.ok()) {
+    std::fprintf(stderr, "hb-grader: %s\n", hb::cli::OneLine(upstream).c_str());
+    return hb::ExitCodeFor(upstream);
+  }
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
       hb::cli::ServeMetrics(flags.server.metrics_listen, options->registry);
   if (!exposer.ok()) {

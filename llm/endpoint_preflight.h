@@ -1,8 +1,9 @@
 // The preflight of an OpenAI-compatible endpoint: what can be known about it before the first
 // request, checked at once so that a job that cannot work says why within seconds instead of
 // showing progress (and an ETA) until its first requests fail. One place for every endpoint a
-// command calls: the grader's upstream (grader/grader_stack_options.h PreflightLlm) and a
-// policy's (orchestrator/sample/sample_command.h PolicyEndpoint).
+// command calls: the grader's upstream (grader/grader_stack_options.h LlmEndpoint; checked by
+// `run`, hb-grader and hb-env's embedded grader at start) and a policy's
+// (orchestrator/sample/sample_command.h PolicyEndpoint).
 //
 //   HB_RETURN_IF_ERROR(PreflightEndpoint(endpoint));  // before any request
 #pragma once

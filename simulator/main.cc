@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cli/command_line.h"
+#include "cli/http_limit_flags.h"
 #include "common/base/clock.h"
 #include "common/base/json.h"
 #include "common/base/logging.h"
@@ -264,13 +265,21 @@ constexpr char kDescription[] =
     "Flags may be written with hyphens or underscores (--latency-ms == --latency_ms).\n"
     "See simulator/README.md for the exact rules.";
 
+// BoundedEvhttp's defaults but a 32 MiB body.
+HttpServerLimits SimHttpLimits() {
+  HttpServerLimits limits;
+  limits.max_body_bytes = 32 << 20;
+  return limits;
+}
+
 // The transport's own settings; the simulator's are SimulatorOptions.
 struct Flags {
   SimulatorOptions sim;
   std::string listen = "127.0.0.1:8000";
   int threads = 0;
   std::string request_log;
-  int64_t max_body_bytes = 32 << 20;
+  // The request limits (cli/http_limit_flags.h), with a bigger body: the Batch API takes files.
+  cli::HttpLimitFlags http = cli::HttpLimitFlagsFrom(SimHttpLimits());
   int http_timeout_s = 600;
   std::string log_level = "info";
   std::vector<std::string> policy_models;
@@ -296,7 +305,7 @@ void AddFlags(cli::Command& command, Flags* flags) {
   command.Flag("request-log", &flags->request_log, "PATH",
                "file to append one JSON line per chat request (time, status, fault, "
                "latency_ms, prompt_tokens, cached_tokens, verdict)");
-  command.Flag("max-body-bytes", &flags->max_body_bytes, "N", "largest accepted request body");
+  cli::AddHttpLimitFlags(command, &flags->http);
   command.Flag("http-timeout-s", &flags->http_timeout_s, "SECONDS",
                "idle/read/write timeout of a connection (also bounds --fault-hang holds)");
   command.Flag("log-level", &flags->log_level, "LEVEL",
@@ -395,6 +404,13 @@ int Run(int argc, char** argv) {
     return program.UsageError("", valid);
   }
 
+  absl::StatusOr<HttpServerLimits> http_limits =
+      cli::ResolveHttpLimitFlags(flags.http, SimHttpLimits());
+  if (!http_limits.ok()) return program.UsageError("", http_limits.status());
+  if (flags.http_timeout_s < 1) {
+    return program.UsageError("", absl::InvalidArgumentError("--http-timeout-s must be >= 1"));
+  }
+
   const std::string& listen = flags.listen;
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
@@ -439,9 +455,8 @@ int Run(int argc, char** argv) {
     }
     loop.http = evhttp_new(loop.base);
     evhttp_set_gencb(loop.http, OnRequest, &server);
-    HttpServerLimits limits;
-    limits.max_body_bytes = static_cast<size_t>(std::max<int64_t>(1, flags.max_body_bytes));
-    limits.idle_timeout = absl::Seconds(std::max(1, flags.http_timeout_s));
+    HttpServerLimits limits = *http_limits;
+    limits.idle_timeout = absl::Seconds(flags.http_timeout_s);
     loop.bounded = std::make_unique<BoundedEvhttp>(loop.http, limits, OpenAiErrorBody);
     evhttp_set_allowed_methods(loop.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                               EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |

@@ -6,9 +6,17 @@
 // metadata, else INVALID_ARGUMENT "malformed request for <method>: the bytes do not parse as its
 // request message (not protobuf, or a string field that is not valid UTF-8)"; either is logged
 // through `log` (kind "<Method> <CODE>", rate-limited, so a flood of malformed messages writes a
-// few lines). One implementation for hb-grader and hb-env.
+// few lines). When the bytes failed to parse because a string field is not valid UTF-8, the
+// INVALID_ARGUMENT names it instead: "malformed request for <method>: string field
+// '<package.Message.field>' is not valid UTF-8; send the text UTF-8 encoded". One
+// implementation for hb-grader and hb-env.
+//
+// Constructing the factory also calls RateLimitProtobufLogs(): libprotobuf writes its own line
+// for every string field that is not valid UTF-8, while gRPC parses the request, before any
+// interceptor or handler runs, so for callers without a token too.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -39,5 +47,15 @@ class MalformedRequestInterceptorFactory final
   const std::shared_ptr<RateLimitedLog> log_;
   const CallerCheck check_caller_;
 };
+
+// Routes libprotobuf's own log lines through a RateLimitedLog (at most 5 lines per 10 s per
+// source line of protobuf, then one saying how many were dropped) to the process's log, and
+// remembers, per thread, the field of the last "String field '...' contains invalid UTF-8 data
+// when parsing" line for the interceptor above (gRPC parses a request and runs the
+// interceptors on one thread). Idempotent and thread-safe (SetLogHandler is called once).
+void RateLimitProtobufLogs();
+
+// Protobuf log lines RateLimitProtobufLogs' handler dropped so far (tests, metrics).
+int64_t SuppressedProtobufLogLines();
 
 }  // namespace hb

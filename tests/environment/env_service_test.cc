@@ -11,6 +11,7 @@
 #include "common/base/clock.h"
 #include "common/retry/retry_status.h"
 #include "common/rpc/grpc_status.h"
+#include "common/rpc/malformed_request.h"
 #include "environment/grpc/env_server.h"
 #include "gmock/gmock.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
@@ -201,6 +202,44 @@ TEST(EnvServerMalformedRequestTest, InvalidArgumentForACallerUnauthenticatedForA
   // 5 lines per kind per 10 s are written, the other 3 counted as suppressed.
   EXPECT_EQ((*server)->refused_log().suppressed_total("Submit UNAUTHENTICATED"), 3);
   EXPECT_EQ((*server)->refused_log().suppressed_total("Submit INVALID_ARGUMENT"), 0);
+}
+
+// A reply that is not valid UTF-8 fails to parse (proto3 strings must be): a caller with a token
+// is told which field, a stranger nothing; libprotobuf's own line for each such request (written
+// before any check, for strangers too) is rate-limited, 5 per 10 s.
+TEST(EnvServerMalformedRequestTest, AStringFieldThatIsNotUtf8IsNamed) {
+  FakeEnvironment env;
+  EnvServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  const std::string token = "tok-0123456789abcdef";
+  absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({token}, "test");
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  options.security.tokens = *tokens;
+  auto server = EnvGrpcServer::Start(env, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                                     grpc::InsecureChannelCredentials());
+  const std::string path = "/healthbench.env.v1.Environment/Submit";
+  // SubmitRequest.reply (field 2, length-delimited) = "caf\xc3(".
+  const std::string invalid_reply = std::string("\x12\x05") + "caf\xc3(";
+  std::string response;
+  const int64_t suppressed = SuppressedProtobufLogLines();
+  grpc::Status status = RawUnaryCall(*channel, path, invalid_reply, &response, "Bearer " + token);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            absl::StrCat("malformed request for ", path,
+                         ": string field 'healthbench.env.v1.SubmitRequest.reply' is not valid "
+                         "UTF-8; send the text UTF-8 encoded"));
+  for (int i = 0; i < 9; ++i) {
+    status = RawUnaryCall(*channel, path, invalid_reply, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_THAT(status.error_message(), Not(HasSubstr("UTF-8")));
+  }
+  EXPECT_EQ(SuppressedProtobufLogLines() - suppressed, 5);
+  // The field is the last request's only: bytes that fail to parse otherwise are not blamed on it.
+  status = RawUnaryCall(*channel, path, "\x08\xff\xff", &response, "Bearer " + token);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr(": the bytes do not parse as its request message"));
 }
 
 TEST(ReceiveLimitForTest, RoomForABatchOfRepliesButNoMore) {

@@ -23,6 +23,9 @@ namespace {
 namespace env_v1 = ::healthbench::env::v1;
 using ::hb::testing::BinaryDir;
 using ::hb::testing::ChildProcess;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 
 // hb-env with its embedded grader against `base_url`, splits test (main head 30) and consensus,
 // plus `extra` flags; its gRPC port in `*port`.
@@ -151,19 +154,91 @@ TEST(HbEnvIntegrationTest, GraderReplicasThatDisagreeAreRefusedAtStart) {
   ASSERT_TRUE(a.ok()) << a.status();
   auto b = StartGrader(sim->base_url, {"--llm-max-tokens=99"}, &port_b);
   ASSERT_TRUE(b.ok()) << b.status();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> env =
-      ChildProcess::Spawn({BinaryDir() + "/environment/hb-env",
+  // No API key here: replicas check their own upstream, hb-env does not preflight it.
+  const testing::ProcessResult env =
+      testing::RunProcess({BinaryDir() + "/environment/hb-env",
                            "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
                            absl::StrCat("--grader=ipv4:127.0.0.1:", port_a, ",127.0.0.1:", port_b),
                            "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
-                           "--metrics-listen=", "--log-level=warn"});
-  ASSERT_TRUE(env.ok()) << env.status();
+                           "--metrics-listen=", "--log-level=warn"},
+                          {"OPENAI_API_KEY="}, absl::Seconds(60));
   // It exits before listening, with the code of a configuration error.
-  EXPECT_EQ((*env)->ReadFirstLine(absl::Seconds(30)).status().code(),
-            absl::StatusCode::kUnavailable);
-  const int status = (*env)->Stop(SIGTERM, absl::Seconds(30));
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(env.out, "");
+  EXPECT_EQ(env.exit_code, 2);
+  EXPECT_THAT(env.err, HasSubstr("graders disagree on max_tokens: replica "));
+  EXPECT_THAT(env.err, Not(HasSubstr("API key")));
+}
+
+// Environment that turns off the proxies a CI machine may set (a proxy resolves the host, so
+// the resolver check is skipped with one) and the API key.
+const std::vector<std::string> kNoKeyNoProxy = {
+    "OPENAI_API_KEY=", "ALL_PROXY=", "all_proxy=", "https_proxy=", "HTTPS_PROXY=", "http_proxy="};
+
+// hb-env (embedded grader) and hb-grader refuse an upstream they cannot call within seconds,
+// before reading their data or listening, with exit status 2 and the reason: no key for a
+// remote https endpoint (the default, OpenAI's), or a host that does not resolve (.invalid
+// never does).
+TEST(HbEnvIntegrationTest, AnUpstreamWithoutKeyOrAddressIsRefusedAtStart) {
+  const std::vector<std::string> env = {
+      BinaryDir() + "/environment/hb-env",
+      "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+      "--listen=127.0.0.1:0",
+      "--http-listen=127.0.0.1:0",
+      "--metrics-listen=",
+      "--grader-template=" + testing::ReferenceTemplatePath()};
+  const std::vector<std::string> grader = {
+      BinaryDir() + "/grader_service/hb-grader", "--listen=127.0.0.1:0",
+      "--metrics-listen=", "--grader-template=" + testing::ReferenceTemplatePath()};
+  for (const std::vector<std::string>& argv : {env, grader}) {
+    const std::string name = argv[0].substr(argv[0].rfind('/') + 1);
+    SCOPED_TRACE(name);
+    absl::Time start = absl::Now();
+    testing::ProcessResult no_key = testing::RunProcess(argv, kNoKeyNoProxy, absl::Seconds(60));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    EXPECT_EQ(no_key.exit_code, 2);
+    EXPECT_EQ(no_key.out, "");
+    EXPECT_EQ(no_key.err,
+              name +
+                  ": no API key for https://api.openai.com/v1 (the default --llm-base-url): set "
+                  "$OPENAI_API_KEY or --llm-api-key-file, or give --llm-base-url a server that "
+                  "needs none (on this machine, or plain http:// inside the cluster: vLLM, "
+                  "hb-llm-sim); an https server that takes no key accepts any placeholder key\n");
+
+    std::vector<std::string> unresolvable = argv;
+    unresolvable.push_back("--llm-base-url=http://hb-preflight-test.invalid:8000/v1");
+    start = absl::Now();
+    testing::ProcessResult no_host =
+        testing::RunProcess(unresolvable, kNoKeyNoProxy, absl::Seconds(60));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    EXPECT_EQ(no_host.exit_code, 2);
+    EXPECT_EQ(no_host.out, "");
+    EXPECT_THAT(no_host.err,
+                StartsWith(name + ": cannot resolve host 'hb-preflight-test.invalid' of "
+                                  "--llm-base-url http://hb-preflight-test.invalid:8000/v1: "));
+    EXPECT_THAT(no_host.err, HasSubstr("(no request was sent)\n"));
+  }
+}
+
+// The HTTP limit flags are checked before anything starts: out of bounds (the shared check,
+// cli/http_limit_flags.h), or a body limit that a reply of --max-reply-bytes would not fit.
+TEST(HbEnvIntegrationTest, HttpLimitFlagsAreCheckedAtStart) {
+  const std::vector<std::string> argv = {
+      BinaryDir() + "/environment/hb-env",
+      "--split=test=" + testing::SharedDataFile(testing::kMainHead30), "--listen=127.0.0.1:0",
+      "--http-listen=127.0.0.1:0", "--metrics-listen="};
+  std::vector<std::string> no_headers = argv;
+  no_headers.push_back("--max-headers=0");
+  testing::ProcessResult result = testing::RunProcess(no_headers);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "hb-env: --max-headers must be in [1, 10000], got 0 (see hb-env --help)\n");
+  std::vector<std::string> small_body = argv;
+  small_body.push_back("--max-body-bytes=1000");
+  result = testing::RunProcess(small_body);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "hb-env: --max-body-bytes (1000) is below --max-reply-bytes (1048576): a reply of "
+            "that size could not be posted over HTTP; raise --max-body-bytes (see hb-env "
+            "--help)\n");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "simulator/sim_verdict.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 
 namespace hb {
@@ -305,6 +306,37 @@ TEST_F(LlmSimIntegrationTest, FaultResetClosesTheConnectionWithoutAResponse) {
   // The server itself is fine: non-chat endpoints still answer.
   Client other;
   EXPECT_EQ(other.Get(sim.Url("/healthz")).status, 200);
+}
+
+// The request limit flags (cli/http_limit_flags.h) reach every loop's listener: a body over
+// --max-body-bytes is 413, a head with more than --max-headers lines 431, both in the OpenAI
+// error shape; a head that has not arrived whole after --request-timeout is 408.
+TEST_F(LlmSimIntegrationTest, HttpLimitFlagsBoundTheRequests) {
+  SimProcess sim({"--max-body-bytes", "1000", "--max-headers", "4", "--request-timeout", "1s"});
+  ASSERT_GT(sim.port(), 0);
+  // libcurl sends Host, Accept, Content-Type and Content-Length: 4 lines.
+  EXPECT_EQ(Client().Post(sim.Url("/v1/chat/completions"), GraderBody("x")).status, 200);
+  HttpResult body = Client().Post(sim.Url("/v1/chat/completions"), std::string(1001, ' '));
+  EXPECT_EQ(body.status, 413);
+  EXPECT_EQ(body.body,
+            R"j({"error":{"message":"request body is 1001 bytes, over the limit of 1000 bytes )j"
+            R"j((max_body_bytes)","type":"invalid_request_error"}})j");
+  HttpResult headers =
+      Client().Post(sim.Url("/v1/chat/completions"), GraderBody("x"), "Bearer five-lines");
+  EXPECT_EQ(headers.status, 431);
+  EXPECT_EQ(headers.body,
+            R"j({"error":{"message":"more than 4 request header lines (max_header_count)",)j"
+            R"j("type":"invalid_request_error"}})j");
+
+  const int fd = ::hb::testing::ConnectLoopback(sim.port());
+  const std::string partial = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n";
+  ASSERT_EQ(write(fd, partial.data(), partial.size()), static_cast<ssize_t>(partial.size()));
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 408 "));
+  EXPECT_THAT(answer, HasSubstr("request did not arrive whole within 1s"));
 }
 
 // On SIGTERM the watcher thread stops every loop while the main thread, once loop 0 has

@@ -4,7 +4,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +27,10 @@
 #include "event2/keyvalq_struct.h"
 #include "event2/thread.h"
 #include "gtest/gtest.h"
+#include "http/bounded_evhttp.h"
 #include "tests/testing/shared_data.h"
+
+extern char** environ;
 
 namespace hb::testing {
 
@@ -49,8 +54,23 @@ std::string LoopbackRequest::Header(const std::string& name) const {
   return "";
 }
 
+namespace {
+
+// BoundedEvhttp's limits, with room for the bodies the tests' clients send (batch files, large
+// prompts): a test server is read like every listener of the project, but is not what a test
+// of a size limit exercises.
+HttpServerLimits LoopbackLimits() {
+  HttpServerLimits limits;
+  limits.max_body_bytes = size_t{256} << 20;
+  return limits;
+}
+
+}  // namespace
+
 struct LoopbackHttpServer::Impl {
   Handler handler;
+  // Freed after `http` and `base` (~LoopbackHttpServer frees those first).
+  std::unique_ptr<BoundedEvhttp> bounded;
   event_base* base = nullptr;
   evhttp* http = nullptr;
   std::thread thread;
@@ -131,7 +151,9 @@ absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> LoopbackHttpServer::Start(Ha
   impl.base = event_base_new();
   if (impl.base == nullptr) return absl::InternalError("event_base_new failed");
   impl.http = evhttp_new(impl.base);
+  if (impl.http == nullptr) return absl::InternalError("evhttp_new failed");
   evhttp_set_gencb(impl.http, &Impl::OnRequest, &impl);
+  impl.bounded = std::make_unique<BoundedEvhttp>(impl.http, LoopbackLimits());
   evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(impl.http, "127.0.0.1", 0);
   if (bound == nullptr) return absl::InternalError("evhttp_bind_socket failed");
   sockaddr_in addr{};
@@ -270,6 +292,54 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
   }
   sim.base_url = absl::StrCat("http://127.0.0.1:", sim.port, "/v1");
   return sim;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         absl::Duration timeout) {
+  const std::string capture = MakeTempDir();
+  const std::string out = capture + "/stdout", err = capture + "/stderr";
+  std::vector<std::string> argv_strings = argv;
+  std::vector<char*> args;
+  for (std::string& arg : argv_strings) args.push_back(arg.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings = env;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  ProcessResult result;
+  const int spawned = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    ADD_FAILURE() << "cannot run " << argv[0] << ": error " << spawned;
+    return result;
+  }
+  // The exit is waited for on a pidfd (readable when the process ends), with the timeout.
+  // (glibc 2.36 declares pidfd_open without C linkage for C++: the system call directly.)
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) {
+    pollfd exited{pidfd, POLLIN, 0};
+    if (poll(&exited, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) != 1) {
+      ADD_FAILURE() << argv[0] << " still running after " << absl::FormatDuration(timeout);
+      kill(pid, SIGKILL);
+    }
+    close(pidfd);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  for (auto [path, text] : {std::pair{&out, &result.out}, std::pair{&err, &result.err}}) {
+    absl::StatusOr<std::string> read = ReadFile(*path);
+    EXPECT_TRUE(read.ok()) << read.status();
+    if (read.ok()) *text = *std::move(read);
+  }
+  return result;
 }
 
 int HalfClosedConnections(int port) {

@@ -1,10 +1,13 @@
 // Loopback servers for tests that need real sockets on 127.0.0.1:
-//  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp) that records every
-//    request (method, path, headers, body, peer port) and answers from a handler; for checking
-//    exactly what a client sends, keep-alive reuse, timeouts and cancellation.
+//  - LoopbackHttpServer: a tiny in-process HTTP/1.1 server (libevent evhttp, read through
+//    BoundedEvhttp like every listener of the project: BoundedEvhttp's limits but a 256 MiB
+//    body) that records every request (method, path, headers, body, peer port) and answers
+//    from a handler; for checking exactly what a client sends, keep-alive reuse, timeouts and
+//    cancellation.
 //  - ConnectLoopback: a raw client socket, for tests that speak HTTP byte by byte.
 //  - ChildProcess / StartLlmSim: the real `hb-llm-sim` binary as a child process, killed when
 //    the handle is destroyed.
+//  - RunProcess: a binary run to its exit, with its stdout and stderr.
 #pragma once
 
 #include <sys/types.h>
@@ -98,6 +101,19 @@ class ChildProcess {
   std::thread drain_;
   bool reaped_ = false;
 };
+
+struct ProcessResult {
+  // The exit status; -1 when the process was killed by a signal (or by the timeout).
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `argv[0]` with `argv`, `env` added in front of this process's environment (so that
+// "OPENAI_API_KEY=" overrides it), and waits for its exit; stdout and stderr are captured through
+// files. A process still running after `timeout` is killed (SIGKILL) and fails the current test.
+ProcessResult RunProcess(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env = {},
+                         absl::Duration timeout = absl::Minutes(2));
 
 // A running `hb-llm-sim` (from BinaryDir()/simulator/hb-llm-sim) on 127.0.0.1:0 with `flags`
 // (e.g. {"--fault-503=0.1"}).

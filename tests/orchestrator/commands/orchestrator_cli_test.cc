@@ -1,10 +1,5 @@
 // hb-orchestrator's offline subcommands, run as a subprocess of the built binary, on the
 // project's synthetic example (examples/) and on the real main sample (shared data).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -34,8 +29,6 @@
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
-extern char** environ;
-
 namespace hb {
 namespace {
 
@@ -51,10 +44,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using RunResult = ::hb::testing::ProcessResult;
 
 std::string Read(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
@@ -66,41 +56,12 @@ void Write(const std::string& path, const std::string& contents) {
   ASSERT_THAT(WriteFileAtomically(path, contents), ::hb::testing::IsOk());
 }
 
-// Runs hb-orchestrator with `args` (and `env` added to this process's environment), capturing
-// stdout and stderr through files.
+// Runs `binary` with `args` (and `env` added to this process's environment).
 RunResult RunBinary(const std::string& binary, const std::vector<std::string>& args,
                     const std::vector<std::string>& env = {}) {
-  const std::string capture = MakeTempDir();
-  const std::string out = capture + "/stdout", err = capture + "/stderr";
-  std::vector<std::string> argv_strings = {binary};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings = env;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  RunResult result;
-  int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot run " << binary << ": error " << spawned;
-    return result;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = Read(out);
-  result.err = Read(err);
-  return result;
+  std::vector<std::string> argv = {binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ::hb::testing::RunProcess(argv, env);
 }
 
 RunResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
