@@ -852,7 +852,8 @@ void PrintTopFailureReasons(const std::vector<std::string>& errors) {
 // (A gRPC --grader's upstream is its replicas' business: hb-grader checks its own.)
 absl::Status PreflightEndpoints(const RunOptions& options) {
   if (options.grader == kEmbeddedGrader) {
-    HB_RETURN_IF_ERROR(PreflightEndpoint(LlmEndpoint(options.grader_options.llm)));
+    HB_RETURN_IF_ERROR(PreflightEndpoint(
+        LlmEndpoint(options.grader_options.llm, options.grader_options.settings.headers)));
   }
   for (const PolicySource& policy : options.policies) {
     HB_RETURN_IF_ERROR(PreflightEndpoint(PolicyEndpoint(policy.sampling)));
