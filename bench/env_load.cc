@@ -1,10 +1,11 @@
 // hb-env-load: a load driver for hb-env. Sends --submissions replies with --in-flight
 // outstanding at once, cycling the first --tasks tasks of --split, over gRPC (--mode=grpc:
-// async Submit on --channels channels) or over the Open Reward Standard HTTP API (--mode=ors:
-// one keep-alive connection and session per call in flight, POST /{env}/call; see
-// env_load_ors.h). Every reply is unique (graded) unless --same-reply: then each task is
-// graded once before the clock starts and every measured call is a cache hit. --warmup calls
-// are made (and not measured) first.
+// async Submit on --channels channels), over the Open Reward Standard HTTP API (--mode=ors:
+// one keep-alive connection and session per call in flight, POST /{env}/call), or over a
+// trainer route (--mode=get_reward|reward|verify: one sample per request in the trainer's shape,
+// one keep-alive connection per call in flight; see env_load_ors.h). Every reply is unique (graded)
+// unless --same-reply: then each task is graded once before the clock starts and every measured
+// call is a cache hit. --warmup calls are made (and not measured) first.
 //
 // Prints calls/s, latency percentiles, the latency added over the judge's fixed
 // --judge-latency-ms (graded calls), CPU microseconds per call of the server (--server-pid,
@@ -35,9 +36,12 @@
 #include "grpcpp/security/credentials.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
 
-ABSL_FLAG(std::string, mode, "grpc", "grpc (Submit) or ors (POST /{env}/call over HTTP)");
+ABSL_FLAG(std::string, mode, "grpc",
+          "grpc (Submit), ors (POST /{env}/call over HTTP), or a trainer route over HTTP: "
+          "get_reward (OpenRLHF), reward (slime), verify (NeMo-Gym)");
 ABSL_FLAG(std::string, target, "127.0.0.1:50061", "hb-env gRPC address (tasks are listed here)");
-ABSL_FLAG(std::string, http_target, "127.0.0.1:8080", "hb-env ORS HTTP address (--mode=ors)");
+ABSL_FLAG(std::string, http_target, "127.0.0.1:8080",
+          "hb-env HTTP address (--mode=ors and the trainer routes)");
 ABSL_FLAG(std::string, split, "test", "Split whose tasks are submitted");
 ABSL_FLAG(int, tasks, 30, "Distinct tasks cycled (the split's first N)");
 ABSL_FLAG(int, in_flight, 200, "Calls kept in flight");
@@ -175,6 +179,7 @@ RunFn MakeDriver(const std::vector<std::string>& tasks) {
   options.port = std::stoi(target.substr(target.rfind(':') + 1));
   options.connections = absl::GetFlag(FLAGS_in_flight);
   options.task_ids = tasks;
+  options.route = absl::GetFlag(FLAGS_mode);
   options.graded = !absl::GetFlag(FLAGS_same_reply);
   auto connected = hb::bench::OrsLoadDriver::Connect(options);
   if (!connected.ok()) {
@@ -227,8 +232,10 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("hb-env-load: a load driver for hb-env (see bench/env_load.cc)");
   absl::ParseCommandLine(argc, argv);
   const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode != "grpc" && mode != "ors") {
-    std::fprintf(stderr, "--mode must be grpc or ors, got '%s'\n", mode.c_str());
+  if (mode != "grpc" && mode != "ors" && mode != "get_reward" && mode != "reward" &&
+      mode != "verify") {
+    std::fprintf(stderr, "--mode must be grpc, ors, get_reward, reward or verify, got '%s'\n",
+                 mode.c_str());
     return 2;
   }
   const std::vector<std::string> tasks = ListTaskIds();

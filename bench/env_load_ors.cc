@@ -40,6 +40,41 @@ std::string SessionIdOf(const std::string& events) {
   return events.substr(data + 6, end == std::string::npos ? std::string::npos : end - data - 6);
 }
 
+constexpr char kPrompt[] =
+    "<|im_start|>user\nWhat should I do about this?<|im_end|>\n<|im_start|>assistant\n";
+
+// The path and body of one trainer-route call of `reply` for `task` (see the header).
+std::pair<std::string, std::string> TrainerCall(const std::string& route, const std::string& task,
+                                                const std::string& reply) {
+  if (route == "get_reward") {
+    return {"/get_reward",
+            absl::StrCat("{\"query\":[", JsonQuote(absl::StrCat(kPrompt, reply, "<|im_end|>")),
+                         "],\"prompts\":[", JsonQuote(kPrompt), "],\"labels\":[", JsonQuote(task),
+                         "]}")};
+  }
+  if (route == "reward") {
+    return {"/reward", absl::StrCat("{\"prompt\":", JsonQuote(kPrompt),
+                                    ",\"response\":", JsonQuote(absl::StrCat(reply, "<|im_end|>")),
+                                    ",\"label\":", JsonQuote(task), "}")};
+  }
+  return {"/verify",
+          absl::StrCat("{\"prompt_id\":", JsonQuote(task),
+                       ",\"responses_create_params\":{\"input\":[{\"role\":\"user\",\"content\":"
+                       "\"What should I do about this?\",\"type\":\"message\"}]},"
+                       "\"response\":{\"object\":\"response\",\"output\":[{\"type\":\"message\","
+                       "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":",
+                       JsonQuote(reply), "}]}]}}")};
+}
+
+// Whether a 200 answer of `route` carries a reward (not an error, not NeMo-Gym's judge-failure
+// marker).
+bool HasReward(const std::string& route, const std::string& body) {
+  if (route == "ors") return absl::StrContains(body, "\"ok\":true");
+  if (route == "get_reward") return absl::StrContains(body, "\"rewards\":[");
+  return absl::StrContains(body, "\"reward\":") &&
+         !absl::StrContains(body, "\"_ng_failure_class\"");
+}
+
 }  // namespace
 
 class OrsLoadDriver::Impl {
@@ -59,6 +94,7 @@ class OrsLoadDriver::Impl {
     Impl* impl = nullptr;
     evhttp_connection* http = nullptr;
     std::string sid;
+    std::string task;
     absl::Time start;
   };
 
@@ -113,6 +149,11 @@ Reply OrsLoadDriver::Impl::Blocking(Conn& conn, evhttp_cmd_type method, const st
 }
 
 absl::Status OrsLoadDriver::Impl::OpenSessions() {
+  const std::string& route = options_.route;
+  if (route != "ors" && route != "get_reward" && route != "reward" && route != "verify") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("route must be ors, get_reward, reward or verify, got '", route, "'"));
+  }
   conns_.resize(options_.connections);
   for (size_t i = 0; i < conns_.size(); ++i) {
     Conn& conn = conns_[i];
@@ -120,13 +161,15 @@ absl::Status OrsLoadDriver::Impl::OpenSessions() {
     conn.http = evhttp_connection_base_new(base_, nullptr, options_.host.c_str(),
                                            static_cast<uint16_t>(options_.port));
     evhttp_connection_set_timeout(conn.http, 600);
+    conn.task = options_.task_ids[i % options_.task_ids.size()];
+    if (route != "ors") continue;  // the trainer routes need no session
     const Reply created = Blocking(conn, EVHTTP_REQ_POST, "/create_session", "");
     conn.sid = SessionIdOf(created.body);
     if (created.code != 200 || conn.sid.empty()) {
       return absl::UnavailableError(
           absl::StrCat("POST /create_session: HTTP ", created.code, " ", created.body));
     }
-    const std::string& task = options_.task_ids[i % options_.task_ids.size()];
+    const std::string& task = conn.task;
     const Reply opened =
         Blocking(conn, EVHTTP_REQ_POST, "/create",
                  absl::StrCat("{\"task_spec\":{\"prompt_id\":", JsonQuote(task), "}}"));
@@ -141,6 +184,10 @@ absl::Status OrsLoadDriver::Impl::OpenSessions() {
 void OrsLoadDriver::Impl::Launch(Conn& conn) {
   const int64_t n = launched_++;
   conn.start = absl::Now();
+  if (options_.route != "ors") {
+    auto [path, body] = TrainerCall(options_.route, conn.task, (*reply_)(n));
+    return Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST, path, body);
+  }
   Send(NewRequest(conn, OnCall, &conn), conn, EVHTTP_REQ_POST,
        absl::StrCat("/", options_.env_name, "/call"),
        absl::StrCat("{\"name\":\"answer\",\"input\":{\"answer\":", JsonQuote((*reply_)(n)), "}}"));
@@ -151,8 +198,8 @@ void OrsLoadDriver::Impl::OnCall(evhttp_request* req, void* arg) {
   Impl* self = conn->impl;
   const double ms = absl::ToDoubleMilliseconds(absl::Now() - conn->start);
   const Reply reply = ReadReply(req);
-  // A result is the RunToolOutput JSON in the stream's "end" event (one chunk when short).
-  const bool ok = reply.code == 200 && absl::StrContains(reply.body, "\"ok\":true");
+  // An ORS result is the RunToolOutput JSON in the stream's "end" event (one chunk when short).
+  const bool ok = reply.code == 200 && HasReward(self->options_.route, reply.body);
   self->recorder_->Record(ms, self->options_.graded,
                           ok ? "" : absl::StrCat("HTTP ", reply.code, ": ", reply.body));
   ++self->finished_;

@@ -1,8 +1,12 @@
-// OrsLoadDriver: the Open Reward Standard HTTP half of hb-env-load. It opens one keep-alive
-// connection per call kept in flight, creates one ORS session on each (POST /create_session,
-// then POST /create for a task), and then keeps posting POST /{env}/call of the "answer" tool
-// on every connection, one call at a time per connection, as the ORS client does. The calls
-// run on one libevent loop on the caller's thread (evhttp client).
+// OrsLoadDriver: the HTTP half of hb-env-load. It opens one keep-alive connection per call
+// kept in flight and keeps posting on every connection, one call at a time per connection:
+//  - route "ors": creates one ORS session on each connection (POST /create_session, then POST
+//    /create for a task), then posts POST /{env}/call of the "answer" tool, as the ORS client
+//    does;
+//  - route "get_reward" / "reward" / "verify": the trainer routes, each call one sample in the
+//    trainer's own shape (OpenRLHF: a chat-templated query ending in <|im_end|>; slime: the
+//    response with its end token; NeMo-Gym: a row with a Responses API object), no session.
+// The calls run on one libevent loop on the caller's thread (evhttp client).
 //
 // Not thread-safe: one thread drives it.
 #pragma once
@@ -22,6 +26,8 @@ struct OrsLoadOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string env_name = "healthbench";
+  // "ors", "get_reward", "reward" or "verify" (above).
+  std::string route = "ors";
   // Connections (and sessions) opened: the most calls Run can keep in flight.
   int connections = 200;
   // Connection i's session is for task_ids[i % size].
@@ -33,8 +39,9 @@ struct OrsLoadOptions {
 
 class OrsLoadDriver {
  public:
-  // Opens the connections and sessions. Errors: kUnavailable naming the route and the HTTP
-  // status (or the connection failure) of the first step that failed.
+  // Opens the connections and sessions. Errors: kInvalidArgument for an unknown route;
+  // kUnavailable naming the route and the HTTP status (or the connection failure) of the first
+  // step that failed.
   static absl::StatusOr<std::unique_ptr<OrsLoadDriver>> Connect(OrsLoadOptions options);
   ~OrsLoadDriver();
 

@@ -139,10 +139,11 @@ absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
 }
 
 void AddPriceFlags(Command& command, TokenPrices* prices) {
-  command.Flag("price-input-per-mtok", &prices->input_per_mtok, "USD",
-               "cost estimate: USD per million input tokens (default: the grader model's list "
-               "price when known — gpt-4.1, gpt-5.4, gpt-5.4-mini, gpt-5.4-nano, gpt-5.5 — "
-               "else gpt-4.1's)");
+  command.Flag(
+      "price-input-per-mtok", &prices->input_per_mtok, "USD",
+      "cost estimate: USD per million input tokens (default: the grader model's list "
+      "price when known — gpt-4.1(-mini, -nano), o3, o4-mini, gpt-5.4(-mini, -nano), gpt-5.5 — "
+      "else gpt-4.1's)");
   command.Flag("price-cached-input-per-mtok", &prices->cached_input_per_mtok, "USD",
                "USD per million cached input tokens");
   command.Flag("price-output-per-mtok", &prices->output_per_mtok, "USD",

@@ -12,11 +12,21 @@ std::string CodeLabel(absl::StatusCode code) {
   return absl::AsciiStrToLower(absl::StatusCodeToString(code));
 }
 
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
+      0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+  return *buckets;
+}
+
+const prometheus::Histogram::BucketBoundaries& RewardBuckets() {
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
+      -0.5, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+  return *buckets;
+}
+
 prometheus::Histogram& LatencySeries(prometheus::Family<prometheus::Histogram>& family,
                                      const std::string& source) {
-  return family.Add({{"source", source}},
-                    prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
-                                                            0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
+  return family.Add({{"source", source}}, LatencyBuckets());
 }
 
 }  // namespace
@@ -44,8 +54,7 @@ EnvMetrics::EnvMetrics(prometheus::Registry& registry)
                   .Name("hb_env_reward")
                   .Help("Rewards of graded submissions (unclipped)")
                   .Register(registry)
-                  .Add({}, prometheus::Histogram::BucketBoundaries{-0.5, 0, 0.1, 0.2, 0.3, 0.4, 0.5,
-                                                                   0.6, 0.7, 0.8, 0.9, 1.0})),
+                  .Add({}, RewardBuckets())),
       latency_(prometheus::BuildHistogram()
                    .Name("hb_env_submit_latency_seconds")
                    .Help("Submission latency, from acceptance to result")
@@ -58,6 +67,23 @@ EnvMetrics::EnvMetrics(prometheus::Registry& registry)
                          .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01,
                                                                           0.02, 0.05, 0.1, 0.25,
                                                                           0.5, 1, 2.5, 5, 10, 30})),
+      trainer_requests_(prometheus::BuildCounter()
+                            .Name("hb_env_trainer_requests_total")
+                            .Help("Requests to the trainer routes, by route and HTTP status")
+                            .Register(registry)),
+      trainer_latency_(prometheus::BuildHistogram()
+                           .Name("hb_env_trainer_request_seconds")
+                           .Help("Latency of the trainer routes' requests, by route")
+                           .Register(registry)),
+      trainer_rewards_(prometheus::BuildHistogram()
+                           .Name("hb_env_trainer_reward")
+                           .Help("Rewards answered by the trainer routes (unclipped), by route")
+                           .Register(registry)),
+      trainer_judge_failures_(prometheus::BuildCounter()
+                                  .Name("hb_env_trainer_judge_failures_total")
+                                  .Help("Samples a trainer route could not grade (never answered "
+                                        "as a reward), by route")
+                                  .Register(registry)),
       submits_ok_(submits_.Add({{"code", CodeLabel(absl::StatusCode::kOk)}})),
       latency_cache_(LatencySeries(latency_, "cache")),
       latency_graded_(LatencySeries(latency_, "graded")) {}
@@ -76,6 +102,21 @@ void EnvMetrics::AddedLatency(absl::Duration added) {
 
 void EnvMetrics::JudgeFailure(absl::StatusCode code) {
   judge_failures_.Add({{"code", CodeLabel(code)}}).Increment();
+}
+
+void EnvMetrics::TrainerRequest(absl::string_view route, int http_code, absl::Duration latency) {
+  trainer_requests_.Add({{"route", std::string(route)}, {"code", std::to_string(http_code)}})
+      .Increment();
+  trainer_latency_.Add({{"route", std::string(route)}}, LatencyBuckets())
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+void EnvMetrics::TrainerReward(absl::string_view route, double reward) {
+  trainer_rewards_.Add({{"route", std::string(route)}}, RewardBuckets()).Observe(reward);
+}
+
+void EnvMetrics::TrainerJudgeFailure(absl::string_view route) {
+  trainer_judge_failures_.Add({{"route", std::string(route)}}).Increment();
 }
 
 void EnvMetrics::CacheHit() { cache_hits_.Increment(); }

@@ -1,9 +1,12 @@
 // EnvMetrics: hb-env's Prometheus series: submissions by outcome, rewards, judge failures,
 // cache hits, in-flight de-duplications, submission latency and the latency hb-env adds over
-// the slowest judge call of a graded submission.
+// the slowest judge call of a graded submission; and per trainer route (OpenRLHF /get_reward,
+// slime /reward, NeMo-Gym /verify, ...): requests by HTTP code, their latency, the rewards
+// answered and the samples that could not be graded.
 #pragma once
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -32,6 +35,16 @@ class EnvMetrics {
   void CacheHit();
   void SharedInFlight();
 
+  // A trainer route's request answered with HTTP `http_code` after `latency`
+  // (hb_env_trainer_requests_total{route,code}, hb_env_trainer_request_seconds{route}); `route`
+  // is the path without its slash and without NeMo-Gym's /ng-rollout/<id> prefix.
+  void TrainerRequest(absl::string_view route, int http_code, absl::Duration latency);
+  // A reward a trainer route answered (hb_env_trainer_reward{route}, unclipped).
+  void TrainerReward(absl::string_view route, double reward);
+  // A sample a trainer route could not grade (hb_env_trainer_judge_failures_total{route}):
+  // answered as a 5xx (OpenRLHF, slime) or NeMo-Gym's judge_failed marker, never as a reward.
+  void TrainerJudgeFailure(absl::string_view route);
+
  private:
   prometheus::Family<prometheus::Counter>& submits_;
   prometheus::Family<prometheus::Counter>& judge_failures_;
@@ -40,6 +53,10 @@ class EnvMetrics {
   prometheus::Histogram& reward_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Histogram& added_latency_;
+  prometheus::Family<prometheus::Counter>& trainer_requests_;
+  prometheus::Family<prometheus::Histogram>& trainer_latency_;
+  prometheus::Family<prometheus::Histogram>& trainer_rewards_;
+  prometheus::Family<prometheus::Counter>& trainer_judge_failures_;
   // The series every submission touches, resolved once: Family::Add takes the family's lock
   // and builds a label map, which is most of a cache hit's metrics cost.
   prometheus::Counter& submits_ok_;

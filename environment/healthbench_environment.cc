@@ -56,11 +56,13 @@ struct HealthBenchEnvironment::Grading {
     absl::Time start;
   };
   std::string key;
+  // The group of its items in the dispatch queue.
+  uint64_t id = 0;
   const Example* example = nullptr;
   Response response;
   absl::Time deadline;
   std::vector<std::optional<GradeItemResponse>> verdicts;
-  // Items queued or in flight.
+  // Items not over yet (queued or in flight).
   size_t outstanding = 0;
   // The first judge failure; the grading then fails whole.
   absl::Status failure;
@@ -76,16 +78,16 @@ HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, Grader
     : splits_(std::move(splits)),
       grader_(grader),
       clock_(clock),
-      scheduler_(scheduler),
       options_(std::move(options)),
       metrics_(metrics),
       cache_(options_.cache_entries, options_.cache_store),
       failure_log_(clock, {}),
-      limiter_([&] {
-        AdaptiveLimiterOptions limiter;
-        limiter.max_window = std::max(1, options_.max_upstream_in_flight);
-        limiter.clock = &clock_;
-        return limiter;
+      dispatch_(scheduler, [&] {
+        PacedQueueOptions queue;
+        queue.max_in_flight = std::max(1, options_.max_upstream_in_flight);
+        queue.adaptive = options_.adaptive;
+        queue.clock = &clock_;
+        return queue;
       }()) {
   for (size_t s = 0; s < splits_.size(); ++s) {
     for (size_t i = 0; i < splits_[s].dataset.examples.size(); ++i) {
@@ -95,25 +97,12 @@ HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, Grader
 }
 
 HealthBenchEnvironment::~HealthBenchEnvironment() {
-  std::vector<std::shared_ptr<Grading>> dropped;
-  Scheduler::TimerId timer = 0;
   {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
-    timer = pump_timer_;
-    pump_timer_ = 0;
-    for (QueuedItem& queued : queue_) {
-      if (queued.grading->failure.ok()) {
-        queued.grading->failure = absl::CancelledError("the environment is shutting down");
-      }
-      if (--queued.grading->outstanding == 0) dropped.push_back(queued.grading);
-    }
-    queue_.clear();
   }
-  if (timer != 0) scheduler_.CancelTimer(timer);
-  for (const auto& grading : dropped) {
-    for (Grading::Waiter& waiter : grading->waiters) waiter.done(grading->failure);
-  }
+  // The queued items end their gradings with kCancelled; then the calls in flight.
+  dispatch_.Close("the environment is shutting down");
   grader_.CancelAll();
   absl::MutexLock lock(&mu_);
   while (in_flight_ > 0) idle_cv_.Wait(&mu_);
@@ -219,6 +208,7 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
     return done(*std::move(hit));
   }
   absl::Status refused;
+  std::shared_ptr<Grading> started;
   {
     absl::MutexLock lock(&mu_);
     auto it = gradings_.find(key);
@@ -234,129 +224,120 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
           "--max-pending); retry after ", absl::FormatDuration(options_.backlog_retry_delay)));
       SetRetryDelay(refused, options_.backlog_retry_delay);
     } else {
-      auto grading = std::make_shared<Grading>();
-      grading->key = key;
-      grading->example = &example;
-      grading->response = Response{example.prompt_id, std::move(reply), std::nullopt, 0};
-      grading->deadline = deadline;
-      grading->verdicts.resize(example.rubrics.size());
-      grading->outstanding = example.rubrics.size();
-      grading->waiters.push_back(Grading::Waiter{std::move(done), start});
-      for (size_t i = 0; i < example.rubrics.size(); ++i) queue_.push_back(QueuedItem{grading, i});
-      gradings_.emplace(std::move(key), std::move(grading));
+      started = std::make_shared<Grading>();
+      started->key = key;
+      started->id = next_grading_id_++;
+      started->example = &example;
+      started->response = Response{example.prompt_id, std::move(reply), std::nullopt, 0};
+      started->deadline = deadline;
+      started->verdicts.resize(example.rubrics.size());
+      started->outstanding = example.rubrics.size();
+      started->waiters.push_back(Grading::Waiter{std::move(done), start});
+      gradings_.emplace(std::move(key), started);
     }
   }
   if (!refused.ok()) return reject(std::move(refused));
-  Pump();
+  if (example.rubrics.empty()) return ItemEnded(started, absl::OkStatus());
+  std::vector<PacedQueue::Work> items;
+  items.reserve(example.rubrics.size());
+  for (size_t i = 0; i < example.rubrics.size(); ++i) items.push_back(ItemWork(started, i));
+  // Queued together: a judge failure that arrives meanwhile drops all of them or none.
+  dispatch_.PushAll(std::move(items), PacedQueue::Lane::kBack, started->id);
 }
 
-void HealthBenchEnvironment::Pump() {
-  struct Start {
-    QueuedItem queued;
-    DispatchTicket ticket;
+PacedQueue::Work HealthBenchEnvironment::ItemWork(std::shared_ptr<Grading> grading, size_t item) {
+  return [this, grading = std::move(grading), item](absl::StatusOr<DispatchTicket> ticket) {
+    if (!ticket.ok()) return ItemEnded(grading, ticket.status());
+    StartItem(grading, item, *ticket);
   };
-  std::vector<Start> starts;
+}
+
+void HealthBenchEnvironment::StartItem(const std::shared_ptr<Grading>& grading, size_t item,
+                                       DispatchTicket ticket) {
   {
+    // Sent even when the grading failed since it was admitted (as a call already in flight):
+    // its result then always comes from the grader, never inline from Submit.
     absl::MutexLock lock(&mu_);
-    const absl::Time now = clock_.Now();
-    if (options_.adaptive) limiter_.SetDemand(static_cast<int64_t>(queue_.size()));
-    while (!queue_.empty() && !shutting_down_) {
-      const int64_t window = options_.adaptive
-                                 ? std::min(options_.max_upstream_in_flight, limiter_.Window())
-                                 : options_.max_upstream_in_flight;
-      if (in_flight_ >= window) break;
-      if (options_.adaptive && limiter_.NextDispatchTime() > now) {
-        if (pump_timer_ == 0) {
-          pump_timer_ = scheduler_.Schedule(limiter_.NextDispatchTime() - now, [this] {
-            {
-              absl::MutexLock timer_lock(&mu_);
-              pump_timer_ = 0;
-            }
-            Pump();
-          });
-        }
-        break;
-      }
-      const DispatchTicket ticket = options_.adaptive ? limiter_.OnDispatch() : DispatchTicket{};
-      ++in_flight_;
-      starts.push_back(Start{std::move(queue_.front()), ticket});
-      queue_.pop_front();
-    }
+    ++in_flight_;
   }
-  for (Start& start : starts) {
-    const std::shared_ptr<Grading>& grading = start.queued.grading;
-    const int item = static_cast<int>(start.queued.item);
-    // Request ids as run's ("<checkpoint>/<prompt_id>/<rubric_index>/<attempt>"), checkpoint
-    // "env".
-    const GradeItemRequest request =
-        BuildGradeItemRequest(*grading->example, grading->response, item,
-                              absl::StrCat("env/", grading->example->prompt_id, "/", item, "/1"),
-                              /*send_prompt_cache_key=*/true);
-    const absl::Duration timeout = grading->deadline == absl::InfiniteFuture()
-                                       ? options_.item_timeout
-                                       : grading->deadline - clock_.Now();
-    auto done = [this, grading, item = start.queued.item, ticket = start.ticket,
-                 sent = clock_.Now()](absl::StatusOr<GradeItemResponse> result) {
-      OnItemDone(grading, item, ticket, sent, std::move(result));
-    };
-    if (timeout <= absl::ZeroDuration()) {
-      done(absl::DeadlineExceededError("the submission's deadline passed before grading"));
-    } else {
-      grader_.GradeItem(request, timeout, std::move(done));
-    }
+  const int index = static_cast<int>(item);
+  // Request ids as run's ("<checkpoint>/<prompt_id>/<rubric_index>/<attempt>"), checkpoint
+  // "env".
+  const GradeItemRequest request =
+      BuildGradeItemRequest(*grading->example, grading->response, index,
+                            absl::StrCat("env/", grading->example->prompt_id, "/", index, "/1"),
+                            /*send_prompt_cache_key=*/true);
+  const absl::Time sent = clock_.Now();
+  const absl::Duration timeout = grading->deadline == absl::InfiniteFuture()
+                                     ? options_.item_timeout
+                                     : grading->deadline - sent;
+  auto done = [this, grading, item, ticket, sent](absl::StatusOr<GradeItemResponse> result) {
+    OnItemDone(grading, item, ticket, sent, std::move(result));
+  };
+  if (timeout <= absl::ZeroDuration()) {
+    done(absl::DeadlineExceededError("the submission's deadline passed before grading"));
+  } else {
+    grader_.GradeItem(request, timeout, std::move(done));
   }
 }
 
 void HealthBenchEnvironment::OnItemDone(const std::shared_ptr<Grading>& grading, size_t item,
                                         DispatchTicket ticket, absl::Time sent,
                                         absl::StatusOr<GradeItemResponse> result) {
-  bool finished = false;
+  dispatch_.Finish(ticket, ReplySignalOf(result));
+  bool failed_now = false;
   {
     absl::MutexLock lock(&mu_);
-    --in_flight_;
     grading->slowest_item = std::max(grading->slowest_item, clock_.Now() - sent);
-    if (options_.adaptive) limiter_.OnReply(ticket, ReplySignalOf(result));
     if (!result.ok() && metrics_ != nullptr) metrics_->JudgeFailure(result.status().code());
     if (grading->failure.ok()) {
       if (result.ok()) {
         grading->verdicts[item] = *std::move(result);
       } else {
-        // The grading fails whole: its items still queued are not sent.
         grading->failure = result.status();
-        const size_t before = queue_.size();
-        queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                                    [&](const QueuedItem& q) { return q.grading == grading; }),
-                     queue_.end());
-        grading->outstanding -= before - queue_.size();
+        failed_now = true;
       }
-    }
-    finished = --grading->outstanding == 0;
-    if (finished) gradings_.erase(grading->key);
-    if (in_flight_ == 0) idle_cv_.SignalAll();
-  }
-  if (finished) {
-    absl::StatusOr<SubmitResult> outcome =
-        grading->failure.ok() ? Finish(*grading) : absl::StatusOr<SubmitResult>(grading->failure);
-    if (outcome.ok()) {
-      cache_.Put(grading->key, *outcome);
-      if (metrics_ != nullptr) {
-        metrics_->Reward(outcome->reward);
-        // Over the submission that started the grading (the others joined it later).
-        metrics_->AddedLatency(clock_.Now() - grading->waiters.front().start -
-                               grading->slowest_item);
-      }
-    }
-    if (!outcome.ok() && outcome.status().code() != absl::StatusCode::kCancelled) {
-      LogFailure(*grading, outcome.status());
-    }
-    for (Grading::Waiter& waiter : grading->waiters) {
-      if (metrics_ != nullptr) {
-        metrics_->SubmitFinished(outcome.status().code(), false, clock_.Now() - waiter.start);
-      }
-      waiter.done(outcome);
     }
   }
-  Pump();
+  // The grading fails whole: its items still queued are not sent.
+  if (failed_now) dispatch_.Cancel(grading->id, "the grading already failed");
+  ItemEnded(grading, absl::OkStatus());
+  absl::MutexLock lock(&mu_);
+  if (--in_flight_ == 0) idle_cv_.SignalAll();
+}
+
+void HealthBenchEnvironment::ItemEnded(const std::shared_ptr<Grading>& grading,
+                                       const absl::Status& failure) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!failure.ok() && grading->failure.ok()) grading->failure = failure;
+    if (grading->outstanding > 0) --grading->outstanding;
+    if (grading->outstanding > 0) return;
+    gradings_.erase(grading->key);
+  }
+  Complete(*grading);
+}
+
+void HealthBenchEnvironment::Complete(Grading& grading) {
+  absl::StatusOr<SubmitResult> outcome =
+      grading.failure.ok() ? Finish(grading) : absl::StatusOr<SubmitResult>(grading.failure);
+  if (outcome.ok()) {
+    cache_.Put(grading.key, *outcome);
+    if (metrics_ != nullptr) {
+      metrics_->Reward(outcome->reward);
+      // Over the submission that started the grading (the others joined it later).
+      metrics_->AddedLatency(clock_.Now() - grading.waiters.front().start - grading.slowest_item);
+    }
+  }
+  if (!outcome.ok() && outcome.status().code() != absl::StatusCode::kCancelled) {
+    LogFailure(grading, outcome.status());
+  }
+  for (Grading::Waiter& waiter : grading.waiters) {
+    if (metrics_ != nullptr) {
+      metrics_->SubmitFinished(outcome.status().code(), false, clock_.Now() - waiter.start);
+    }
+    waiter.done(outcome);
+  }
 }
 
 void HealthBenchEnvironment::LogFailure(const Grading& grading, const absl::Status& status) {

@@ -6,15 +6,15 @@
 //
 // Retries are idempotent and cheap: results are cached by SubmissionKey (task, reply sha256,
 // grader fingerprint) in a bounded LRU, and identical submissions in flight at the same time
-// share one grading. Load is controlled globally: at most `max_upstream_in_flight` judge calls
-// at once across every submission, paced by the orchestrator's AdaptiveLimiter on the relayed
-// rate-limit signals, and a submission that would push the backlog past `max_pending`
-// gradings is refused with kResourceExhausted (with a retry delay) instead of queueing.
+// share one grading. Load is controlled globally: judge calls go through one PacedQueue
+// (common/flow), at most `max_upstream_in_flight` at once across every submission, paced by its
+// AdaptiveLimiter on the relayed rate-limit signals, and a submission that would push the backlog
+// past `max_pending` gradings is refused with kResourceExhausted (with a retry delay) instead of
+// queueing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +27,7 @@
 #include "common/base/clock.h"
 #include "common/base/rate_limited_log.h"
 #include "common/base/scheduler.h"
-#include "common/flow/adaptive_limiter.h"
+#include "common/flow/paced_queue.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/dataset.h"
 #include "environment/env_metrics.h"
@@ -126,21 +126,23 @@ class HealthBenchEnvironment final : public Environment {
     size_t index = 0;
   };
   struct Grading;
-  struct QueuedItem {
-    std::shared_ptr<Grading> grading;
-    size_t item = 0;
-  };
 
   absl::StatusOr<TaskLocation> Resolve(const TaskRef& ref) const;
   const Example& ExampleAt(TaskLocation at) const;
   TaskSummary SummaryOf(TaskLocation at) const;
-  // Starts every queued judge call the window and pacing allow; schedules itself when pacing
-  // holds the queue.
-  void Pump();
+  // The dispatch queue's item for rubric item `item` of `grading`: starts its judge call when
+  // admitted, ends the item when dropped.
+  PacedQueue::Work ItemWork(std::shared_ptr<Grading> grading, size_t item);
+  void StartItem(const std::shared_ptr<Grading>& grading, size_t item, DispatchTicket ticket);
   // `sent`: when the judge call started (for the slowest-call latency).
   void OnItemDone(const std::shared_ptr<Grading>& grading, size_t item, DispatchTicket ticket,
                   absl::Time sent,
                   absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  // One item of `grading` is over (`failure`: why it was not graded, OK otherwise); the last one
+  // answers the grading's waiters.
+  void ItemEnded(const std::shared_ptr<Grading>& grading, const absl::Status& failure);
+  // Answers the waiters of a grading whose items are all over (and caches a result).
+  void Complete(Grading& grading);
   // The rate-limited warning of a grading that failed with `status`.
   void LogFailure(const Grading& grading, const absl::Status& status);
   // Builds the result (or the failure) of a grading whose items have all come back.
@@ -150,19 +152,20 @@ class HealthBenchEnvironment final : public Environment {
   absl::flat_hash_map<std::string, TaskLocation> by_id_;
   GraderClient& grader_;
   Clock& clock_;
-  Scheduler& scheduler_;
   const HealthBenchEnvironmentOptions options_;
   EnvMetrics* const metrics_;
   ResultCache cache_;
   RateLimitedLog failure_log_;
+  // Every judge call goes through it, in submission order.
+  PacedQueue dispatch_;
 
   mutable absl::Mutex mu_;
-  AdaptiveLimiter limiter_ ABSL_GUARDED_BY(mu_);
   // Gradings in progress by SubmissionKey (for in-flight de-duplication).
   absl::flat_hash_map<std::string, std::shared_ptr<Grading>> gradings_ ABSL_GUARDED_BY(mu_);
-  std::deque<QueuedItem> queue_ ABSL_GUARDED_BY(mu_);
+  // Identifies a grading's items in the dispatch queue (PacedQueue::Group).
+  uint64_t next_grading_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Judge calls started whose callback has not returned.
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  Scheduler::TimerId pump_timer_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::CondVar idle_cv_;
 };

@@ -34,9 +34,11 @@ namespace {
 constexpr char kDescription[] = R"(hb-env: HealthBench as an environment.
 
 Loads HealthBench JSONL files as named splits (--split NAME=PATH, repeatable) and serves them
-over gRPC (healthbench.env.v1.Environment, plus grpc.health.v1 and reflection) and the Open
-Reward Standard HTTP API: list tasks, read a task's prompt, submit a reply and get its reward
-(the reference's per-task score) with per-item verdicts. Grading uses hb-grader's code,
+over gRPC (healthbench.env.v1.Environment, plus grpc.health.v1 and reflection) and HTTP (the
+Open Reward Standard API): list tasks, read a task's prompt, submit a reply and get its reward
+(the reference's per-task score) with per-item verdicts. The HTTP port also serves the RL
+trainers' reward routes: OpenRLHF POST /get_reward, slime POST /reward, NeMo-Gym POST
+/seed_session, /verify, /aggregate_metrics. Grading uses hb-grader's code,
 in-process (--grader embedded) or on hb-grader replicas, each asked at start what it grades
 with (GetInfo: replicas that disagree are refused). Results are cached by (task, reply, grader
 settings); identical submissions in flight share one grading.
@@ -78,6 +80,7 @@ struct Flags {
   int64_t max_reply_bytes = 1 << 20;
   hb::cli::LengthAdjustmentFlags length_adjustment;
   std::string reward = "raw";
+  std::vector<std::string> strip_suffixes;
   bool professional = false;
 };
 
@@ -103,6 +106,11 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
                "the reward: the raw score, or overall_score_length_adjusted (needs the length "
                "adjustment); every reply carries both (the adjusted one among the tag scores)");
   hb::cli::AddProfessionalFlag(command, &flags->professional);
+  command.Repeated("strip-suffix", &flags->strip_suffixes, "TOKEN",
+                   "end-of-turn token removed from the end of every reply the trainer routes "
+                   "(/get_reward, /reward, /verify) grade, repeatedly; repeat the flag for more. "
+                   "Default: <|im_end|> <|endoftext|> </s> <|eot_id|> <|end|>; giving the flag "
+                   "replaces the default, and --strip-suffix= (empty) alone strips nothing");
   command.Group("server");
   hb::cli::AddListenFlag(command, &flags->listen,
                          "gRPC listen address (port 0 picks one; stdout's first line is 'grpc "
@@ -150,6 +158,19 @@ absl::StatusOr<ScoringOptions> ResolveScoring(hb::cli::Command& command, Flags& 
         "--length-adjustment-penalty-per-500-chars (or --professional)");
   }
   return scoring;
+}
+
+// --strip-suffix: the default list unless given; empty values are dropped (so that
+// `--strip-suffix=` alone gives an empty list).
+hb::env::TrainerProtocolOptions TrainerOptions(const hb::cli::Command& command,
+                                               const Flags& flags) {
+  hb::env::TrainerProtocolOptions options;
+  if (!command.Given("strip-suffix")) return options;
+  options.strip_suffixes.clear();
+  for (const std::string& suffix : flags.strip_suffixes) {
+    if (!suffix.empty()) options.strip_suffixes.push_back(suffix);
+  }
+  return options;
 }
 
 absl::StatusOr<std::vector<hb::env::SplitSpec>> SplitSpecs(const std::vector<std::string>& values) {
@@ -297,6 +318,8 @@ int main(int argc, char** argv) {
   ors_options.listen = http_listen;
   ors_options.tokens = security->tokens;
   ors_options.allow_insecure = security->allow_insecure;
+  ors_options.trainer = TrainerOptions(program.root(), flags);
+  ors_options.metrics = &env_metrics;
   ors_options.http_limits = *http_limits;
   ors_options.max_body_bytes = http_limits->max_body_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =

@@ -18,6 +18,9 @@
 // kDeadlineExceeded when the deadline passed, so that it maps to a 5xx even when the
 // Environment said kFailedPrecondition. Never a reward.
 //
+// With `metrics`, every reward answered counts in TrainerReward and every sample that could not
+// be graded in TrainerJudgeFailure, by route ("get_reward", "reward", "verify").
+//
 // Thread-safe; `done` runs exactly once, inline for a request refused up front or answered
 // entirely from the cache, else on an Environment grading thread (it must not block).
 #pragma once
@@ -28,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "environment/env_metrics.h"
 #include "environment/environment.h"
 #include "environment/trainer_protocols.h"
 
@@ -38,8 +42,9 @@ class TrainerApi {
   // The answer body, or an error status whose message names the failing sample and task.
   using Done = absl::AnyInvocable<void(absl::StatusOr<std::string>)>;
 
-  // `env` is not owned and must outlive the api and every pending `done`.
-  TrainerApi(Environment& env, TrainerProtocolOptions options);
+  // `env` and `metrics` (optional) are not owned and must outlive the api and every pending
+  // `done`.
+  TrainerApi(Environment& env, TrainerProtocolOptions options, EnvMetrics* metrics = nullptr);
 
   void OpenRlhfGetReward(absl::string_view body, absl::Time deadline, Done done);
   void SlimeReward(absl::string_view body, absl::Time deadline, Done done);
@@ -50,6 +55,7 @@ class TrainerApi {
  private:
   Environment& env_;
   const TrainerProtocolOptions options_;
+  EnvMetrics* const metrics_;
 };
 
 }  // namespace hb::env

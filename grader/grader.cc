@@ -424,7 +424,7 @@ void Grader::GradePrepared(std::shared_ptr<const PreparedReply> reply, const Rub
   }
   std::string rubric_item = RenderRubricItem(item);
   std::string cache_key;
-  if (AnswerFromCache(*reply, rubric_item, &cache_key, done)) return;
+  if (AnswerFromCache(*reply, rubric_item, item.verbatim, &cache_key, done)) return;
   auto call =
       std::make_shared<Call>(*this, std::move(reply), std::move(rubric_item), std::move(cache_key),
                              std::move(request_id), deadline, std::move(cancel), std::move(done));
@@ -432,10 +432,10 @@ void Grader::GradePrepared(std::shared_ptr<const PreparedReply> reply, const Rub
 }
 
 bool Grader::AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item,
-                             std::string* key, ItemCallback& done) {
+                             bool verbatim, std::string* key, ItemCallback& done) {
   if (cache_ == nullptr) return false;
-  *key =
-      VerdictCacheKey(config_.settings, GraderTemplate::FillRubricItem(reply.prompt, rubric_item));
+  *key = VerdictCacheKey(config_.settings,
+                         GraderTemplate::FillRubricItem(reply.prompt, rubric_item), verbatim);
   std::optional<CachedVerdict> hit = cache_->Lookup(*key);
   if (!hit.has_value()) return false;
   absl::StatusOr<Verdict> verdict = ParseGraderReply(hit->raw_reply);

@@ -188,8 +188,8 @@ class Grader {
                                                     absl::string_view prompt_cache_key) const;
   // With a cache: the item's cache key, and true after answering `done` from the cache (on the
   // scheduler's thread). Without one: "" and false.
-  bool AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item, std::string* key,
-                       ItemCallback& done);
+  bool AnswerFromCache(const PreparedReply& reply, const std::string& rubric_item, bool verbatim,
+                       std::string* key, ItemCallback& done);
 
   LlmClient& llm_;
   Scheduler& scheduler_;

@@ -28,6 +28,7 @@ RubricItem RubricItemFromProto(const grader_v1::RubricItem& item) {
   out.points = item.points();
   out.points_text = item.points_text();
   out.tags.assign(item.tags().begin(), item.tags().end());
+  out.verbatim = item.verbatim();
   return out;
 }
 

@@ -7,8 +7,10 @@
 
 namespace hb {
 
-std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt) {
+std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt,
+                            bool verbatim) {
   std::string keyed = BuildGraderRequestBody(settings, grader_prompt);
+  if (verbatim) keyed = absl::StrCat("verbatim\n", keyed);
   if (!settings.headers.empty()) {
     absl::StrAppend(&keyed, "\nheaders:", HeadersIdentity(settings.headers));
   }

@@ -25,6 +25,7 @@ healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const Example& e
   rubric->set_points(item.points);
   rubric->set_points_text(item.points_text);
   for (const std::string& tag : item.tags) rubric->add_tags(tag);
+  rubric->set_verbatim(item.verbatim);
   if (send_prompt_cache_key) request.set_prompt_cache_key(example.prompt_id);
   request.set_request_id(request_id);
   return request;

@@ -11,7 +11,8 @@
 namespace hb {
 
 // The conversation is the response's system prompt (when it has one) followed by the task's
-// prompt turns; the reply is the response text; the rubric item keeps its exact points text;
+// prompt turns; the reply is the response text; the rubric item keeps its exact points text
+// and its verbatim flag (a meta-eval row's raw rubric);
 // prompt_cache_key is the prompt_id when `send_prompt_cache_key`, else empty (no key
 // upstream); request_id as given. `rubric_index` must index example.rubrics.
 healthbench::grader::v1::GradeItemRequest BuildGradeItemRequest(const Example& example,

@@ -255,7 +255,12 @@ absl::StatusOr<ChatResult> InterpretLlmResponse(const HttpResponse& response,
                                                 absl::string_view api_key, GraderApi api) {
   const int code = response.status_code;
   if (code < 200 || code >= 300) return HttpFailure(response, api_key);
-  rapidjson::Document doc;
+  // The reply's DOM lives in a buffer on this stack (a grader's reply is 1-2 KB of JSON; a larger
+  // one spills into 16 KB chunks), not in rapidjson's default 64 KB chunk, which was malloc'd
+  // and freed once per reply (and, above the fast bins, made malloc consolidate them).
+  char pool_buffer[8192];
+  rapidjson::MemoryPoolAllocator<> pool(pool_buffer, sizeof(pool_buffer), 16 * 1024);
+  rapidjson::Document doc(&pool);
   if (absl::Status parsed = ParseJson(response.body, doc); !parsed.ok()) {
     return Malformed(absl::StrCat("upstream reply is not valid JSON: ", parsed.message()));
   }

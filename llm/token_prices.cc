@@ -13,13 +13,15 @@ std::optional<TokenPrices> ListPricesForModel(absl::string_view model) {
     TokenPrices prices;
   };
   static constexpr Row kRows[] = {
-      {"gpt-4.1", {2.00, 0.50, 8.00}},       {"gpt-5.4", {2.50, 0.25, 15.00}},
+      {"gpt-4.1", {2.00, 0.50, 8.00}},       {"gpt-4.1-mini", {0.40, 0.10, 1.60}},
+      {"gpt-4.1-nano", {0.10, 0.025, 0.40}}, {"o3", {2.00, 0.50, 8.00}},
+      {"o4-mini", {1.10, 0.275, 4.40}},      {"gpt-5.4", {2.50, 0.25, 15.00}},
       {"gpt-5.4-mini", {0.75, 0.075, 4.50}}, {"gpt-5.4-nano", {0.20, 0.02, 1.25}},
       {"gpt-5.5", {5.00, 0.50, 30.00}},
   };
   for (const Row& row : kRows) {
     // The name itself or a dated snapshot of it ("gpt-5.4-2026-03-05"), never a sibling
-    // ("gpt-5.4-pro", "gpt-4.1-mini") whose prices differ.
+    // ("gpt-5.4-pro", "o3-pro") whose prices differ.
     if (model == row.name || absl::StartsWith(model, absl::StrCat(row.name, "-20"))) {
       return row.prices;
     }

@@ -47,7 +47,12 @@ eval_url="https://raw.githubusercontent.com/openai/simple-evals/$commit/healthbe
 data_base="https://openaipublic.blob.core.windows.net/simple-evals/healthbench"
 template_sha=2adffd51fd259554ebcd036ad1072d4aa2b7ce3aec2bbffe36271f911632ed3c
 
-# file name -> pinned sha256 ("" = record and print only).
+# file name -> pinned sha256 ("" = record and print only). The meta-eval file's URL is the
+# reference's INPUT_PATH (healthbench_meta_eval.py at $commit). Its pin could not be taken from
+# OpenAI's download here (no internet): it is the sha256 (and 136,224,466 bytes) that a Git LFS
+# pointer of the same file records (wang-zijie/generating_dynamic_rubric@42b2dac, see
+# ../shared/data/healthbench/SOURCES.md). A download that hashes otherwise stops with both
+# hashes printed.
 declare -A pinned=(
   [2025-05-07-06-14-12_oss_eval.jsonl]=e99dd3c6372c10d6fcc5e385c5fae69d0dd40392dae56836ef9493ae324ecd2f
   [2025-05-07-06-14-12_oss_meta_eval.jsonl]=6a343ed3fcb6f28353c2c6c157ae30ddf2db874c947b27ba474ad54da9c5dbac

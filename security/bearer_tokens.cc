@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -102,6 +103,36 @@ absl::Status CheckCallerToken(const BearerTokens& tokens, absl::string_view auth
   return absl::UnauthenticatedError(
       "missing credentials: send `authorization: Bearer <token>` (a token from the server's "
       "--auth-token-file)");
+}
+
+std::optional<std::string> BasicPasswordFromAuthorization(absl::string_view authorization) {
+  constexpr absl::string_view kScheme = "basic ";
+  if (authorization.size() <= kScheme.size() ||
+      !absl::EqualsIgnoreCase(authorization.substr(0, kScheme.size()), kScheme)) {
+    return std::nullopt;
+  }
+  std::string decoded;
+  if (!absl::Base64Unescape(absl::StripAsciiWhitespace(authorization.substr(kScheme.size())),
+                            &decoded)) {
+    return std::nullopt;
+  }
+  const size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return decoded.substr(colon + 1);
+}
+
+absl::Status CheckHttpCallerToken(const BearerTokens& tokens, absl::string_view authorization,
+                                  absl::string_view api_key) {
+  if (tokens.empty()) return absl::OkStatus();
+  if (std::optional<std::string> password = BasicPasswordFromAuthorization(authorization)) {
+    if (tokens.Accepts(*password)) return absl::OkStatus();
+    return absl::UnauthenticatedError("the Basic auth password is not accepted by this server");
+  }
+  absl::Status checked = CheckCallerToken(tokens, authorization, api_key);
+  if (checked.ok() || !absl::StartsWith(checked.message(), "missing credentials")) return checked;
+  return absl::UnauthenticatedError(absl::StrCat(
+      checked.message(),
+      ", or HTTP Basic auth with the token as password (a URL http://user:<token>@host:port/)"));
 }
 
 }  // namespace hb

@@ -66,4 +66,17 @@ std::optional<absl::string_view> BearerFromAuthorization(absl::string_view autho
 absl::Status CheckCallerToken(const BearerTokens& tokens, absl::string_view authorization,
                               absl::string_view api_key);
 
+// The password of an `Authorization: Basic base64(user:password)` value (scheme
+// case-insensitive), or std::nullopt for any other value or one that is not valid base64 with a
+// ':'. The user name is ignored.
+std::optional<std::string> BasicPasswordFromAuthorization(absl::string_view authorization);
+
+// CheckCallerToken for HTTP servers, which also accept HTTP Basic auth whose password is a
+// token: trainers whose HTTP client cannot set a header (OpenRLHF, slime and NeMo-Gym post with
+// aiohttp) send one when the URL carries it, http://user:TOKEN@host:port/. Same constant-time
+// check; a wrong password is kUnauthenticated "the Basic auth password is not accepted by this
+// server"; without credentials, the message also names the Basic form.
+absl::Status CheckHttpCallerToken(const BearerTokens& tokens, absl::string_view authorization,
+                                  absl::string_view api_key);
+
 }  // namespace hb

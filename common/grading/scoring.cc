@@ -134,20 +134,90 @@ double NumpyLinearPercentile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-uint64_t NumpyRandomState::RandInt(uint64_t high) {
-  const uint64_t rng = high - 1;  // the closed upper bound
-  if (rng == 0) return 0;         // no draw is consumed
-  if (rng == 0xFFFFFFFFULL) return NextUint32();
-  uint32_t mask = static_cast<uint32_t>(rng);
+namespace {
+
+// numpy's rejection mask: the smallest 2^k - 1 >= rng.
+uint32_t RejectionMask(uint32_t rng) {
+  uint32_t mask = rng;
   mask |= mask >> 1;
   mask |= mask >> 2;
   mask |= mask >> 4;
   mask |= mask >> 8;
   mask |= mask >> 16;
+  return mask;
+}
+
+}  // namespace
+
+NumpyRandomState::NumpyRandomState(uint32_t seed) {
+  // init_genrand.
+  state_[0] = seed;
+  for (uint32_t i = 1; i < kWords; ++i) {
+    state_[i] = 1812433253U * (state_[i - 1] ^ (state_[i - 1] >> 30)) + i;
+  }
+}
+
+void NumpyRandomState::Generate() {
+  // MT19937's twist (Matsumoto & Nishimura, genrand_int32), branch-free.
+  constexpr size_t kShift = 397;
+  constexpr uint32_t kUpper = 0x80000000U;
+  constexpr uint32_t kLower = 0x7fffffffU;
+  constexpr uint32_t kMatrix = 0x9908b0dfU;
+  uint32_t* mt = state_.data();
+  auto twist = [](uint32_t y, uint32_t far) {
+    return far ^ (y >> 1) ^ ((0U - (y & 1U)) & kMatrix);
+  };
+  size_t k = 0;
+  for (; k < kWords - kShift; ++k) {
+    mt[k] = twist((mt[k] & kUpper) | (mt[k + 1] & kLower), mt[k + kShift]);
+  }
+  for (; k < kWords - 1; ++k) {
+    mt[k] = twist((mt[k] & kUpper) | (mt[k + 1] & kLower), mt[k + kShift - kWords]);
+  }
+  mt[kWords - 1] = twist((mt[kWords - 1] & kUpper) | (mt[0] & kLower), mt[kShift - 1]);
+  for (size_t i = 0; i < kWords; ++i) {
+    uint32_t y = mt[i];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680U;
+    y ^= (y << 15) & 0xefc60000U;
+    y ^= y >> 18;
+    out_[i] = y;
+  }
+  next_ = 0;
+}
+
+uint64_t NumpyRandomState::RandInt(uint64_t high) {
+  const uint64_t rng = high - 1;  // the closed upper bound
+  if (rng == 0) return 0;         // no draw is consumed
+  if (rng == 0xFFFFFFFFULL) return NextUint32();
+  const uint32_t mask = RejectionMask(static_cast<uint32_t>(rng));
   uint32_t value;
   while ((value = (NextUint32() & mask)) > rng) {
   }
   return value;
+}
+
+void NumpyRandomState::RandInts(uint64_t high, uint32_t* out, size_t count) {
+  const uint64_t rng = high - 1;
+  if (rng == 0 || rng == 0xFFFFFFFFULL) {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<uint32_t>(RandInt(high));
+    return;
+  }
+  const uint32_t bound = static_cast<uint32_t>(rng);
+  const uint32_t mask = RejectionMask(bound);
+  size_t filled = 0;
+  while (filled < count) {
+    if (next_ == kWords) Generate();
+    size_t at = next_;
+    // Every output is written; only an accepted one advances `filled` (a rejected one is
+    // overwritten by the next), exactly as RandInt's loop consumes them.
+    while (filled < count && at < kWords) {
+      const uint32_t value = out_[at++] & mask;
+      out[filled] = value;
+      filled += value <= bound ? 1 : 0;
+    }
+    next_ = at;
+  }
 }
 
 double NumpyMean(const std::vector<double>& values) {
@@ -172,9 +242,11 @@ double BootstrapStd(const std::vector<double>& values, int samples, NumpyRandomS
   const size_t n = values.size();
   if (n == 0 || samples <= 0) return std::numeric_limits<double>::quiet_NaN();
   std::vector<double> resample(n);
+  std::vector<uint32_t> picks(n);
   std::vector<double> means(static_cast<size_t>(samples));
   for (double& mean : means) {
-    for (double& v : resample) v = values[rng.RandInt(n)];
+    rng.RandInts(n, picks.data(), n);
+    for (size_t i = 0; i < n; ++i) resample[i] = values[picks[i]];
     mean = clip ? ClippedMeanOf(resample.data(), n)
                 : NumpySum(resample.data(), n) / static_cast<double>(n);
   }
@@ -334,12 +406,13 @@ PairedDifference PairedBootstrap(const std::vector<double>& a, const std::vector
   NumpyRandomState rng(options.seed);
   std::vector<double> ra(n);
   std::vector<double> rb(n);
+  std::vector<uint32_t> picks(n);
   std::vector<double> diffs(static_cast<size_t>(options.bootstrap_samples));
   for (double& diff : diffs) {
+    rng.RandInts(n, picks.data(), n);
     for (size_t i = 0; i < n; ++i) {
-      const size_t k = rng.RandInt(n);
-      ra[i] = a[k];
-      rb[i] = b[k];
+      ra[i] = a[picks[i]];
+      rb[i] = b[picks[i]];
     }
     diff = ClippedMeanOf(rb.data(), n) - ClippedMeanOf(ra.data(), n);
   }

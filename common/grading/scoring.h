@@ -9,9 +9,10 @@
 // reference's `np.random.choice` calls would, so a seeded reference run gives the same digits.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -107,17 +108,32 @@ AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
 // `score:bootstrap_std` kept (SPEC §9 quirk). n_samples values are integral doubles.
 OrderedMetrics ReferenceMetricsMap(const AggregateResult& result);
 
-// numpy's legacy RandomState (MT19937 seeded by init_genrand, which is std::mt19937's own
-// seeding) and the pieces of numpy the bootstrap needs, bit for bit.
+// numpy's legacy RandomState (MT19937 seeded by init_genrand, as std::mt19937(seed) and numpy's
+// RandomState(seed)) and the pieces of numpy the bootstrap needs, bit for bit. The generator
+// makes a whole state (624 words) at a time and tempers it in one pass, both loops the compiler
+// vectorizes; outputs are handed out in order, so the sequence is MT19937's.
 class NumpyRandomState {
  public:
-  explicit NumpyRandomState(uint32_t seed) : engine_(seed) {}
-  uint32_t NextUint32() { return static_cast<uint32_t>(engine_()); }
+  explicit NumpyRandomState(uint32_t seed);
+  uint32_t NextUint32() {
+    if (next_ == kWords) Generate();
+    return out_[next_++];
+  }
   // randint(0, high) for 1 <= high <= 2^32, by masked rejection as numpy's legacy path.
   uint64_t RandInt(uint64_t high);
+  // `count` draws of RandInt(high) into `out`: the same values from the same outputs as
+  // `count` calls, without a branch per rejection (the bootstrap's inner loop).
+  void RandInts(uint64_t high, uint32_t* out, size_t count);
 
  private:
-  std::mt19937 engine_;
+  static constexpr size_t kWords = 624;
+  // The next state, tempered into out_.
+  void Generate();
+
+  std::array<uint32_t, kWords> state_{};
+  std::array<uint32_t, kWords> out_{};
+  // The next word of out_ to hand out; kWords: none left.
+  size_t next_ = kWords;
 };
 
 // numpy.mean / numpy.std (ddof 0) with numpy's pairwise summation, bit for bit.

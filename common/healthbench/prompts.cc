@@ -137,6 +137,7 @@ std::string PythonPointsText(double points, bool is_float) {
 }
 
 std::string RenderRubricItem(const RubricItem& item) {
+  if (item.verbatim) return item.criterion;
   const std::string points =
       item.points_text.empty()
           ? PythonPointsText(item.points, item.points != std::floor(item.points))
@@ -145,7 +146,17 @@ std::string RenderRubricItem(const RubricItem& item) {
 }
 
 std::string MetaEvalGraderPrompt(const GraderTemplate& tmpl, const MetaEvalRow& row) {
-  return tmpl.Fill(RenderGradedConversation(row.prompt, row.completion), row.rubric);
+  return tmpl.Fill(RenderGradedConversation(row.prompt, row.completion),
+                   RenderRubricItem(MetaEvalRubricItem(row)));
+}
+
+RubricItem MetaEvalRubricItem(const MetaEvalRow& row) {
+  RubricItem item;
+  item.criterion = row.rubric;
+  item.points = 1;
+  item.points_text = "1";
+  item.verbatim = true;
+  return item;
 }
 
 std::string TaskPromptText(const std::vector<Message>& prompt) {

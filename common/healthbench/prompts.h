@@ -80,6 +80,7 @@ std::string RenderGradedConversation(const std::vector<Message>& prompt, absl::s
 
 // "[<points_text>] <criterion>" (SPEC §4.3). Uses item.points_text, or, when it is empty,
 // PythonPointsText(points, /*is_float=*/points is not integral): "[-6] x", "[2.5] y".
+// A verbatim item (the meta-eval's raw rubric, SPEC §15) is its criterion as is.
 std::string RenderRubricItem(const RubricItem& item);
 
 // How Python prints a points value that came from JSON: an integral JSON integer prints as
@@ -89,9 +90,13 @@ std::string PythonPointsText(double points, bool is_float);
 
 // The grader prompt of one meta-eval row, as the reference's meta-eval renders it (SPEC §15):
 // the row's prompt plus {assistant: completion} rendered as RenderConversation, then the raw
-// `rubric` string as the rubric item (no "[points] " prefix, unlike RenderRubricItem).
+// `rubric` string as the rubric item (no "[points] " prefix: MetaEvalRubricItem is verbatim).
 //   tmpl.Fill(RenderGradedConversation(row.prompt, row.completion), row.rubric)
 std::string MetaEvalGraderPrompt(const GraderTemplate& tmpl, const MetaEvalRow& row);
+
+// The rubric item the grader is sent for a meta-eval row: criterion = row.rubric, verbatim, so
+// RenderRubricItem gives row.rubric unchanged (points 1, which the prompt never shows).
+RubricItem MetaEvalRubricItem(const MetaEvalRow& row);
 
 // The instruction line TaskPromptText puts before a rendered multi-turn prompt (a project
 // choice: the reference sends the message list itself, SPEC §3).

@@ -26,6 +26,9 @@ struct RubricItem {
   // prompt shows (SPEC §4.3), so a float 5.0 stays distinct from the integer 5.
   std::string points_text;
   std::vector<std::string> tags;
+  // The meta-eval's rendering (SPEC §15): `criterion` is the raw rubric text, put into the
+  // grader prompt as it stands, without the "[points] " prefix (RenderRubricItem).
+  bool verbatim = false;
 };
 
 // `ideal_completions_data` of a record (physician modes only; kept for completeness).

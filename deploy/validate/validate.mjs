@@ -362,6 +362,7 @@ export function checkHouseRules(report, objects, refs, label) {
   }
 
   checkGrader(report, objects, refs, label);
+  checkEnv(report, objects, refs, label);
   checkAuth(report, objects, refs, label);
   checkJobs(report, objects, refs, label);
   checkSimulator(report, objects, refs, label);
@@ -438,6 +439,50 @@ function checkGrader(report, objects, refs, label) {
       report.expect(grpcRules.every((r) => r.from.every((f) => f.podSelector || f.namespaceSelector?.matchLabels?.['healthbench.openai/grader-client'] === 'true')),
         `${id}: NetworkPolicy ${np.metadata.name}: gRPC is admitted from an undeclared source`);
     }
+  }
+}
+
+/**
+ * hb-env: its ClusterIP Service and NetworkPolicy expose the gRPC port (--listen) and the HTTP
+ * port (--http-listen: the ORS API and the trainers' reward routes) to declared clients only,
+ * and metrics to the monitoring namespace only.
+ */
+function checkEnv(report, objects, refs, label) {
+  for (const { obj, c } of containersOf(objects).filter((x) => x.image === 'hb-env')) {
+    const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
+    const { flags } = parseArgs(c.args);
+    const flag = (n) => expand(objects, c, flags.get(n)?.[0]);
+    const ports = { grpc: portOf(flag('listen') ?? '127.0.0.1:50061'), http: portOf(flag('http-listen') ?? '127.0.0.1:8080'),
+      metrics: portOf(flag('metrics-listen') ?? '127.0.0.1:9465') };
+    const container = (name) => (c.ports ?? []).find((p) => p.name === name)?.containerPort;
+    for (const [name, port] of Object.entries(ports)) {
+      report.expect(container(name) === port, `${id}: containerPort "${name}" (${container(name)}) != its flag's port ${port}`);
+    }
+    const labels = podLabelsOf(obj);
+    const svc = refs.find((s) => s.kind === 'Service' && s.spec?.clusterIP !== 'None' && matches(s.spec.selector, labels));
+    if (report.expect(svc, `${id}: no ClusterIP Service selects the hb-env pods`)) {
+      for (const name of ['grpc', 'http']) {
+        const p = (svc.spec.ports ?? []).find((x) => x.name === name);
+        report.expect(p && (p.targetPort === name || p.targetPort === ports[name]),
+          `${id}: Service ${svc.metadata.name} needs a port named ${name} targeting ${ports[name]}`);
+      }
+    }
+    const np = refs.find((n) => n.kind === 'NetworkPolicy' && matches(n.spec?.podSelector?.matchLabels, labels));
+    if (!report.expect(np, `${id}: no NetworkPolicy selects the hb-env pods`)) continue;
+    const rules = np.spec.ingress ?? [];
+    const admits = (port, name) => rules.filter((r) => (r.ports ?? []).some((p) => p.port === port || p.port === name));
+    const declared = (f) => f.podSelector?.matchLabels?.['healthbench.openai/env-client'] === 'true' ||
+      f.namespaceSelector?.matchLabels?.['healthbench.openai/env-client'] === 'true';
+    report.expect(rules.every((r) => (r.from ?? []).length > 0),
+      `${id}: NetworkPolicy ${np.metadata.name} has a rule without "from" (admits everyone)`);
+    for (const name of ['grpc', 'http']) {
+      const admitted = admits(ports[name], name);
+      report.expect(admitted.length, `${id}: NetworkPolicy ${np.metadata.name} admits nothing to the ${name} port ${ports[name]}`);
+      report.expect(admitted.every((r) => (r.from ?? []).every(declared)),
+        `${id}: NetworkPolicy ${np.metadata.name}: the ${name} port is admitted from an undeclared source (label healthbench.openai/env-client)`);
+    }
+    report.expect(admits(ports.metrics, 'metrics').every((r) => (r.from ?? []).every((f) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'monitoring')),
+      `${id}: NetworkPolicy ${np.metadata.name}: metrics must be admitted from the monitoring namespace only`);
   }
 }
 
@@ -808,6 +853,7 @@ function selftest(models, rendered) {
   const gc = (objs) => grader(objs).spec.template.spec.containers[0];
   const gradeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-grade-'));
   const mergeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-merge-'));
+  const netpol = (objs, name) => objs.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === name);
   const setArg = (c, name, value) => {
     c.args = c.args.map((a) => (a.startsWith(`--${name}=`) ? `--${name}=${value}` : a));
   };
@@ -832,8 +878,12 @@ function selftest(models, rendered) {
     ['prod', 'key file outside the Secret', (o) => { setArg(gc(o), 'llm-api-key-file', '/etc/key'); }, 'is not a file of a mounted Secret'],
     ['prod', 'replicas vs HPA', (o) => { grader(o).spec.replicas = 3; }, 'fights the autoscaler'],
     ['prod', 'service not headless', (o) => { delete o.find((x) => x.kind === 'Service' && x.metadata.name === 'hb-grader-headless').spec.clusterIP; }, 'no headless Service'],
-    ['prod', 'netpol open', (o) => { o.find((x) => x.kind === 'NetworkPolicy').spec.ingress[0].from.push({ namespaceSelector: {} }); }, 'undeclared source'],
-    ['prod', 'netpol metrics from anywhere', (o) => { o.find((x) => x.kind === 'NetworkPolicy').spec.ingress[1].from = [{ podSelector: {} }]; }, 'monitoring namespace only'],
+    ['prod', 'netpol open', (o) => { netpol(o, 'hb-grader').spec.ingress[0].from.push({ namespaceSelector: {} }); }, 'undeclared source'],
+    ['prod', 'netpol metrics from anywhere', (o) => { netpol(o, 'hb-grader').spec.ingress[1].from = [{ podSelector: {} }]; }, 'monitoring namespace only'],
+    ['prod', 'env netpol without http', (o) => { netpol(o, 'hb-env').spec.ingress[0].ports.pop(); }, 'admits nothing to the http port 8080'],
+    ['prod', 'env netpol open', (o) => { netpol(o, 'hb-env').spec.ingress[0].from.push({ podSelector: {} }); }, 'the http port is admitted from an undeclared source'],
+    ['prod', 'env http moved', (o) => { setArg(o.find((x) => x.kind === 'Deployment' && x.metadata.name === 'hb-env').spec.template.spec.containers[0], 'http-listen', '0.0.0.0:9090'); }, 'containerPort "http" (8080) != its flag\'s port 9090'],
+    ['prod', 'env service without http', (o) => { const s = o.find((x) => x.kind === 'Service' && x.metadata.name === 'hb-env'); s.spec.ports = s.spec.ports.filter((p) => p.name !== 'http'); }, 'needs a port named http'],
     ['prod', 'pdb selects nothing', (o) => { o.find((x) => x.kind === 'PodDisruptionBudget').spec.selector.matchLabels = { app: 'x' }; }, 'selector matches no pod template'],
     ['grade-example', 'exit 2 retried', (o) => { gradeJob(o).spec.podFailurePolicy.rules.shift(); }, 'exit code 2'],
     ['grade-example', 'exit 4 counted', (o) => { gradeJob(o).spec.podFailurePolicy.rules.splice(1, 1); }, 'exit code 4'],

@@ -33,6 +33,7 @@
 #include "environment/ors/ors_api.h"
 #include "environment/ors/ors_session_manager.h"
 #include "environment/ors/ors_wire.h"
+#include "environment/trainer_api.h"
 #include "security/transport_security.h"
 
 namespace hb::env {
@@ -69,6 +70,55 @@ struct Inbox {
   std::string inline_call ABSL_GUARDED_BY(mu);
   std::optional<absl::StatusOr<SubmitResult>> inline_result ABSL_GUARDED_BY(mu);
 };
+
+// Runs `task` on the loop thread (through `inbox`); false (task dropped) once shut down.
+bool PostTask(Inbox& inbox, absl::AnyInvocable<void()> task) {
+  absl::MutexLock lock(&inbox.mu);
+  if (inbox.wake == nullptr) return false;
+  inbox.tasks.push_back(std::move(task));
+  event_active(inbox.wake, 0, 0);
+  return true;
+}
+
+// The trainer routes (TrainerApi), matched on the path without NeMo-Gym's /ng-rollout/<id>
+// prefix; the path without its '/' labels their metrics.
+enum class TrainerRoute {
+  kGetReward,
+  kReward,
+  kSeedSession,
+  kVerify,
+  kAggregateMetrics,
+  kReverifyMode
+};
+struct TrainerRouteInfo {
+  absl::string_view path;
+  TrainerRoute route;
+  bool post;
+  bool nemo_gym;
+};
+constexpr TrainerRouteInfo kTrainerRoutes[] = {
+    {"/get_reward", TrainerRoute::kGetReward, true, false},
+    {"/reward", TrainerRoute::kReward, true, false},
+    {"/seed_session", TrainerRoute::kSeedSession, true, true},
+    {"/verify", TrainerRoute::kVerify, true, true},
+    {"/aggregate_metrics", TrainerRoute::kAggregateMetrics, true, true},
+    {"/reverify_mode", TrainerRoute::kReverifyMode, false, true},
+};
+
+// The trainer route `path` names, or null. NeMo-Gym (with observability on) prefixes a
+// resources server's paths with /ng-rollout/<rollout id>; its own middleware strips it.
+const TrainerRouteInfo* FindTrainerRoute(absl::string_view path) {
+  const bool prefixed = absl::ConsumePrefix(&path, "/ng-rollout/");
+  if (prefixed) {
+    const size_t slash = path.find('/');
+    if (slash == 0 || slash == absl::string_view::npos) return nullptr;
+    path.remove_prefix(slash);
+  }
+  for (const TrainerRouteInfo& info : kTrainerRoutes) {
+    if (info.path == path && (info.nemo_gym || !prefixed)) return &info;
+  }
+  return nullptr;
+}
 
 // The request's X-Session-ID: kInvalidArgument when missing or not a well-formed id.
 absl::StatusOr<std::string> SessionHeader(evhttp_request* req) {
@@ -150,6 +200,7 @@ class OrsHttpServer::Impl {
       : env_(env),
         options_(std::move(options)),
         api_(env, options_.env_name),
+        trainer_(env, options_.trainer, options_.metrics),
         sessions_(clock, {options_.session_idle_timeout, options_.call_linger,
                           options_.max_sessions, options_.max_finished_calls}) {}
 
@@ -185,6 +236,10 @@ class OrsHttpServer::Impl {
   static void OnStreamClosed(evhttp_connection* conn, void* arg);
 
   void Route(evhttp_request* req, absl::string_view path, absl::string_view body);
+  void RouteTrainer(evhttp_request* req, const TrainerRouteInfo& info, absl::string_view body);
+  // Answers trainer request `id` (if its connection is still served) with `answer`.
+  void AnswerTrainer(uint64_t id, const absl::StatusOr<std::string>& answer);
+  void CountTrainerRequest(const TrainerRouteInfo& info, int http_code, absl::Duration latency);
   void RouteEnv(evhttp_request* req, absl::string_view route, absl::string_view body);
   void Create(evhttp_request* req, const std::string& sid, absl::string_view body);
   void Call(evhttp_request* req, const std::string& sid, const std::string& task_id,
@@ -199,6 +254,7 @@ class OrsHttpServer::Impl {
   Environment& env_;
   const OrsServerOptions options_;
   OrsApi api_;
+  TrainerApi trainer_;
   OrsSessionManager sessions_;
   std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
   event_base* base_ = nullptr;
@@ -212,6 +268,14 @@ class OrsHttpServer::Impl {
   // Every open stream, and the open streams of each running call.
   absl::flat_hash_set<Stream*> streams_;
   absl::flat_hash_map<std::string, absl::flat_hash_set<Stream*>> waiters_;
+  // Trainer requests waiting for their grading, by id: the request, its route and start.
+  struct TrainerRequest {
+    evhttp_request* req;
+    const TrainerRouteInfo* info;
+    absl::Time start;
+  };
+  absl::flat_hash_map<uint64_t, TrainerRequest> trainer_requests_;
+  uint64_t next_trainer_request_ = 0;
 };
 
 absl::Status OrsHttpServer::Impl::Listen() {
@@ -263,11 +327,7 @@ absl::Status OrsHttpServer::Impl::Listen() {
 }
 
 bool OrsHttpServer::Impl::Post(absl::AnyInvocable<void()> task) {
-  absl::MutexLock lock(&inbox_->mu);
-  if (inbox_->wake == nullptr) return false;
-  inbox_->tasks.push_back(std::move(task));
-  event_active(inbox_->wake, 0, 0);
-  return true;
+  return PostTask(*inbox_, std::move(task));
 }
 
 void OrsHttpServer::Impl::Shutdown() {
@@ -278,7 +338,9 @@ void OrsHttpServer::Impl::Shutdown() {
   // loopexit, not loopbreak: a break requested before the loop starts would be forgotten.
   if (base_ != nullptr) event_base_loopexit(base_, nullptr);
   if (loop.joinable()) loop.join();
-  // The loop is stopped: everything below runs on this thread alone.
+  // The loop is stopped: everything below runs on this thread alone. Trainer requests are
+  // freed with their connections; a task already queued for one must find it gone.
+  trainer_requests_.clear();
   if (http_ != nullptr) evhttp_free(http_);  // closes connections; OnStreamClosed frees streams
   http_ = nullptr;
   // Runs the finalizers of the freed connections' bufferevents (BoundedEvhttp's filters).
@@ -354,9 +416,13 @@ void OrsHttpServer::Impl::OnRequest(evhttp_request* req, void* arg) {
     evkeyvalq* headers = evhttp_request_get_input_headers(req);
     const char* authorization = evhttp_find_header(headers, "Authorization");
     const char* api_key = evhttp_find_header(headers, "X-API-Key");
-    absl::Status auth = CheckCallerToken(self->options_.tokens, authorization ? authorization : "",
-                                         api_key ? api_key : "");
-    if (!auth.ok()) return SendStatus(req, auth);
+    absl::Status auth = CheckHttpCallerToken(
+        self->options_.tokens, authorization ? authorization : "", api_key ? api_key : "");
+    if (!auth.ok()) {
+      const TrainerRouteInfo* trainer = FindTrainerRoute(route);
+      if (trainer != nullptr) self->CountTrainerRequest(*trainer, 401, absl::ZeroDuration());
+      return SendStatus(req, auth);
+    }
   }
   const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
   self->Route(req, route, absl::string_view(data, size));
@@ -396,9 +462,63 @@ void OrsHttpServer::Impl::Route(evhttp_request* req, absl::string_view path,
       return SendError(req, 404, "Active environment not found");
     }
     SendJson(req, absl::StrCat("{\"sid\":", JsonQuote(*sid), "}"));
+  } else if (const TrainerRouteInfo* trainer = FindTrainerRoute(path)) {
+    if ((evhttp_request_get_command(req) == EVHTTP_REQ_POST) != trainer->post ||
+        (!trainer->post && !get)) {
+      return SendError(req, 405, "Method Not Allowed");
+    }
+    RouteTrainer(req, *trainer, body);
   } else {
     RouteEnv(req, path, body);
   }
+}
+
+void OrsHttpServer::Impl::RouteTrainer(evhttp_request* req, const TrainerRouteInfo& info,
+                                       absl::string_view body) {
+  const uint64_t id = next_trainer_request_++;
+  trainer_requests_[id] = TrainerRequest{req, &info, absl::Now()};
+  switch (info.route) {
+    case TrainerRoute::kSeedSession:
+      return AnswerTrainer(id, TrainerApi::NemoGymSeedSession());
+    case TrainerRoute::kReverifyMode:
+      // Grading depends on the task and the reply only: a rollout can be verified again.
+      return AnswerTrainer(id, std::string("\"stateless\""));
+    case TrainerRoute::kAggregateMetrics:
+      return AnswerTrainer(id, NemoGymAggregateMetrics(body));
+    default:
+      break;
+  }
+  // The answer comes on a grading thread, or inline (refused up front, or cached): either
+  // way it is sent from the loop, after this handler has returned.
+  TrainerApi::Done done = [inbox = inbox_, this, id](absl::StatusOr<std::string> answer) {
+    PostTask(*inbox, [this, id, answer = std::move(answer)] { AnswerTrainer(id, answer); });
+  };
+  if (info.route == TrainerRoute::kGetReward) {
+    trainer_.OpenRlhfGetReward(body, absl::InfiniteFuture(), std::move(done));
+  } else if (info.route == TrainerRoute::kReward) {
+    trainer_.SlimeReward(body, absl::InfiniteFuture(), std::move(done));
+  } else {
+    trainer_.NemoGymVerify(body, absl::InfiniteFuture(), std::move(done));
+  }
+}
+
+void OrsHttpServer::Impl::AnswerTrainer(uint64_t id, const absl::StatusOr<std::string>& answer) {
+  auto it = trainer_requests_.find(id);
+  if (it == trainer_requests_.end()) return;
+  const TrainerRequest request = it->second;
+  trainer_requests_.erase(it);
+  CountTrainerRequest(*request.info, answer.ok() ? 200 : HttpStatusOf(answer.status().code()),
+                      absl::Now() - request.start);
+  // A request whose client went away was detached by libevent; sending frees it.
+  SendResult(request.req, answer);
+}
+
+void OrsHttpServer::Impl::CountTrainerRequest(const TrainerRouteInfo& info, int http_code,
+                                              absl::Duration latency) {
+  if (options_.metrics == nullptr) return;
+  absl::string_view route = info.path;
+  absl::ConsumePrefix(&route, "/");
+  options_.metrics->TrainerRequest(route, http_code, latency);
 }
 
 void OrsHttpServer::Impl::RouteEnv(evhttp_request* req, absl::string_view path,

@@ -20,6 +20,20 @@
 //   GET  /{env}/task_tools       X-Session-ID; as /{env}/tools
 //   POST /{env}/call             X-Session-ID; {"name", "input", "task_id"?}; SSE (below)
 //   POST /delete, /delete_session X-Session-ID; {"sid"}
+// Trainer routes (TrainerApi, environment/trainer_api.h; shapes in trainer_protocols.h):
+//   POST /get_reward             OpenRLHF's remote reward ({"query", "prompts", "labels"})
+//   POST /reward                 slime's remote reward ({"prompt", "response", "label"})
+//   POST /seed_session           NeMo-Gym resources server: {}
+//   POST /verify                 NeMo-Gym: the row echoed + "reward" (judge failure: HTTP 200
+//                                with "_ng_failure_class": "judge_failed")
+//   POST /aggregate_metrics      NeMo-Gym: {"group_level_metrics", "agent_metrics", ...}
+//   GET  /reverify_mode          NeMo-Gym: "stateless"
+// NeMo-Gym's paths are also served under its /ng-rollout/<rollout id> prefix. Errors map
+// through HttpStatusOf: a bad request 400, an unknown task 404, a full backlog 429 with
+// Retry-After, a reply that could not be graded 503 (504 past its deadline), each as
+// {"detail": "..."} naming the sample and task. The tokens are checked as on every route,
+// also as the password of HTTP Basic auth (CheckHttpCallerToken), which the trainers' aiohttp
+// clients send from a URL's userinfo.
 // Session errors: no X-Session-ID -> 400 "X-Session-ID header is required"; unknown, deleted
 // or reaped session -> 404 "Active environment not found"; /create twice -> 400 "Session
 // already exists". Unknown path -> 404 "Not Found"; wrong method -> 405 "Method Not Allowed".
@@ -58,7 +72,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "environment/env_metrics.h"
 #include "environment/environment.h"
+#include "environment/trainer_protocols.h"
 #include "http/bounded_evhttp.h"
 #include "security/bearer_tokens.h"
 
@@ -91,8 +107,13 @@ struct OrsServerOptions {
   // ping_interval.
   absl::Duration io_timeout = absl::Seconds(60);
   // Accepted bearer tokens (`Authorization: Bearer <token>` or `X-API-Key: <token>`, as the ORS
-  // client sends ORS_API_KEY); every route but /health answers 401 without one. Empty: open.
+  // client sends ORS_API_KEY, or `Authorization: Basic` with the token as password); every
+  // route but /health answers 401 without one. Empty: open.
   BearerTokens tokens;
+  // The trainer routes' options (hb-env's --strip-suffix).
+  TrainerProtocolOptions trainer;
+  // Per trainer route metrics (optional; not owned, must outlive the server).
+  EnvMetrics* metrics = nullptr;
   // Serve a non-loopback address without tokens (see security/transport_security.h).
   bool allow_insecure = false;
 };

@@ -4,12 +4,17 @@ hb-env: the conversation and the task id only (the rubric stays with hb-env).
 
   make_dataset.py --input data/healthbench/2025-05-07-06-14-12_oss_eval.jsonl \
       --format verl --out healthbench_verl.jsonl      # or .parquet (needs pandas + pyarrow)
-  make_dataset.py --input ... --format trl --out healthbench_trl.jsonl
+  make_dataset.py --input ... --format trl --out healthbench_trl.jsonl   # also OpenRLHF, slime
+  make_dataset.py --input ... --format nemo_gym --out healthbench_nemo_gym.jsonl
 
 verl row: {"data_source": "healthbench", "prompt": [messages], "ability": "medical",
            "reward_model": {"style": "rule", "ground_truth": <prompt_id>},
            "extra_info": {"index": i, "prompt_id": <prompt_id>, "tags": [example_tags]}}
-TRL row:  {"prompt": [messages], "prompt_id": <prompt_id>}
+TRL row:  {"prompt": [messages], "prompt_id": <prompt_id>}  (OpenRLHF and slime read it too:
+          input key "prompt" with the chat template applied, label key "prompt_id")
+NeMo-Gym row: {"prompt_id": <prompt_id>, "agent_ref": {"type": "responses_api_agents",
+               "name": "healthbench_simple_agent"},
+               "responses_create_params": {"input": [messages, each with "type": "message"]}}
 """
 import argparse
 import json
@@ -30,6 +35,12 @@ def rows(path, fmt):
                          "{role, content}) and 'prompt_id': %s" % (path, number, e))
             if fmt == "trl":
                 yield {"prompt": messages, "prompt_id": prompt_id}
+            elif fmt == "nemo_gym":
+                yield {"prompt_id": prompt_id,
+                       "agent_ref": {"type": "responses_api_agents",
+                                     "name": "healthbench_simple_agent"},
+                       "responses_create_params": {
+                           "input": [dict(m, type="message") for m in messages]}}
             else:
                 yield {"data_source": "healthbench", "prompt": messages, "ability": "medical",
                        "reward_model": {"style": "rule", "ground_truth": prompt_id},
@@ -40,7 +51,7 @@ def rows(path, fmt):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, help="a HealthBench JSONL file")
-    parser.add_argument("--format", required=True, choices=["verl", "trl"])
+    parser.add_argument("--format", required=True, choices=["verl", "trl", "nemo_gym"])
     parser.add_argument("--out", required=True, help="output .jsonl (or .parquet)")
     args = parser.parse_args()
     out = list(rows(args.input, args.format))

@@ -10,11 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/base/file.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/summary_file.h"
 #include "orchestrator/report/checkpoint_report.h"
+#include "orchestrator/report/meta_eval_report.h"
 
 namespace hb {
 namespace {
@@ -129,10 +131,82 @@ absl::StatusOr<size_t> BaselineIndex(const std::vector<CheckpointSummary>& summa
       "--baseline '", baseline, "' is none of the checkpoints: ", absl::StrJoin(names, ", ")));
 }
 
+bool IsMetaEvalFolder(const std::string& dir) {
+  std::error_code error;
+  return std::filesystem::exists(dir + "/meta_eval.json", error);
+}
+
+// Whether two judges graded the same rows: the same count and the same physicians' agreement
+// (which depends on the rows only).
+bool SameRows(const JudgeReport& a, const JudgeReport& b) {
+  if (a.view.rows != b.view.rows) return false;
+  const auto& p = a.view.physicians;
+  const auto& q = b.view.physicians;
+  if (p.has_value() != q.has_value()) return false;
+  return !p.has_value() || (p->mean == q->mean && p->min == q->min && p->max == q->max &&
+                            p->physicians == q->physicians);
+}
+
+// A `meta-eval` output folder as a judge: its meta_eval.json and its graded rows' summary.json.
+absl::StatusOr<JudgeReport> LoadJudge(const std::string& dir) {
+  JudgeReport judge;
+  judge.dir = AbsolutePath(dir);
+  judge.name = std::filesystem::path(judge.dir).filename().string();
+  HB_ASSIGN_OR_RETURN(judge.view, ReadMetaEvalView(judge.dir + "/meta_eval.json"));
+  HB_RETURN_IF_ERROR(ReadJudgeSummary(
+      absl::StrCat(judge.dir, "/", kMetaEvalCheckpointFolder, "/summary.json"), judge));
+  return judge;
+}
+
+// Judges side by side (every folder a meta-eval folder): DIR/judges.html and the text.
+absl::StatusOr<std::string> CompareJudges(const CompareOptions& options) {
+  std::vector<JudgeReport> judges;
+  for (const std::string& dir : options.dirs) {
+    if (!IsMetaEvalFolder(dir)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", dir, "' is not a meta-eval folder (no meta_eval.json) but ", options.dirs.front(),
+          " is: compare meta-eval folders with meta-eval folders only"));
+    }
+    HB_ASSIGN_OR_RETURN(JudgeReport judge, LoadJudge(dir));
+    for (const JudgeReport& other : judges) {
+      if (other.name == judge.name) {
+        return absl::InvalidArgumentError(absl::StrCat("judge name '", judge.name,
+                                                       "' used twice: ", other.dir, " and ",
+                                                       judge.dir, " (rename one folder)"));
+      }
+      if (other.dataset_sha256 != judge.dataset_sha256) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "judge '", judge.name, "' graded another meta-eval file (sha256 ", judge.dataset_sha256,
+            ", ", judge.dataset_path, ") than '", other.name, "' (sha256 ", other.dataset_sha256,
+            ", ", other.dataset_path, "): only judges of the same rows can be compared"));
+      }
+    }
+    if (!judges.empty() && !SameRows(judges.front(), judge)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "judge '", judge.name, "' graded another selection of rows (", judge.view.rows,
+          " rows) than '", judges.front().name, "' (", judges.front().view.rows,
+          " rows): run both with the same --examples (the physicians' range depends on the "
+          "rows)"));
+    }
+    judges.push_back(std::move(judge));
+  }
+  if (judges.size() < 2) {
+    return absl::InvalidArgumentError("compare needs at least two meta-eval folders");
+  }
+  HB_RETURN_IF_ERROR(MakeDirs(options.out));
+  HB_RETURN_IF_ERROR(
+      WriteFileAtomically(options.out + "/judges.html", RenderJudgeComparisonHtml(judges)));
+  return absl::StrCat(JudgeComparisonText(judges), "\ncompare: wrote ", options.out,
+                      "/judges.html");
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
   HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
+  if (!options.dirs.empty() && IsMetaEvalFolder(options.dirs.front())) {
+    return CompareJudges(options);
+  }
   std::vector<CheckpointSummary> summaries;
   for (const std::string& dir : options.dirs) {
     HB_ASSIGN_OR_RETURN(std::vector<CheckpointSummary> found, ExpandFolder(dir));

@@ -21,6 +21,7 @@
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/policy_flags.h"
+#include "orchestrator/run/meta_eval_command.h"
 #include "orchestrator/run/policy_checkpoints.h"
 
 namespace hb {
@@ -33,8 +34,8 @@ usage: hb-orchestrator <command> [flags] [args]
 
 constexpr char kFooter[] =
     "Exit status: 0 on success, 2 on bad usage or bad input (one line on stderr), 3 when "
-    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` documents its own exit "
-    "codes.";
+    "`merge` leaves a report INCOMPLETE (a shard or rows missing); `run` and `meta-eval` document "
+    "their own exit codes.";
 
 constexpr char kRunDescription[] =
     R"(grade a checkpoint through hb-grader replicas.
@@ -57,6 +58,31 @@ constexpr char kRunFooter[] = R"(exit codes:
      resolve or an --out that cannot be written (these before any request), a --policy that
      answers with grader verdicts (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
+  1  internal error)";
+
+constexpr char kMetaEvalDescription[] =
+    R"(grade the meta-eval: the judge's verdicts against physicians' labels.
+
+usage: hb-orchestrator meta-eval --dataset FILE --out DIR [--examples N] [grader flags]
+
+The reference's meta-eval (simple-evals healthbench_meta_eval.py): every row {prompt,
+completion, rubric, category, binary_labels, anonymized_physician_ids} of FILE is graded by the
+grader (the rubric text as it stands in the file goes into the template), through the same
+grader stack as `run` (embedded or remote, online or batch, verdict cache), journaled in
+DIR/journal.sqlite (the same command again grades only what is left). Writes DIR/meta_eval.json
+(score = pairwise_model_f1_balanced, the reference's metrics, the physicians' agreement, the
+failed rows), DIR/meta_eval.html (the judge's balanced F1 per category against the physicians'
+spread) and DIR/meta-eval/ (every verdict: report.html, verdicts.jsonl, failures.jsonl,
+summary.json with the cost). A row without a boolean criteria_met within its attempts is
+reported as failed (meta_eval.json and stderr), never used as a label.)";
+
+constexpr char kMetaEvalFooter[] = R"(exit codes:
+  0  every row graded
+  3  some rows failed after their attempts (listed; left out of the metrics); run again to
+     retry exactly those
+  2  bad usage or bad input (flags, the meta-eval file with its line, a journal from another
+     grader or file, no API key for a remote endpoint)
+  4  interrupted by SIGTERM/SIGINT: meta_eval.json written over the rows graded so far
   1  internal error)";
 
 constexpr char kSampleDescription[] =
@@ -116,7 +142,12 @@ paths, and paired-bootstrap differences to the baseline over the tasks both grad
 checkpoints keep the order given; all must be graded on the same dataset with the same
 template and grader settings.
 
-usage: hb-orchestrator compare --out DIR [--baseline NAME] RUN_DIR|CHECKPOINT_DIR ...)";
+Meta-eval folders (`meta-eval --out` folders, holding meta_eval.json) are compared as judges
+instead: each judge's balanced F1 per category, where it falls in the physicians' range and its
+cost per 1,000 judgements, in DIR/judges.html (and on stdout): is this judge good enough?
+
+usage: hb-orchestrator compare --out DIR [--baseline NAME] RUN_DIR|CHECKPOINT_DIR ...
+       hb-orchestrator compare --out DIR META_EVAL_DIR META_EVAL_DIR ...)";
 
 constexpr char kExamplesHelp[] =
     "the reference's random.Random(0).sample selection of N tasks (-1: every task, in file "
@@ -184,6 +215,7 @@ class OrchestratorCommandLine {
     AddScore();
     AddMerge();
     AddCompare();
+    AddMetaEval();
   }
 
   cli::Program& program() { return program_; }
@@ -266,6 +298,21 @@ class OrchestratorCommandLine {
       sources.push_back(PolicySource{policy.name, std::move(one)});
     }
     return sources;
+  }
+
+  absl::StatusOr<MetaEvalCommandOptions> MetaEvalOptionsFromFlags() {
+    MetaEvalCommandOptions options = meta_eval_;
+    std::string error;
+    if (!ParseProgressMode(meta_eval_progress_, &options.run.progress, &error)) {
+      return absl::InvalidArgumentError(error);
+    }
+    HB_ASSIGN_OR_RETURN(options.run.grader_options, cli::ResolveGraderFlags(meta_eval_grader_));
+    cli::DefaultPricesForModel(*meta_eval_command_, options.run.grader_options.settings.model,
+                               &options.run.prices);
+    HB_RETURN_IF_ERROR(
+        cli::CheckVerdictCacheIsEmbedded(options.run.grader, options.run.grader_options));
+    HB_RETURN_IF_ERROR(ValidateMetaEvalOptions(options));
+    return options;
   }
 
   absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
@@ -353,19 +400,43 @@ class OrchestratorCommandLine {
            "start a new journal; an existing one is moved aside to "
            "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
            "dataset/template/grader/responses is an error (exit 2)");
+    AddGraderGroup(c, &o, &run_.grader);
+    c.Group("scoring");
+    cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
+    cli::AddProfessionalFlag(c, &run_.professional);
+    AddDispatchFlags(c, &o);
+    c.Flag("shard-index", &o.shard_index, "N",
+           "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
+    c.Flag("shard-count", &o.shard_count, "N",
+           "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
+           "with `hb-orchestrator merge`");
+    c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    AddBatchFlags(c, &o);
+    c.Group("policy (for --policy)");
+    cli::AddPolicySamplingFlags(c, &run_.policy);
+    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
+           "policy requests outstanding at most, per --policy checkpoint");
+    AddProgressFlags(c, &o, &run_.progress);
+  }
+
+  // --grader, --simulated-verdicts, the grader flags and the gRPC client's security (run and
+  // meta-eval).
+  static void AddGraderGroup(cli::Command& c, RunOptions* o, cli::GraderFlags* grader) {
     c.Group("grader");
-    c.Flag("grader", &o.grader, "embedded|TARGET",
+    c.Flag("grader", &o->grader, "embedded|TARGET",
            "'embedded' grades in this process (no gRPC hop), configured by the grader "
            "flags below (as hb-grader); else a gRPC target, e.g. dns:///grader-headless:50051 "
            "or ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin). The template sha256 and the "
            "model settings are recorded in the journal and reports");
-    c.Bool("simulated-verdicts", &o.simulated_verdicts,
+    c.Bool("simulated-verdicts", &o->simulated_verdicts,
            "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
-    cli::AddGraderFlags(c, &run_.grader);
-    cli::AddGraderClientSecurityFlags(c, &o.grader_security);
-    c.Group("scoring");
-    cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
-    cli::AddProfessionalFlag(c, &run_.professional);
+    cli::AddGraderFlags(c, grader);
+    cli::AddGraderClientSecurityFlags(c, &o->grader_security);
+  }
+
+  // The dispatch flags of a grading job (run and meta-eval).
+  static void AddDispatchFlags(cli::Command& c, RunOptions* o_ptr) {
+    RunOptions& o = *o_ptr;
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
@@ -379,24 +450,40 @@ class OrchestratorCommandLine {
     c.Flag("stop-after-same-failures", &o.stop_after_same_failures, "N",
            "stop dispatching once N finished rows in a row failed with the same code (rows "
            "not sent stay for the next run; exit 3); 0 never stops");
-    c.Flag("shard-index", &o.shard_index, "N",
-           "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
-    c.Flag("shard-count", &o.shard_count, "N",
-           "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
-           "with `hb-orchestrator merge`");
     c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
            "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
-    c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
-    AddBatchFlags(c, &o);
-    c.Group("policy (for --policy)");
-    cli::AddPolicySamplingFlags(c, &run_.policy);
-    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
-           "policy requests outstanding at most, per --policy checkpoint");
+  }
+
+  // --progress, --progress-interval and the prices of the cost line (run and meta-eval).
+  static void AddProgressFlags(cli::Command& c, RunOptions* o, std::string* progress) {
     c.Group("progress");
-    c.Flag("progress", &run_.progress, "auto|tty|log|off",
+    c.Flag("progress", progress, "auto|tty|log|off",
            "live line on a terminal, log lines otherwise");
-    c.Flag("progress-interval", &o.progress_interval, "DURATION", "between log lines");
-    cli::AddPriceFlags(c, &o.prices);
+    c.Flag("progress-interval", &o->progress_interval, "DURATION", "between log lines");
+    cli::AddPriceFlags(c, &o->prices);
+  }
+
+  void AddMetaEval() {
+    cli::Command& c = program_.AddSubcommand("meta-eval", kMetaEvalDescription, kMetaEvalFooter);
+    meta_eval_command_ = &c;
+    RunOptions& o = meta_eval_.run;
+    c.Group("inputs and outputs");
+    c.Flag("dataset", &o.dataset, "FILE",
+           "the meta-eval JSONL (plain or gzip): 2025-05-07-06-14-12_oss_meta_eval.jsonl "
+           "(scripts/fetch_data.sh) or a file of the same shape");
+    c.Flag("out", &o.out, "DIR", "output folder (created)");
+    c.Flag("examples", &o.examples, "N",
+           "the reference's random.Random(0).sample selection of N rows (-1: every row, in "
+           "file order)");
+    c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
+    c.Bool("force-new", &o.force_new,
+           "start a new journal; an existing one is moved aside to "
+           "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
+           "file/template/grader is an error (exit 2)");
+    AddGraderGroup(c, &o, &meta_eval_grader_);
+    AddDispatchFlags(c, &o);
+    AddBatchFlags(c, &o);
+    AddProgressFlags(c, &o, &meta_eval_progress_);
   }
 
   static void AddBatchFlags(cli::Command& c, RunOptions* o) {
@@ -433,8 +520,9 @@ class OrchestratorCommandLine {
     c.Group("dispatch");
     c.Flag("max-in-flight", &o.max_in_flight, "N", "policy requests outstanding at most");
     c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
-           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]) and hold "
-           "dispatch for a 429's Retry-After; false keeps --max-in-flight outstanding");
+           "halve the in-flight window on 429s (AIMD within [1, --max-in-flight]), hold "
+           "dispatch for a Retry-After and pace it from the policy's x-ratelimit-* headers; "
+           "false keeps --max-in-flight outstanding");
     c.Flag("progress-interval", &o.progress_interval, "DURATION",
            "between progress lines on stderr");
   }
@@ -576,6 +664,10 @@ class OrchestratorCommandLine {
   MergeOptions merge_;
   CompareOptions compare_;
   std::vector<std::string> merge_responses_;
+  cli::Command* meta_eval_command_ = nullptr;
+  MetaEvalCommandOptions meta_eval_;
+  cli::GraderFlags meta_eval_grader_;
+  std::string meta_eval_progress_ = "auto";
 };
 
 }  // namespace
@@ -593,6 +685,14 @@ absl::StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   return command_line.RunOptionsFromFlags();
 }
 
+absl::StatusOr<MetaEvalCommandOptions> ParseMetaEvalArgs(const std::vector<std::string>& args) {
+  OrchestratorCommandLine command_line;
+  std::vector<std::string> all = {"meta-eval"};
+  all.insert(all.end(), args.begin(), args.end());
+  HB_RETURN_IF_ERROR(command_line.program().Parse(all).status());
+  return command_line.MetaEvalOptionsFromFlags();
+}
+
 int OrchestratorMain(int argc, char** argv) {
   OrchestratorCommandLine command_line;
   cli::Program& program = command_line.program();
@@ -605,6 +705,12 @@ int OrchestratorMain(int argc, char** argv) {
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
     return RunWithOptions(*options);
+  }
+  if (command == "meta-eval") {
+    InitLogging("info");
+    absl::StatusOr<MetaEvalCommandOptions> options = command_line.MetaEvalOptionsFromFlags();
+    if (!options.ok()) return program.UsageError(command, options.status());
+    return RunMetaEval(*options);
   }
   if (command == "sample") {
     InitLogging("info");

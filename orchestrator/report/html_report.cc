@@ -18,23 +18,6 @@
 namespace hb {
 namespace {
 
-constexpr char kStyle[] = R"css(
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:72em;
-color:#1d1d1f;line-height:1.4;padding:0 1em}
-h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:.25em .6em;
-text-align:left;vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;
-font-variant-numeric:tabular-nums}
-.banner{padding:.7em 1em;margin:.6em 0;font-weight:bold;border-radius:4px;color:#fff}
-.simulated{background:#b3261e}.incomplete{background:#b26a00}
-.score{font-size:1.3em}.muted{color:#666}
-.task{border:1px solid #ddd;border-radius:4px;padding:.6em 1em;margin:1em 0}
-.msg{white-space:pre-wrap;margin:.3em 0;padding:.4em .6em;border-left:3px solid #999;
-background:#fafafa;overflow-wrap:anywhere}.msg.reply{border-left-color:#1a73e8}
-.role{font-weight:bold}.met{color:#137333;font-weight:bold}.unmet{color:#b3261e;font-weight:bold}
-.rubric{white-space:pre-wrap;margin:.5em 0;overflow-wrap:anywhere}.error{color:#b3261e}
-)css";
-
 std::string FormatScore(std::optional<double> score) {
   if (!score.has_value() || std::isnan(*score)) return "n/a";
   return absl::StrFormat("%.3f", *score);
@@ -137,8 +120,9 @@ void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
         row.criteria_met.has_value()
             ? absl::StrCat("Explanation: ", HtmlEscape(row.explanation))
             : (!row.failure.empty() ? absl::StrCat("Failure: ", HtmlEscape(row.failure)) : "");
-    absl::StrAppend(&out, "<div class=\"rubric\">", verdict, " [", HtmlEscape(row.points_text),
-                    "] ", HtmlEscape(row.criterion));
+    absl::StrAppend(&out, "<div class=\"rubric\">", verdict, " ");
+    if (!row.points_text.empty()) absl::StrAppend(&out, "[", HtmlEscape(row.points_text), "] ");
+    absl::StrAppend(&out, HtmlEscape(row.criterion));
     if (!explanation.empty()) absl::StrAppend(&out, "\n\t", explanation);
     absl::StrAppend(&out, "</div>\n");
   }
@@ -196,6 +180,23 @@ void AppendTaskIndex(std::string& out, const std::vector<HtmlTask>& tasks) {
 
 }  // namespace
 
+const char kReportStyle[] = R"css(
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:72em;
+color:#1d1d1f;line-height:1.4;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:.25em .6em;
+text-align:left;vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;
+font-variant-numeric:tabular-nums}
+.banner{padding:.7em 1em;margin:.6em 0;font-weight:bold;border-radius:4px;color:#fff}
+.simulated{background:#b3261e}.incomplete{background:#b26a00}
+.score{font-size:1.3em}.muted{color:#666}
+.task{border:1px solid #ddd;border-radius:4px;padding:.6em 1em;margin:1em 0}
+.msg{white-space:pre-wrap;margin:.3em 0;padding:.4em .6em;border-left:3px solid #999;
+background:#fafafa;overflow-wrap:anywhere}.msg.reply{border-left-color:#1a73e8}
+.role{font-weight:bold}.met{color:#137333;font-weight:bold}.unmet{color:#b3261e;font-weight:bold}
+.rubric{white-space:pre-wrap;margin:.5em 0;overflow-wrap:anywhere}.error{color:#b3261e}
+)css";
+
 std::string HtmlEscape(absl::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -249,7 +250,7 @@ std::string HtmlReportHead(const HtmlReport& report) {
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>HealthBench report: ",
-                  HtmlEscape(report.checkpoint), "</title>\n<style>", kStyle,
+                  HtmlEscape(report.checkpoint), "</title>\n<style>", kReportStyle,
                   "</style>\n</head>\n<body>\n<h1>HealthBench report: ",
                   HtmlEscape(report.checkpoint), "</h1>\n");
   AppendBanners(out, report);
@@ -325,8 +326,8 @@ std::string HtmlTaskPageHead(const HtmlReport& report, size_t page) {
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>",
-                  title, "</title>\n<style>", kStyle, "</style>\n</head>\n<body>\n<h1>", title,
-                  "</h1>\n");
+                  title, "</title>\n<style>", kReportStyle, "</style>\n</head>\n<body>\n<h1>",
+                  title, "</h1>\n");
   AppendBanners(out, report);
   AppendPageNav(out, page, TaskPageCount(report.tasks.size()));
   return out;
@@ -436,7 +437,7 @@ void AppendComparisonHead(std::string& out, const HtmlComparison& page) {
   absl::StrAppend(&out,
                   "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>HealthBench comparison</title>\n<style>",
-                  kStyle, "</style>\n</head>\n<body>\n<h1>HealthBench comparison</h1>\n");
+                  kReportStyle, "</style>\n</head>\n<body>\n<h1>HealthBench comparison</h1>\n");
   std::vector<std::string> simulated, incomplete;
   for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
     if (c.simulated) simulated.push_back(HtmlEscape(c.checkpoint));

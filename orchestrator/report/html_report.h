@@ -21,10 +21,15 @@ namespace hb {
 // Escapes & < > " ' as character references.
 std::string HtmlEscape(absl::string_view text);
 
+// The stylesheet every report page inlines (report.html, comparison.html, the meta-eval pages).
+extern const char kReportStyle[];
+
 // One rubric row as the report shows it.
 struct HtmlRubricRow {
   std::string criterion;
-  std::string points_text;  // "[<points_text>]" as in the grader prompt
+  // "[<points_text>]" as in the grader prompt; empty for a verbatim item (a meta-eval row's
+  // raw rubric), shown as the grader saw it.
+  std::string points_text;
   std::vector<std::string> tags;
   std::optional<bool> criteria_met;  // nullopt: no verdict
   std::string explanation;

@@ -189,9 +189,11 @@ HtmlTask BuildHtmlTask(const TaskState& task) {
     const RubricItem& item = example.rubrics[i];
     HtmlRubricRow row;
     row.criterion = item.criterion;
-    row.points_text = item.points_text.empty()
-                          ? PythonPointsText(item.points, item.points != std::floor(item.points))
-                          : item.points_text;
+    if (!item.verbatim) {  // a verbatim item (meta-eval) is shown as the grader saw it
+      row.points_text = item.points_text.empty()
+                            ? PythonPointsText(item.points, item.points != std::floor(item.points))
+                            : item.points_text;
+    }
     row.tags = item.tags;
     if (task.verdicts[i] != nullptr) {
       row.criteria_met = task.verdicts[i]->criteria_met;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -124,6 +125,78 @@ std::string IntervalBarsSvg(const std::vector<IntervalBar>& bars) {
   }
   absl::StrAppend(&out, UnitAxisX(x0, x1, kTop + kRow * static_cast<double>(bars.size()) + 4),
                   "</svg>\n");
+  return out;
+}
+
+std::string JudgeRangeSvg(const std::vector<RangeRow>& rows,
+                          const std::vector<std::string>& judge_names) {
+  constexpr int kWidth = 900, kLabel = 420, kRight = 40, kRow = 22, kTop = 6;
+  const int legend = 18 * static_cast<int>(judge_names.size() + 1);
+  const int height = kTop + kRow * static_cast<int>(rows.size()) + 24 + legend;
+  const double x0 = kLabel, x1 = kWidth - kRight;
+  auto at = [&](double v) { return x0 + (x1 - x0) * std::clamp(v, 0.0, 1.0); };
+  auto said_value = [](const std::optional<double>& v) {
+    return v.has_value() ? absl::StrFormat("%.3f", *v) : std::string("n/a");
+  };
+  std::vector<std::string> said;
+  for (const RangeRow& r : rows) {
+    std::vector<std::string> judges;
+    for (size_t j = 0; j < r.judges.size() && j < judge_names.size(); ++j) {
+      judges.push_back(absl::StrCat(judge_names[j], " ", said_value(r.judges[j])));
+    }
+    said.push_back(absl::StrCat(r.label, ": physicians ", said_value(r.low), "..",
+                                said_value(r.high), " (mean ", said_value(r.mean), "), ",
+                                absl::StrJoin(judges, ", ")));
+  }
+  std::string out = SvgOpen(
+      kWidth, height,
+      absl::StrCat("Each judge against the physicians' range: ", absl::StrJoin(said, "; ")),
+      absl::StrCat("data-rows=\"", rows.size(), "\" data-judges=\"", judge_names.size(), "\""));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RangeRow& r = rows[i];
+    const double y = kTop + kRow * static_cast<double>(i);
+    absl::StrAppend(&out, "<text x=\"", kLabel - 6, "\" y=\"", Num(y + 14),
+                    "\" font-size=\"12\" text-anchor=\"end\">", HtmlEscape(r.label), "</text>\n");
+    if (r.low.has_value() && r.high.has_value()) {
+      absl::StrAppend(&out, "<rect class=\"physicians\" data-low=\"",
+                      absl::StrFormat("%.4f", *r.low), "\" data-high=\"",
+                      absl::StrFormat("%.4f", *r.high), "\" x=\"", Num(at(*r.low)), "\" y=\"",
+                      Num(y + 4), "\" width=\"", Num(std::max(2.0, at(*r.high) - at(*r.low))),
+                      "\" height=\"", kRow - 8, "\" fill=\"#d5d8dc\"/>\n");
+    }
+    if (r.mean.has_value()) {
+      absl::StrAppend(&out, "<line class=\"physician-mean\" x1=\"", Num(at(*r.mean)), "\" y1=\"",
+                      Num(y + 2), "\" x2=\"", Num(at(*r.mean)), "\" y2=\"", Num(y + kRow - 2),
+                      "\" stroke=\"#1d1d1f\" stroke-width=\"2\"/>\n");
+    }
+    // Judges are staggered vertically, so equal values stay visible side by side.
+    const double center = (static_cast<double>(r.judges.size()) - 1) / 2;
+    const double spread = r.judges.size() > 1 ? 6.0 / static_cast<double>(r.judges.size() - 1) : 0;
+    for (size_t j = 0; j < r.judges.size(); ++j) {
+      if (!r.judges[j].has_value()) continue;
+      absl::StrAppend(&out, "<circle class=\"judge\" data-judge=\"", j, "\" data-value=\"",
+                      absl::StrFormat("%.4f", *r.judges[j]), "\" cx=\"", Num(at(*r.judges[j])),
+                      "\" cy=\"", Num(y + kRow / 2.0 + spread * (static_cast<double>(j) - center)),
+                      "\" r=\"5\" fill=\"", kPalette[j % std::size(kPalette)],
+                      "\" stroke=\"#fff\"/>\n");
+    }
+  }
+  double y = kTop + kRow * static_cast<double>(rows.size()) + 4;
+  absl::StrAppend(&out, UnitAxisX(x0, x1, y));
+  y += 30;
+  absl::StrAppend(&out, "<rect x=\"", Num(x0), "\" y=\"", Num(y - 9),
+                  "\" width=\"24\" height=\"10\"", " fill=\"#d5d8dc\"/><line x1=\"", Num(x0 + 12),
+                  "\" y1=\"", Num(y - 11), "\" x2=\"", Num(x0 + 12), "\" y2=\"", Num(y + 3),
+                  "\" stroke=\"#1d1d1f\" stroke-width=\"2\"/><text x=\"", Num(x0 + 32), "\" y=\"",
+                  Num(y), "\" font-size=\"11\">physicians: min..max, tick at the mean</text>\n");
+  for (size_t j = 0; j < judge_names.size(); ++j) {
+    y += 18;
+    absl::StrAppend(&out, "<circle cx=\"", Num(x0 + 12), "\" cy=\"", Num(y - 4),
+                    "\" r=\"5\" fill=\"", kPalette[j % std::size(kPalette)], "\"/><text x=\"",
+                    Num(x0 + 32), "\" y=\"", Num(y), "\" font-size=\"11\">",
+                    HtmlEscape(judge_names[j]), "</text>\n");
+  }
+  absl::StrAppend(&out, "</svg>\n");
   return out;
 }
 

@@ -42,6 +42,21 @@ struct CheckpointSeries {
 std::string CheckpointLinesSvg(const std::vector<std::string>& checkpoints,
                                const std::vector<CheckpointSeries>& series);
 
+// One category of a meta-eval page: the physicians' spread of a metric (min..max, mean) and
+// each judge's value of it (nullopt: not defined there, e.g. the category never had a negative
+// label).
+struct RangeRow {
+  std::string label;
+  std::optional<double> low, high, mean;
+  std::vector<std::optional<double>> judges;
+};
+
+// Rows on a [0, 1] axis: a grey band from low to high with a tick at the mean (the physicians),
+// and one coloured dot per judge (judge i in palette colour i, named by `judge_names[i]` in the
+// legend). Each judge dot carries data-judge and data-value; each band data-low/data-high.
+std::string JudgeRangeSvg(const std::vector<RangeRow>& rows,
+                          const std::vector<std::string>& judge_names);
+
 // mean ± 1.96 × bootstrap std, clipped to [0, 1]: the 95% interval the pages draw.
 IntervalBar IntervalFromBootstrap(std::string label, double mean, double bootstrap_std,
                                   std::string note = "");

@@ -1,6 +1,7 @@
 #include "orchestrator/run/dispatcher.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,21 +22,28 @@ RetryPolicy RowRetryPolicy(const DispatcherOptions& options) {
   return policy;
 }
 
+namespace {
+
+PacedQueueOptions QueueOptions(const DispatcherOptions& options) {
+  PacedQueueOptions queue;
+  queue.max_in_flight = std::max(1, options.max_in_flight);
+  queue.adaptive = options.adaptive_concurrency;
+  queue.limiter = options.limiter;
+  queue.start_paused = true;  // Run starts it
+  queue.clock = options.clock;
+  return queue;
+}
+
+}  // namespace
+
 Dispatcher::Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options)
     : client_(client),
       store_(store),
       options_(std::move(options)),
       owned_scheduler_(options_.scheduler == nullptr ? std::make_unique<ThreadScheduler>()
                                                      : nullptr),
-      scheduler_(options_.scheduler != nullptr ? options_.scheduler : owned_scheduler_.get()) {
-  if (options_.adaptive_concurrency) {
-    AdaptiveLimiterOptions limiter = options_.limiter;
-    limiter.max_window = std::max(1, options_.max_in_flight);
-    limiter.clock = options_.clock;
-    absl::MutexLock lock(&mu_);
-    limiter_ = std::make_unique<AdaptiveLimiter>(limiter);
-  }
-}
+      scheduler_(options_.scheduler != nullptr ? options_.scheduler : owned_scheduler_.get()),
+      queue_(*scheduler_, QueueOptions(options_)) {}
 
 void Dispatcher::RequestStop() {
   absl::MutexLock lock(&mu_);
@@ -87,20 +95,16 @@ DispatchStats Dispatcher::StatsLocked() const {
   stats.ok_rows = ok_rows_;
   stats.failed_rows = failed_rows_;
   stats.in_flight = in_flight_;
-  stats.waiting_retry = static_cast<int64_t>(retries_.size() + ready_retries_.size());
+  stats.waiting_retry = static_cast<int64_t>(retries_.size()) + queued_retries_;
   stats.retries = retry_count_;
   stats.prompt_tokens = prompt_tokens_;
   stats.cached_tokens = cached_tokens_;
   stats.from_cache_rows = from_cache_rows_;
   stats.completion_tokens = completion_tokens_;
   stats.rate_limited_replies = rate_limited_replies_;
-  if (limiter_ != nullptr) {
-    const LimiterSnapshot limiter = limiter_->Snapshot();
-    stats.window = limiter.window;
-    stats.paced_rate = limiter.paced_rate;
-  } else {
-    stats.window = std::max(1, options_.max_in_flight);
-  }
+  const PacedQueueStats queue = queue_.Stats();
+  stats.window = queue.window;
+  stats.paced_rate = queue.paced_rate;
   stats.elapsed = options_.clock->Now() - started_;
   stats.stopping = stop_requested_;
   stats.gave_up = gave_up_;
@@ -109,12 +113,22 @@ DispatchStats Dispatcher::StatsLocked() const {
 
 void Dispatcher::AddRows(std::vector<PlannedRow> rows) {
   if (rows.empty()) return;
-  absl::MutexLock lock(&mu_);
-  rows_.insert(rows_.end(), std::make_move_iterator(rows.begin()),
-               std::make_move_iterator(rows.end()));
-  state_.resize(rows_.size());
-  changed_ = true;
-  cv_.SignalAll();
+  absl::MutexLock add_lock(&add_mu_);
+  size_t first;
+  {
+    absl::MutexLock lock(&mu_);
+    first = rows_.size();
+    rows_.insert(rows_.end(), std::make_move_iterator(rows.begin()),
+                 std::make_move_iterator(rows.end()));
+    state_.resize(rows_.size());
+    queued_ += static_cast<int64_t>(rows_.size() - first);
+    changed_ = true;
+    cv_.SignalAll();
+  }
+  std::vector<PacedQueue::Work> works;
+  works.reserve(rows.size());
+  for (size_t row = first; row < first + rows.size(); ++row) works.push_back(RowWork(row));
+  queue_.PushAll(std::move(works));
 }
 
 void Dispatcher::CloseInput() {
@@ -130,8 +144,9 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
   return Run();
 }
 
+bool Dispatcher::StoppingLocked() const { return stop_requested_ || !status_.ok() || gave_up_; }
+
 DispatchStats Dispatcher::Run() {
-  const int max_in_flight = std::max(1, options_.max_in_flight);
   absl::Time next_progress;
   bool cancelled = false;
   {
@@ -139,8 +154,10 @@ DispatchStats Dispatcher::Run() {
     started_ = options_.clock->Now();
     next_progress = started_ + options_.progress_interval;
   }
+  queue_.Start();
   while (true) {
-    std::vector<std::pair<size_t, GradeItemRequest>> to_start;
+    std::vector<size_t> due_retries;
+    bool close_queue = false;
     bool cancel_now = false;
     bool report_progress = false;
     bool idle = false;
@@ -148,41 +165,27 @@ DispatchStats Dispatcher::Run() {
     {
       absl::MutexLock lock(&mu_);
       const absl::Time now = options_.clock->Now();
-      const bool stopping = stop_requested_ || !status_.ok() || gave_up_;
+      const bool stopping = StoppingLocked();
       if (stopping && drain_deadline_ == absl::InfiniteFuture()) {
         drain_deadline_ = now + options_.drain_timeout;  // a journal error, or gave up
       }
+      if (stopping && !queue_closed_) {
+        queue_closed_ = true;  // rows not sent stay unrecorded
+        close_queue = true;
+      }
       if (!stopping) {
         while (!retries_.empty() && retries_.top().due <= now) {
-          ready_retries_.push_back(retries_.top().row);
+          due_retries.push_back(retries_.top().row);
           retries_.pop();
         }
-        if (limiter_ != nullptr) {
-          limiter_->SetDemand(static_cast<int64_t>(rows_.size() - next_row_ + retries_.size() +
-                                                   ready_retries_.size()));
-        }
-        while ((!ready_retries_.empty() || next_row_ < rows_.size()) &&
-               in_flight_ < (limiter_ != nullptr ? limiter_->Window() : max_in_flight) &&
-               (limiter_ == nullptr || limiter_->NextDispatchTime() <= now)) {
-          size_t row;
-          if (!ready_retries_.empty()) {
-            row = ready_retries_.front();
-            ready_retries_.pop_front();
-            ++retry_count_;
-          } else {
-            row = next_row_++;
-          }
-          const int attempt = ++state_[row].attempts;
-          ++in_flight_;
-          if (limiter_ != nullptr) state_[row].ticket = limiter_->OnDispatch();
-          to_start.emplace_back(
-              row, BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key));
-        }
+        queued_ += static_cast<int64_t>(due_retries.size());
+        queued_retries_ += static_cast<int64_t>(due_retries.size());
+        queue_.SetPendingDemand(static_cast<int64_t>(retries_.size()));
       }
-      if (to_start.empty()) {
-        const bool all_recorded = input_closed_ && next_row_ >= rows_.size() && retries_.empty() &&
-                                  ready_retries_.empty();
-        if (in_flight_ == 0 && awaiting_commit_ == 0 && (stopping || all_recorded)) {
+      if (due_retries.empty() && !close_queue) {
+        const bool all_recorded = input_closed_ && queued_ == 0 && retries_.empty();
+        if (in_flight_ == 0 && awaiting_commit_ == 0 && finishing_ == 0 &&
+            (stopping || all_recorded)) {
           snapshot = StatsLocked();
           break;
         }
@@ -198,12 +201,6 @@ DispatchStats Dispatcher::Run() {
         if (!cancel_now && !report_progress) {
           absl::Time wake = next_progress;
           if (!stopping && !retries_.empty()) wake = std::min(wake, retries_.top().due);
-          if (!stopping && limiter_ != nullptr &&
-              (!ready_retries_.empty() || next_row_ < rows_.size())) {
-            // Rows are waiting for the pacing (a reply wakes us sooner for the window).
-            const absl::Time next_dispatch = limiter_->NextDispatchTime();
-            if (next_dispatch > now) wake = std::min(wake, next_dispatch);
-          }
           if (stopping && !cancelled && in_flight_ > 0) wake = std::min(wake, drain_deadline_);
           ArmWakeupLocked(wake, now);
           idle = !changed_;
@@ -211,6 +208,13 @@ DispatchStats Dispatcher::Run() {
           changed_ = false;
         }
       }
+    }
+    if (close_queue) queue_.Close("the run is stopping");
+    // Due retries go ahead of the rows not sent yet, in the order they became due.
+    if (!due_retries.empty()) {
+      std::vector<PacedQueue::Work> works;
+      for (size_t row : due_retries) works.push_back(RowWork(row));
+      queue_.PushAll(std::move(works), PacedQueue::Lane::kFront);
     }
     if (idle) {
       if (options_.on_idle) options_.on_idle(snapshot);
@@ -220,14 +224,9 @@ DispatchStats Dispatcher::Run() {
     }
     if (cancel_now) client_->CancelAll();
     if (report_progress && options_.on_progress) options_.on_progress(snapshot);
-    // Calls start outside the lock: a client may answer inline.
-    for (auto& [row, request] : to_start) {
-      client_->GradeItem(request, options_.row_timeout,
-                         [this, row = row](absl::StatusOr<GradeItemResponse> result) {
-                           OnReply(row, std::move(result));
-                         });
-    }
   }
+  // No row is being started on another thread once this returns.
+  queue_.Close("the run ended");
   {
     absl::MutexLock lock(&mu_);
     DisarmWakeupLocked();
@@ -239,23 +238,67 @@ DispatchStats Dispatcher::Run() {
   return final_stats;
 }
 
-void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
+PacedQueue::Work Dispatcher::RowWork(size_t row) {
+  return [this, row](absl::StatusOr<DispatchTicket> ticket) {
+    if (ticket.ok()) return StartRow(row, *ticket);
+    absl::MutexLock lock(&mu_);  // dropped: the run stopped or ended before it was sent
+    --queued_;
+    if (state_[row].attempts > 0) --queued_retries_;
+    changed_ = true;
+    cv_.SignalAll();
+  };
+}
+
+void Dispatcher::StartRow(size_t row, DispatchTicket ticket) {
+  std::optional<GradeItemRequest> request;
+  {
+    absl::MutexLock lock(&mu_);
+    --queued_;
+    const bool retry = state_[row].attempts > 0;
+    if (retry) --queued_retries_;
+    changed_ = true;
+    cv_.SignalAll();
+    if (!StoppingLocked()) {
+      if (retry) ++retry_count_;
+      const int attempt = ++state_[row].attempts;
+      ++in_flight_;
+      request = BuildGradeItemRequest(rows_[row], attempt, options_.send_prompt_cache_key);
+    }
+  }
+  if (!request.has_value()) {
+    // Stopping: nothing more is sent (Run closes the queue too; this spares the rows queued
+    // behind this one a pass through the queue).
+    queue_.Finish(ticket, ReplySignal{});
+    queue_.Close("the run is stopping");
+    return;
+  }
+  // Outside the lock: a client may answer inline.
+  client_->GradeItem(*request, options_.row_timeout,
+                     [this, row, ticket](absl::StatusOr<GradeItemResponse> result) {
+                       OnReply(row, ticket, std::move(result));
+                     });
+}
+
+void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
+                         absl::StatusOr<GradeItemResponse> result) {
+  const ReplySignal signal = ReplySignalOf(result);
   RowRecord record;
+  bool record_it = false;
   {
     absl::MutexLock lock(&mu_);
     --in_flight_;
+    ++finishing_;
     changed_ = true;
     cv_.SignalAll();
     const PlannedRow& planned = rows_[row];
     const int attempts = state_[row].attempts;
-    const ReplySignal signal = ReplySignalOf(result);
     if (signal.rate_limited) ++rate_limited_replies_;
-    if (limiter_ != nullptr) limiter_->OnReply(state_[row].ticket, signal);
     record.key = planned.Key();
     record.attempts = attempts;
     record.time = options_.clock->Now();
     if (result.ok()) {
       CountFinishedLocked(absl::OkStatus());
+      record_it = true;
       record.ok = true;
       record.criteria_met = result->criteria_met();
       record.explanation = result->explanation();
@@ -266,13 +309,11 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
     } else {
       const absl::Status& error = result.status();
       const bool retryable = IsRetryableCode(error.code());
-      if (stop_requested_ || !status_.ok() || gave_up_) {
+      if (StoppingLocked()) {
         // Interrupted: the row stays unrecorded and is graded by the next run, unless it has
         // really used up its attempts.
-        if (error.code() == absl::StatusCode::kCancelled ||
-            (retryable && attempts < options_.row_attempts)) {
-          return;
-        }
+        record_it = !(error.code() == absl::StatusCode::kCancelled ||
+                      (retryable && attempts < options_.row_attempts));
       } else if (retryable && attempts < options_.row_attempts) {
         const RetryPolicy policy = RowRetryPolicy(options_);
         absl::Duration backoff = BackoffCeiling(policy, attempts);
@@ -282,16 +323,27 @@ void Dispatcher::OnReply(size_t row, absl::StatusOr<GradeItemResponse> result) {
           backoff = std::max(backoff, std::min(*signal.retry_after, policy.max_retry_after));
         }
         retries_.push(Retry{options_.clock->Now() + backoff, row});
-        return;
+      } else {
+        record_it = true;
       }
-      record.ok = false;
-      CountFinishedLocked(error);
-      record.error = absl::StrCat(absl::StatusCodeToString(error.code()), ": ", error.message(),
-                                  " (attempt ", attempts, " of ", options_.row_attempts, ")");
+      if (record_it) {
+        record.ok = false;
+        CountFinishedLocked(error);
+        record.error = absl::StrCat(absl::StatusCodeToString(error.code()), ": ", error.message(),
+                                    " (attempt ", attempts, " of ", options_.row_attempts, ")");
+      }
     }
-    ++awaiting_commit_;
+    if (record_it) ++awaiting_commit_;
   }
-  Record(std::move(record));
+  // Outside the lock: the queue may start the next row on this thread.
+  queue_.Finish(ticket, signal);
+  {
+    absl::MutexLock lock(&mu_);
+    --finishing_;
+    changed_ = true;
+    cv_.SignalAll();
+  }
+  if (record_it) Record(std::move(record));
 }
 
 void Dispatcher::CountFinishedLocked(const absl::Status& outcome) {

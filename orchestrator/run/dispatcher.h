@@ -1,6 +1,7 @@
-// Dispatcher: sends planned rows to a GraderClient with at most `max_in_flight` calls
-// outstanding (with `adaptive_concurrency`, an AdaptiveLimiter narrows that window and paces
-// dispatch from the upstream rate-limit signals the graders relay, job-wide), retries rows that
+// Dispatcher: sends planned rows to a GraderClient through the one PacedQueue (common/flow) with
+// at most `max_in_flight` calls outstanding (with `adaptive_concurrency`, the queue's
+// AdaptiveLimiter narrows that window and paces dispatch from the upstream rate-limit signals
+// the graders relay, job-wide), retries rows that
 // failed with a retryable code (after a backoff kept on a timer queue, never a sleeping thread),
 // and records every outcome in a VerdictStore. A row counts as done only once the store committed
 // it. Rows may arrive while it runs (AddRows, then CloseInput: `run --policy` grades a task's rows
@@ -13,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -27,7 +27,7 @@
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
 #include "common/base/thread_scheduler.h"
-#include "common/flow/adaptive_limiter.h"
+#include "common/flow/paced_queue.h"
 #include "common/retry/retry_policy.h"
 #include "grader_client/grader_client.h"
 #include "orchestrator/run/row_plan.h"
@@ -158,9 +158,8 @@ class Dispatcher {
 
  private:
   struct RowState {
+    // Attempts started.
     int attempts = 0;
-    // The current attempt's dispatch, for the limiter.
-    DispatchTicket ticket;
   };
   struct Retry {
     absl::Time due;
@@ -173,7 +172,12 @@ class Dispatcher {
   void ArmWakeupLocked(absl::Time wake, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Cancels the wake-up timer and waits until no timer callback can still run.
   void DisarmWakeupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnReply(size_t row, absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
+  bool StoppingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue's item for `row`: starts its next attempt when admitted.
+  PacedQueue::Work RowWork(size_t row);
+  void StartRow(size_t row, DispatchTicket ticket);
+  void OnReply(size_t row, DispatchTicket ticket,
+               absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
   // Counts a finished row (OK: graded) towards the run of same-code failures.
   void CountFinishedLocked(const absl::Status& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Record(RowRecord record);
@@ -194,13 +198,23 @@ class Dispatcher {
   absl::Time wake_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   uint64_t wake_generation_ ABSL_GUARDED_BY(mu_) = 0;
   int live_timers_ ABSL_GUARDED_BY(mu_) = 0;
+  // Every attempt goes through it: rows in order, due retries ahead of them (Lane::kFront).
+  // Closed once the run stops or ends. Declared after the scheduler: destroyed first.
+  PacedQueue queue_;
+  // Serializes AddRows, so rows enter the queue in the order added.
+  absl::Mutex add_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::vector<PlannedRow> rows_ ABSL_GUARDED_BY(mu_);
   std::vector<RowState> state_ ABSL_GUARDED_BY(mu_);
   bool input_closed_ ABSL_GUARDED_BY(mu_) = false;
-  size_t next_row_ ABSL_GUARDED_BY(mu_) = 0;
+  bool queue_closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Retries waiting for their backoff (then pushed to the queue).
   std::priority_queue<Retry, std::vector<Retry>, std::greater<Retry>> retries_ ABSL_GUARDED_BY(mu_);
-  std::deque<size_t> ready_retries_ ABSL_GUARDED_BY(mu_);
+  // Attempts in the queue (neither started nor dropped), and the retries among them.
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t queued_retries_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Replies still telling the queue (PacedQueue::Finish): Run does not return before they did.
+  int64_t finishing_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t awaiting_commit_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t ok_rows_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failed_rows_ ABSL_GUARDED_BY(mu_) = 0;
@@ -210,8 +224,6 @@ class Dispatcher {
   int64_t from_cache_rows_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t completion_tokens_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rate_limited_replies_ ABSL_GUARDED_BY(mu_) = 0;
-  // Null unless adaptive_concurrency.
-  std::unique_ptr<AdaptiveLimiter> limiter_ ABSL_GUARDED_BY(mu_);
   absl::Time started_ ABSL_GUARDED_BY(mu_);
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   // When calls still in flight get cancelled (set by RequestStop).

@@ -97,15 +97,16 @@ struct RunInputs {
   GraderTemplate grader_template;
 };
 
-absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
+// The dataset and every checkpoint's responses from their files.
+absl::Status LoadInputFiles(const RunOptions& options, Dataset& full,
+                            std::vector<LoadedCheckpoint>& checkpoints) {
   LoadOptions load_options;
   load_options.skip_invalid = options.skip_invalid;
-  HB_ASSIGN_OR_RETURN(Dataset full, LoadDataset(options.dataset, load_options));
+  HB_ASSIGN_OR_RETURN(full, LoadDataset(options.dataset, load_options));
   if (!full.skipped.empty()) {
     HB_LOG_WARN("skipped {} invalid dataset lines (--skip-invalid); first: line {}: {}",
                 full.skipped.size(), full.skipped.front().line, full.skipped.front().error);
   }
-  std::vector<LoadedCheckpoint> checkpoints;
   for (const CheckpointSpec& spec : options.checkpoints) {
     if (const PolicySource* policy = FindPolicy(options, spec.name); policy != nullptr) {
       ResponseSet journaled;
@@ -123,6 +124,20 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
                    options.dataset.c_str());
     }
     checkpoints.push_back(LoadedCheckpoint{spec, std::move(responses), nullptr});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
+  Dataset full;
+  std::vector<LoadedCheckpoint> checkpoints;
+  if (options.prepared_inputs) {
+    HB_ASSIGN_OR_RETURN(PreparedRunInputs prepared, options.prepared_inputs());
+    full = std::move(prepared.dataset);
+    checkpoints.push_back(
+        LoadedCheckpoint{options.checkpoints.front(), std::move(prepared.responses), nullptr});
+  } else {
+    HB_RETURN_IF_ERROR(LoadInputFiles(options, full, checkpoints));
   }
   if (options.examples > 0) SelectExamples(full, static_cast<size_t>(options.examples));
   absl::StatusOr<std::vector<size_t>> positions =
@@ -1009,6 +1024,11 @@ absl::Status ValidateRunOptions(const RunOptions& options) {
         absl::StrCat("--examples must be a positive count or -1 (all), got ", options.examples));
   }
   HB_RETURN_IF_ERROR(ShardTaskPositions(0, options.shard_index, options.shard_count).status());
+  if (options.prepared_inputs &&
+      (options.checkpoints.size() != 1 || !options.policies.empty() || options.shard_count > 1)) {
+    return absl::InvalidArgumentError(
+        "prepared inputs take exactly one checkpoint, no --policy and no sharding");
+  }
   HB_RETURN_IF_ERROR(ValidateBatchOptions(options));
   return ValidateTokenPrices(options.prices);
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,8 @@
 #include "absl/time/time.h"
 #include "common/base/exit_codes.h"
 #include "common/grading/scoring.h"
+#include "common/healthbench/dataset.h"
+#include "common/healthbench/responses.h"
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_client.h"
 #include "grader_client/grader_connection.h"
@@ -50,6 +53,15 @@ struct BatchRunOptions {
   std::string fallback = "batch";
   // Cancel the journal's unfinished batches, record what they answered, and exit.
   bool cancel = false;
+};
+
+// Tasks and responses a command builds in memory instead of loading files (`meta-eval`: one
+// task and one verbatim rubric item per meta-eval row, its completion as the response).
+struct PreparedRunInputs {
+  // Its sha256 is the journal's dataset identity.
+  Dataset dataset;
+  // The one checkpoint's responses; its sha256 is the journal's responses identity.
+  ResponseSet responses;
 };
 
 // Everything `run` was asked to do, validated by ValidateRunOptions. It describes the run
@@ -111,6 +123,11 @@ struct RunOptions {
   // Accept tasks without a response (graded nothing, reported as not graded). Without it they
   // mark the reports incomplete and the run exits kExitRowsFailed.
   bool allow_partial_responses = false;
+  // When set (by `meta-eval`), called once instead of loading `dataset` and the one checkpoint's
+  // file: `dataset` and checkpoints[0].path then only name the source in messages and reports.
+  // Needs exactly one checkpoint, no policies and no sharding. Its errors fail the run (exit 2
+  // unless the code is kInternal). `examples` still selects among the tasks it returns.
+  std::function<absl::StatusOr<PreparedRunInputs>()> prepared_inputs;
 
   // The folder this run writes (out, or out/shard-<index> when sharded).
   std::string RunDir() const;

@@ -1,18 +1,21 @@
 #include "orchestrator/sample/policy_sampler.h"
 
+#include <memory>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "llm/chat_reply_signal.h"
 
 namespace hb {
 namespace {
 
-AdaptiveLimiterOptions LimiterOptions(const PolicySamplerOptions& options) {
-  AdaptiveLimiterOptions limiter;
-  limiter.max_window = options.max_in_flight;
-  limiter.clock = options.clock;
-  return limiter;
+PacedQueueOptions QueueOptions(const PolicySamplerOptions& options) {
+  PacedQueueOptions queue;
+  queue.max_in_flight = options.max_in_flight;
+  queue.adaptive = options.adaptive;
+  queue.start_paused = true;
+  queue.clock = options.clock;
+  return queue;
 }
 
 }  // namespace
@@ -23,39 +26,36 @@ PolicySampler::PolicySampler(LlmClient& llm, Scheduler& scheduler, PolicySampler
       scheduler_(scheduler),
       options_(std::move(options)),
       on_done_(std::move(on_done)),
-      limiter_(LimiterOptions(options_)) {}
+      queue_(scheduler, QueueOptions(options_)) {}
 
-PolicySampler::~PolicySampler() {
-  Scheduler::TimerId timer;
-  {
-    absl::MutexLock lock(&mu_);
-    timer = pace_timer_;
-  }
-  if (timer != 0) scheduler_.CancelTimer(timer);
-}
+PolicySampler::~PolicySampler() { queue_.Close("the sampler was destroyed"); }
 
 void PolicySampler::Add(PolicySampleTask task) {
   {
     absl::MutexLock lock(&mu_);
     ++pending_;
-    queue_.push_back(Entry{std::move(task), 0, ""});
   }
-  Pump();
+  Enqueue(Entry{std::move(task), 0, ""}, PacedQueue::Lane::kBack);
 }
 
-void PolicySampler::Start() {
-  {
-    absl::MutexLock lock(&mu_);
-    started_ = true;
-  }
-  Pump();
+void PolicySampler::Enqueue(Entry entry, PacedQueue::Lane lane) {
+  queue_.Push(
+      [this, entry = std::move(entry)](absl::StatusOr<DispatchTicket> ticket) mutable {
+        if (ticket.ok()) return Launch(std::move(entry), *ticket);
+        absl::MutexLock lock(&mu_);  // dropped (Stop): done without a call to on_done
+        --pending_;
+      },
+      lane);
 }
+
+void PolicySampler::Start() { queue_.Start(); }
 
 void PolicySampler::Stop() {
-  absl::MutexLock lock(&mu_);
-  stopped_ = true;
-  pending_ -= static_cast<int64_t>(queue_.size());
-  queue_.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+  }
+  queue_.Close("the sampler stopped");
 }
 
 int64_t PolicySampler::Pending() const {
@@ -64,44 +64,15 @@ int64_t PolicySampler::Pending() const {
 }
 
 PolicySamplerStats PolicySampler::Stats() const {
+  const PacedQueueStats queue = queue_.Stats();
   absl::MutexLock lock(&mu_);
   PolicySamplerStats stats;
-  stats.in_flight = in_flight_;
-  stats.queued = static_cast<int64_t>(queue_.size()) + waiting_retry_;
+  stats.in_flight = queue.in_flight;
+  stats.queued = queue.queued + waiting_retry_;
   stats.retries = retries_;
-  stats.window = options_.adaptive ? limiter_.Window() : options_.max_in_flight;
+  stats.window = queue.window;
   stats.usage = usage_;
   return stats;
-}
-
-void PolicySampler::Pump() {
-  std::vector<std::pair<Entry, DispatchTicket>> launch;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!started_ || stopped_) return;
-    const absl::Time now = options_.clock->Now();
-    while (!queue_.empty()) {
-      const int window = options_.adaptive ? limiter_.Window() : options_.max_in_flight;
-      if (in_flight_ >= window) break;
-      const absl::Time next = options_.adaptive ? limiter_.NextDispatchTime() : now;
-      if (next > now) {
-        if (pace_timer_ == 0) {
-          pace_timer_ = scheduler_.Schedule(next - now, [this] {
-            {
-              absl::MutexLock timer_lock(&mu_);
-              pace_timer_ = 0;
-            }
-            Pump();
-          });
-        }
-        break;
-      }
-      ++in_flight_;
-      launch.emplace_back(std::move(queue_.front()), limiter_.OnDispatch());
-      queue_.pop_front();
-    }
-  }
-  for (auto& [entry, ticket] : launch) Launch(std::move(entry), ticket);
 }
 
 void PolicySampler::Launch(Entry entry, DispatchTicket ticket) {
@@ -117,26 +88,15 @@ void PolicySampler::Launch(Entry entry, DispatchTicket ticket) {
 
 void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
                              absl::StatusOr<ChatResult> result) {
+  queue_.Finish(ticket, ReplySignalOf(result));
   std::optional<PolicySampleResult> done;
   {
     absl::MutexLock lock(&mu_);
-    --in_flight_;
-    ReplySignal signal;
-    signal.ok = result.ok();
-    signal.attempts = 1;
-    AttemptOutcome outcome;
     if (result.ok()) {
-      signal.tokens = result->usage.prompt_tokens + result->usage.completion_tokens;
       usage_ += result->usage;
-    } else {
-      outcome = AttemptOutcomeOf(result.status());
-      signal.rate_limited = outcome.kind == FailureKind::kHttp429;
-      if (signal.rate_limited) signal.retry_after = outcome.retry_after;
-    }
-    limiter_.OnReply(ticket, signal);
-    if (result.ok()) {
       done = PolicySampleResult{entry.task.prompt_id, std::move(result), entry.attempts};
     } else {
+      const AttemptOutcome outcome = AttemptOutcomeOf(result.status());
       entry.last_failure =
           absl::StrCat(FailureKindName(outcome.kind), ": ", result.status().message());
       const absl::Time now = options_.clock->Now();
@@ -151,13 +111,9 @@ void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
           {
             absl::MutexLock timer_lock(&mu_);
             --waiting_retry_;
-            if (stopped_) {
-              --pending_;
-            } else {
-              queue_.push_front(std::move(*requeue));
-            }
           }
-          Pump();
+          // After Stop the queue drops it (and counts it done).
+          Enqueue(std::move(*requeue), PacedQueue::Lane::kFront);
         });
       } else {
         done = PolicySampleResult{
@@ -174,7 +130,6 @@ void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
     absl::MutexLock lock(&mu_);  // after on_done_: Pending() == 0 means every result was handed
     --pending_;
   }
-  Pump();
 }
 
 }  // namespace hb

@@ -1,6 +1,8 @@
 // PolicySampler: asks a policy (an OpenAI-compatible chat-completions endpoint) for one reply
-// per task, asynchronously: at most the AdaptiveLimiter's window of calls in flight (within
-// max_in_flight; AIMD on 429s, held for a 429's Retry-After), each task retried on a timer with
+// per task, asynchronously, through one PacedQueue (common/flow): at most the AdaptiveLimiter's
+// window of calls in flight (within max_in_flight; AIMD on 429s, held for a Retry-After, paced
+// from the policy's x-ratelimit-* headers; each reply read by llm/chat_reply_signal.h's
+// ReplySignalOf), each task retried on a timer with
 // exponential backoff and full jitter within RetryPolicy (common/retry) on connection errors,
 // timeouts, 408/409/429/5xx and null content; 400/401/403/404 are final at once.
 //
@@ -12,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 
@@ -21,7 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
 #include "common/base/scheduler.h"
-#include "common/flow/adaptive_limiter.h"
+#include "common/flow/paced_queue.h"
 #include "common/retry/retry_policy.h"
 #include "llm/llm_client.h"
 
@@ -87,7 +88,8 @@ class PolicySampler {
     int attempts = 0;
     std::string last_failure;
   };
-  void Pump();
+  // Queues `entry` (kFront: a retry, ahead of the tasks not yet tried).
+  void Enqueue(Entry entry, PacedQueue::Lane lane);
   void Launch(Entry entry, DispatchTicket ticket);
   void OnResult(Entry entry, DispatchTicket ticket, absl::StatusOr<ChatResult> result);
 
@@ -96,16 +98,13 @@ class PolicySampler {
   const PolicySamplerOptions options_;
   const DoneCallback on_done_;
   mutable absl::Mutex mu_;
-  AdaptiveLimiter limiter_ ABSL_GUARDED_BY(mu_);
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  Scheduler::TimerId pace_timer_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<Entry> queue_ ABSL_GUARDED_BY(mu_);
   int64_t pending_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t waiting_retry_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t retries_ ABSL_GUARDED_BY(mu_) = 0;
   ChatUsage usage_ ABSL_GUARDED_BY(mu_);
+  // Declared last: destroyed (closed) first, while the fields its items touch still exist.
+  PacedQueue queue_;
 };
 
 }  // namespace hb

@@ -9,9 +9,11 @@ grader template. hb-env runs with --cache-entries=0, so that every submission be
 anew: the reward the client reads is compared with an independent read of hb-env's ORS answer.
 """
 import asyncio
+import base64
 import http.server
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -22,6 +24,7 @@ import threading
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -131,6 +134,26 @@ def ors_answer(base_url, task_id, reply, token=None):
     post("/create", {"task_spec": {"prompt_id": task_id}}, sid)
     stream = events(post("/healthbench/call", {"name": "answer", "input": {"answer": reply}}, sid))
     return json.loads("".join(data for name, data in stream if name in ("chunk", "end")))
+
+
+def post_like_aiohttp(url, body):
+    """POSTs JSON to `url` as the trainers' aiohttp clients do: userinfo in the URL becomes an
+    `Authorization: Basic` header (aiohttp's ClientRequest.update_host), no other auth header.
+    Returns (status, parsed JSON answer)."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Content-Type": "application/json"}
+    if parts.username is not None:
+        credentials = "%s:%s" % (urllib.parse.unquote(parts.username),
+                                 urllib.parse.unquote(parts.password or ""))
+        headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
+    netloc = parts.hostname + (":%d" % parts.port if parts.port else "")
+    bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    req = urllib.request.Request(bare, json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return resp.status, json.loads(resp.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode())
 
 
 class environment:
@@ -451,13 +474,105 @@ class TrainerExamplesTest(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.client = HealthBenchEnv(cls.url)
         cls.examples = os.path.join(SOURCE_DIR, "examples", "trainers")
+        # The OpenRLHF, slime and NeMo-Gym examples pass hb-env's token in the URL.
+        cls.token_file = os.path.join(cls.tmp.name, "tokens")
+        with open(cls.token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        cls.auth_env, cls.auth_url = start_env(sim_url, "--auth-token-file=" + cls.token_file)
+        cls.auth_port = urllib.parse.urlsplit(cls.auth_url).port
 
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
+        cls.auth_env.stop()
         cls.env.stop()
         cls.sim.stop()
         cls.tmp.cleanup()
+
+    def example(self, name):
+        with open(os.path.join(self.examples, name)) as f:
+            return f.read()
+
+    def flag(self, text, name):
+        """The value of `name` in an example command line (quotes removed)."""
+        match = re.search(r"(?m)^\s*%s\s+(\S+)" % re.escape(name), text)
+        self.assertIsNotNone(match, name)
+        return match.group(1).strip('"')
+
+    def local(self, url):
+        """The example's URL with hb-env:8080 replaced by the test's hb-env and the token set."""
+        self.assertIn("${HB_ENV_TOKEN}@hb-env:8080/", url)
+        return url.replace("${HB_ENV_TOKEN}", TOKEN).replace(
+            "hb-env:8080", "127.0.0.1:%d" % self.auth_port)
+
+    def test_openrlhf_example_gets_hb_env_rewards_with_the_token_in_its_url(self):
+        script = self.example("openrlhf_ppo.sh")
+        url = self.local(self.flag(script, "--reward.remote_url"))
+        self.assertEqual(self.flag(script, "--data.label_key"), "prompt_id")
+        self.assertEqual(self.flag(script, "--data.input_key"), "prompt")
+        self.assertIn("--data.apply_chat_template", script)
+        rows = self.make_rows("trl")
+        # What OpenRLHF posts per sample: the templated prompt + response decoded with special
+        # tokens, the prompt, and the label column.
+        prompt = "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n" % (
+            rows[0]["prompt"][-1]["content"])
+        status, answer = post_like_aiohttp(url, {"query": [prompt + REPLY + "<|im_end|>"],
+                                                 "prompts": [prompt],
+                                                 "labels": [rows[0]["prompt_id"]]})
+        self.assertEqual(status, 200, answer)
+        expected = self.client.submit(rows[0]["prompt_id"], REPLY)
+        self.assertEqual(answer["rewards"], [expected.reward])
+        self.assertEqual(answer["scores"], [expected.reward_clipped])
+        # Without the token in the URL: 401.
+        status, answer = post_like_aiohttp(url.replace("hb:%s@" % TOKEN, ""),
+                                           {"query": [], "prompts": [], "labels": []})
+        self.assertEqual(status, 401, answer)
+
+    def test_slime_example_gets_hb_env_rewards_under_its_reward_key(self):
+        script = self.example("slime_grpo.sh")
+        url = self.local(self.flag(script, "--rm-url"))
+        self.assertEqual(self.flag(script, "--rm-type"), "remote_rm")
+        self.assertEqual(self.flag(script, "--label-key"), "prompt_id")
+        reward_key = self.flag(script, "--reward-key")
+        rows = self.make_rows("trl")
+        # slime's remote_rm body: the prompt (messages here), the response, the label.
+        status, answer = post_like_aiohttp(url, {"prompt": rows[1]["prompt"],
+                                                 "response": REPLY + "<|endoftext|>",
+                                                 "label": rows[1]["prompt_id"]})
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(answer[reward_key], self.client.submit(rows[1]["prompt_id"], REPLY).reward)
+
+    def test_nemo_gym_example_verifies_rows_as_its_simple_agent_posts_them(self):
+        import yaml
+        config = yaml.safe_load(self.example("nemo_gym_healthbench.yaml"))
+        agent = config["healthbench_simple_agent"]["responses_api_agents"]["simple_agent"]
+        name = agent["resources_server"]["name"]
+        server = config[name]["resources_servers"][name]
+        self.assertNotIn("entrypoint", server)  # Gym must not launch one
+        # Gym's ServerClient: http://{host}:{port}{path}, the token in the host's userinfo.
+        host = server["host"].replace("${oc.env:HB_ENV_TOKEN}", TOKEN)
+        self.assertEqual((host, server["port"]), ("hb:%s@hb-env" % TOKEN, 8080))
+        base = "http://%s@127.0.0.1:%d" % (host.split("@")[0], self.auth_port)
+        rows = self.make_rows("nemo_gym")
+        self.assertEqual(rows[0]["agent_ref"]["name"], "healthbench_simple_agent")
+        row = dict(rows[0], _ng_task_index=0, _ng_rollout_index=0)
+        status, answer = post_like_aiohttp(base + "/seed_session", row)
+        self.assertEqual((status, answer), (200, {}))
+        response = {"id": "resp_1", "object": "response", "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}]}
+        status, verified = post_like_aiohttp(base + "/ng-rollout/0-0/verify",
+                                             dict(row, response=response))
+        self.assertEqual(status, 200, verified)
+        expected = self.client.submit(rows[0]["prompt_id"], REPLY)
+        self.assertEqual(verified["reward"], expected.reward)
+        self.assertEqual(verified["responses_create_params"], row["responses_create_params"])
+        self.assertNotIn("_ng_failure_class", verified)
+        status, metrics = post_like_aiohttp(base + "/aggregate_metrics",
+                                            {"verify_responses": [verified]})
+        self.assertEqual(status, 200, metrics)
+        self.assertEqual(metrics["agent_metrics"]["mean/reward"], expected.reward)
 
     def make_rows(self, fmt):
         out = os.path.join(self.tmp.name, fmt + ".jsonl")

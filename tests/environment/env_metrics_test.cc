@@ -52,5 +52,29 @@ TEST_F(EnvMetricsTest, SubmissionsCountByCodeAndLatencyBySource) {
               HasSubstr("hb_env_submit_latency_seconds_bucket{source=\"graded\",le=\"1\"} 1"));
 }
 
+TEST_F(EnvMetricsTest, TrainerRoutesCountRequestsByRouteAndCodeRewardsAndJudgeFailures) {
+  metrics_.TrainerRequest("get_reward", 200, absl::Milliseconds(3));
+  metrics_.TrainerRequest("get_reward", 503, absl::Seconds(2));
+  metrics_.TrainerRequest("verify", 200, absl::Seconds(1));
+  metrics_.TrainerReward("get_reward", 0.25);
+  metrics_.TrainerReward("get_reward", -0.2);
+  metrics_.TrainerJudgeFailure("verify");
+  metrics_.TrainerJudgeFailure("verify");
+  const std::string text = Text();
+  EXPECT_THAT(text,
+              HasSubstr("hb_env_trainer_requests_total{code=\"200\",route=\"get_reward\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("hb_env_trainer_requests_total{code=\"503\",route=\"get_reward\"} 1"));
+  EXPECT_THAT(text, HasSubstr("hb_env_trainer_requests_total{code=\"200\",route=\"verify\"} 1"));
+  EXPECT_THAT(text, HasSubstr("hb_env_trainer_request_seconds_count{route=\"get_reward\"} 2"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("hb_env_trainer_request_seconds_bucket{route=\"get_reward\",le=\"0.005\"} 1"));
+  EXPECT_THAT(text, HasSubstr("hb_env_trainer_reward_count{route=\"get_reward\"} 2"));
+  EXPECT_THAT(text, HasSubstr("hb_env_trainer_reward_bucket{route=\"get_reward\",le=\"0\"} 1"));
+  EXPECT_THAT(text, HasSubstr("hb_env_trainer_judge_failures_total{route=\"verify\"} 2"));
+  EXPECT_THAT(text, Not(HasSubstr("hb_env_trainer_judge_failures_total{route=\"get_reward\"}")));
+}
+
 }  // namespace
 }  // namespace hb::env

@@ -460,6 +460,24 @@ TEST_F(EnvTest, JudgeCallsInFlightAreBoundedGlobally) {
   EXPECT_EQ(llm_.requests().size(), TestExample(0).rubrics.size() + TestExample(1).rubrics.size());
 }
 
+TEST_F(EnvTest, ShutdownFailsGradingsWithItemsQueuedAndInFlightAsCancelled) {
+  HealthBenchEnvironmentOptions options;
+  options.max_upstream_in_flight = 1;
+  Start(options);
+  ASSERT_GT(TestExample(0).rubrics.size(), 1u);
+  absl::Notification done;
+  auto result = SubmitAsync(TestExample(0).prompt_id, "a", &done);
+  // One judge call out, the grading's other items queued behind the window.
+  EXPECT_EQ(llm_.pending(), 1u);
+  EXPECT_EQ(env_->upstream_in_flight(), 1);
+  server_.reset();
+  env_.reset();  // drops the queued items, cancels the call in flight, waits for it
+  ASSERT_TRUE(done.HasBeenNotified());
+  EXPECT_THAT(*result, StatusIs(absl::StatusCode::kCancelled,
+                                HasSubstr("the environment is shutting down")));
+  EXPECT_EQ(llm_.requests().size(), 1u);  // the queued items never reached the judge
+}
+
 TEST_F(EnvTest, ABacklogOverMaxPendingIsRefusedWithARetryDelay) {
   HealthBenchEnvironmentOptions options;
   options.max_pending = 1;

@@ -3,12 +3,15 @@
 // that could not be graded into a reward.
 #include "environment/trainer_api.h"
 
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "tests/testing/fake_environment.h"
 #include "tests/testing/status_matchers.h"
 
@@ -42,15 +45,7 @@ class TrainerApiTest : public ::testing::Test {
   }
   // The environment's own result for (task, reply).
   SubmitResult Expected(const std::string& task_id, const std::string& reply) {
-    absl::Notification finished;
-    SubmitResult out;
-    env_.Submit(TaskRef::ById(task_id), reply, absl::InfiniteFuture(),
-                [&](absl::StatusOr<SubmitResult> result) {
-                  out = *result;
-                  finished.Notify();
-                });
-    finished.WaitForNotification();
-    return out;
+    return *env_.SubmitAndWait(task_id, reply);
   }
   // Results of `task_id` fail with `status`; others are graded as usual.
   void FailTask(const std::string& task_id, absl::Status status) {
@@ -177,6 +172,38 @@ TEST_F(TrainerApiTest, NemoGymJudgeFailureIsTheMarkerNotAReward) {
               StatusIs(absl::StatusCode::kNotFound,
                        ::testing::StartsWith("prompt_id (task \"nope\"): NOT_FOUND: ")));
   EXPECT_EQ(TrainerApi::NemoGymSeedSession(), "{}");
+}
+
+TEST_F(TrainerApiTest, MetricsCountAnsweredRewardsAndUnscorableSamplesByRoute) {
+  prometheus::Registry registry;
+  EnvMetrics metrics(registry);
+  TrainerApi api(env_, TrainerProtocolOptions{}, &metrics);
+  constexpr char kBatch[] = R"({"query": ["a", "b"], "prompts": ["", ""], "labels": ["p0", "p1"]})";
+  EXPECT_TRUE(Answer([&](TrainerApi::Done done) {
+                api.OpenRlhfGetReward(kBatch, absl::InfiniteFuture(), std::move(done));
+              }).ok());
+  FailTask("p1", absl::UnavailableError("judge down"));
+  // The batch fails: p0's reward is not answered, so it does not count; p1 counts as unscorable.
+  EXPECT_FALSE(Answer([&](TrainerApi::Done done) {
+                 api.OpenRlhfGetReward(kBatch, absl::InfiniteFuture(), std::move(done));
+               }).ok());
+  EXPECT_FALSE(Answer([&](TrainerApi::Done done) {
+                 api.SlimeReward(R"({"response": "ab", "label": "p1"})", absl::InfiniteFuture(),
+                                 std::move(done));
+               }).ok());
+  EXPECT_TRUE(Answer([&](TrainerApi::Done done) {
+                api.SlimeReward(R"({"response": "ab", "label": "p0"})", absl::InfiniteFuture(),
+                                std::move(done));
+              }).ok());
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, registry.Collect());
+  EXPECT_THAT(text.str(),
+              ::testing::HasSubstr("hb_env_trainer_reward_count{route=\"get_reward\"} 2"));
+  EXPECT_THAT(text.str(), ::testing::HasSubstr("hb_env_trainer_reward_count{route=\"reward\"} 1"));
+  EXPECT_THAT(text.str(),
+              ::testing::HasSubstr("hb_env_trainer_judge_failures_total{route=\"get_reward\"} 1"));
+  EXPECT_THAT(text.str(),
+              ::testing::HasSubstr("hb_env_trainer_judge_failures_total{route=\"reward\"} 1"));
 }
 
 }  // namespace

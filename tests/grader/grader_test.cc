@@ -14,6 +14,7 @@
 #include "common/retry/retry_status.h"
 #include "gmock/gmock.h"
 #include "grader/grader_metrics.h"
+#include "grader/grader_proto.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "tests/testing/fake_clock.h"
@@ -204,6 +205,80 @@ TEST_F(GraderTest, RequestBodyMatchesTheReferenceTemplateRendering) {
       RenderRubricItem(input.item));
   EXPECT_EQ(llm_.requests()[0].body, BuildChatCompletionBody(GraderSettings{}, prompt));
   EXPECT_EQ(grader.RequestBody(input), llm_.requests()[0].body);
+}
+
+// The meta-eval's rendering (healthbench_meta_eval.py): the row's prompt plus the completion as
+// the assistant turn, then the rubric string as it stands in the file, through the wire request.
+TEST_F(GraderTest, AVerbatimItemIsTheMetaEvalPromptByteForByte) {
+  auto tmpl = GraderTemplate::Load(hb::testing::ReferenceTemplatePath(), true);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  Grader grader(
+      llm_, scheduler_, clock_, [] { return 0.5; }, *tmpl, config_);
+  MetaEvalRow row;
+  row.prompt = {{"user", "My child swallowed a battery."}};
+  row.completion = "Go to the emergency department now.";
+  row.rubric = "Advises immediate emergency care. [5]";
+  healthbench::grader::v1::GradeItemRequest request;
+  auto* message = request.add_conversation();
+  message->set_role("user");
+  message->set_content(row.prompt[0].content);
+  request.set_reply(row.completion);
+  const RubricItem item = MetaEvalRubricItem(row);
+  request.mutable_rubric_item()->set_criterion(item.criterion);
+  request.mutable_rubric_item()->set_points(item.points);
+  request.mutable_rubric_item()->set_verbatim(true);
+  const GradeItemInput input = GradeItemInputFromProto(request);
+  EXPECT_TRUE(input.item.verbatim);
+  Result result;
+  grader.GradeItem(input, absl::InfiniteFuture(), nullptr, result.Callback());
+  ASSERT_EQ(llm_.requests().size(), 1u);
+  const std::string prompt = MetaEvalGraderPrompt(*tmpl, row);
+  EXPECT_EQ(prompt, tmpl->Fill("user: My child swallowed a battery.\n\nassistant: Go to the "
+                               "emergency department now.",
+                               "Advises immediate emergency care. [5]"));
+  EXPECT_EQ(llm_.requests()[0].body, BuildChatCompletionBody(GraderSettings{}, prompt));
+  EXPECT_EQ(grader.RequestBody(input), llm_.requests()[0].body);
+}
+
+TEST_F(GraderTest, AVerbatimItemNeverSharesACachedVerdictWithARenderedOne) {
+  hb::testing::InMemoryVerdictCache cache;
+  cache_ = &cache;
+  // The same prompt both ways: "[5] Advises hydration." rendered, and as a raw rubric.
+  GradeItemInput rendered = SampleInput();
+  GradeItemInput raw = SampleInput();
+  raw.item.criterion = "[5] Advises hydration.";
+  raw.item.verbatim = true;
+  EXPECT_EQ(grader().RequestBody(rendered), grader().RequestBody(raw));
+  const std::string prompt =
+      "CONVERSATION:\nsystem: You are a helpful assistant.\n\nuser: I have a headache, what "
+      "should I do?\n\nassistant: Drink water and rest.\nITEM: [5] Advises hydration.\nEND";
+  EXPECT_EQ(VerdictCacheKey(GraderSettings{}, prompt, /*verbatim=*/true),
+            Sha256Hex("verbatim\n" + BuildChatCompletionBody(GraderSettings{}, prompt)));
+
+  Result first;
+  grader().GradeItem(rendered, absl::InfiniteFuture(), nullptr, first.Callback());
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kMet)));
+  Result second;
+  grader().GradeItem(raw, absl::InfiniteFuture(), nullptr, second.Callback());
+  ASSERT_EQ(llm_.requests().size(), 2u);  // graded upstream, not answered from the cache
+  ASSERT_TRUE(llm_.CompleteNext(ChatReply(kNotMet)));
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict verdict, second.get());
+  EXPECT_FALSE(verdict.from_cache);
+  EXPECT_FALSE(verdict.verdict.criteria_met);
+  EXPECT_EQ(cache.entries().size(), 2u);
+  EXPECT_EQ(
+      cache.entries().at(VerdictCacheKey(GraderSettings{}, prompt, /*verbatim=*/true)).raw_reply,
+      kNotMet);
+  EXPECT_EQ(cache.entries().at(VerdictCacheKey(GraderSettings{}, prompt)).raw_reply, kMet);
+
+  // Each is answered from its own entry afterwards.
+  Result third;
+  grader().GradeItem(raw, absl::InfiniteFuture(), nullptr, third.Callback());
+  scheduler_.RunDue();
+  HB_ASSERT_OK_AND_ASSIGN(ItemVerdict hit, third.get());
+  EXPECT_TRUE(hit.from_cache);
+  EXPECT_FALSE(hit.verdict.criteria_met);
+  EXPECT_EQ(llm_.requests().size(), 2u);
 }
 
 TEST_F(GraderTest, OnePreparedReplyIsSharedByEveryItemNeverCopied) {

@@ -24,8 +24,14 @@ TEST(TokenPricesTest, ListPricesFollowTheModelAndItsDatedSnapshots) {
             TokenPrices{}.output_per_mtok);
   // Siblings with other prices, and unknown models, have none.
   EXPECT_EQ(ListPricesForModel("gpt-5.4-pro"), std::nullopt);
-  EXPECT_EQ(ListPricesForModel("gpt-4.1-mini-2025-04-14"), std::nullopt);
-  EXPECT_EQ(ListPricesForModel("o3-2025-04-16"), std::nullopt);
+  EXPECT_EQ(ListPricesForModel("o3-pro-2025-06-10"), std::nullopt);
+  EXPECT_EQ(ListPricesForModel("Qwen/Qwen3-32B"), std::nullopt);
+  // A cheaper judge is priced as itself, not as gpt-4.1 (the meta-eval's cost per 1,000).
+  ASSERT_TRUE(ListPricesForModel("gpt-4.1-mini-2025-04-14").has_value());
+  EXPECT_EQ(ListPricesForModel("gpt-4.1-mini-2025-04-14")->input_per_mtok, 0.40);
+  EXPECT_EQ(ListPricesForModel("gpt-4.1-nano")->output_per_mtok, 0.40);
+  EXPECT_EQ(ListPricesForModel("o4-mini-2025-04-16")->cached_input_per_mtok, 0.275);
+  EXPECT_EQ(ListPricesForModel("o3-2025-04-16")->output_per_mtok, 8.00);
 }
 
 TEST(TokenPricesTest, CostPricesUncachedCachedAndOutputTokensEachAtTheirRate) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -91,6 +92,44 @@ TEST(CheckCallerTokenTest, RefusesMissingOrWrongCredentialsWithoutEchoingThem) {
   EXPECT_THAT(std::string(wrong.message()), ::testing::Not(HasSubstr(kTokenB)));
   EXPECT_THAT(CheckCallerToken(tokens, "", kTokenB),
               StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("X-API-Key is not accepted")));
+}
+
+TEST(BasicPasswordFromAuthorizationTest, ReadsThePasswordOfTheBasicScheme) {
+  // base64("hb:secret-token") and base64("user:pa:ss"): the password is after the first ':'.
+  EXPECT_EQ(BasicPasswordFromAuthorization("Basic aGI6c2VjcmV0LXRva2Vu"), "secret-token");
+  EXPECT_EQ(BasicPasswordFromAuthorization("basic  dXNlcjpwYTpzcw== "), "pa:ss");
+  EXPECT_EQ(BasicPasswordFromAuthorization("Basic bm9jb2xvbg=="), std::nullopt);  // "nocolon"
+  EXPECT_EQ(BasicPasswordFromAuthorization("Basic !!!"), std::nullopt);
+  EXPECT_EQ(BasicPasswordFromAuthorization("Bearer aGI6c2VjcmV0LXRva2Vu"), std::nullopt);
+  EXPECT_EQ(BasicPasswordFromAuthorization(""), std::nullopt);
+}
+
+std::string Basic(const std::string& user, const std::string& password) {
+  return "Basic " + absl::Base64Escape(user + ":" + password);
+}
+
+TEST(CheckHttpCallerTokenTest, AcceptsBasicAuthWhosePasswordIsATokenBesideBearerAndApiKey) {
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::FromList({kTokenA}));
+  EXPECT_TRUE(CheckHttpCallerToken(tokens, Basic("hb", kTokenA), "").ok());
+  EXPECT_TRUE(CheckHttpCallerToken(tokens, Basic("", kTokenA), "").ok());
+  EXPECT_TRUE(CheckHttpCallerToken(tokens, std::string("Bearer ") + kTokenA, "").ok());
+  EXPECT_TRUE(CheckHttpCallerToken(tokens, "", kTokenA).ok());
+  EXPECT_TRUE(CheckHttpCallerToken(BearerTokens(), "", "").ok());
+}
+
+TEST(CheckHttpCallerTokenTest, RefusesAWrongPasswordOrNoneNamingTheBasicForm) {
+  HB_ASSERT_OK_AND_ASSIGN(BearerTokens tokens, BearerTokens::FromList({kTokenA}));
+  // The token as user name is not a password.
+  EXPECT_THAT(CheckHttpCallerToken(tokens, Basic(kTokenA, kTokenB), ""),
+              StatusIs(absl::StatusCode::kUnauthenticated,
+                       "the Basic auth password is not accepted by this server"));
+  EXPECT_THAT(CheckHttpCallerToken(tokens, "", ""),
+              StatusIs(absl::StatusCode::kUnauthenticated,
+                       HasSubstr("or HTTP Basic auth with the token as password (a URL "
+                                 "http://user:<token>@host:port/)")));
+  EXPECT_THAT(CheckHttpCallerToken(tokens, std::string("Bearer ") + kTokenB, ""),
+              StatusIs(absl::StatusCode::kUnauthenticated,
+                       "the bearer token is not accepted by this server"));
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "tests/testing/fake_environment.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 
 namespace hb::testing {
 
@@ -185,6 +187,19 @@ void FakeEnvironment::Work() {
     }
     for (Pending& pending : batch) pending.done(fn(pending.task_id, pending.reply));
   }
+}
+
+absl::StatusOr<env::SubmitResult> FakeEnvironment::SubmitAndWait(const std::string& task_id,
+                                                                 std::string reply) {
+  absl::Notification finished;
+  absl::StatusOr<env::SubmitResult> out;
+  Submit(env::TaskRef::ById(task_id), std::move(reply), absl::InfiniteFuture(),
+         [&](absl::StatusOr<env::SubmitResult> result) {
+           out = std::move(result);
+           finished.Notify();
+         });
+  finished.WaitForNotification();
+  return out;
 }
 
 }  // namespace hb::testing

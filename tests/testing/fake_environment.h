@@ -65,6 +65,9 @@ class FakeEnvironment final : public env::Environment {
   absl::StatusOr<env::TaskPrompt> GetTask(const env::TaskRef& ref) const override;
   void Submit(const env::TaskRef& ref, std::string reply, absl::Time deadline,
               SubmitCallback done) override;
+  // Submit by task id, waited for: what a transport's answer for (task, reply) must match.
+  // Counts as a submission. Not while submissions are held.
+  absl::StatusOr<env::SubmitResult> SubmitAndWait(const std::string& task_id, std::string reply);
 
  private:
   struct Pending {

@@ -212,11 +212,22 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
 }
 
 absl::StatusOr<std::string> ChildProcess::ReadFirstLine(absl::Duration timeout) {
+  absl::StatusOr<std::vector<std::string>> lines = ReadFirstLines(1, timeout);
+  if (!lines.ok()) return lines.status();
+  return lines->front();
+}
+
+absl::StatusOr<std::vector<std::string>> ChildProcess::ReadFirstLines(size_t n,
+                                                                      absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
+  std::vector<std::string> lines;
   while (true) {
-    size_t newline = buffered_.find('\n');
-    if (newline != std::string::npos) {
-      std::string line = buffered_.substr(0, newline);
+    size_t newline;
+    while (lines.size() < n && (newline = buffered_.find('\n')) != std::string::npos) {
+      lines.push_back(buffered_.substr(0, newline));
+      buffered_.erase(0, newline + 1);
+    }
+    if (lines.size() == n) {
       // Keep draining stdout so the child never blocks on a full pipe.
       if (!drain_.joinable()) {
         drain_ = std::thread([fd = stdout_fd_] {
@@ -225,7 +236,7 @@ absl::StatusOr<std::string> ChildProcess::ReadFirstLine(absl::Duration timeout) 
           }
         });
       }
-      return line;
+      return lines;
     }
     absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
@@ -235,9 +246,9 @@ absl::StatusOr<std::string> ChildProcess::ReadFirstLine(absl::Duration timeout) 
     int ready = poll(&pfd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
     if (ready <= 0) continue;
     char buf[1024];
-    ssize_t n = read(stdout_fd_, buf, sizeof(buf));
-    if (n <= 0) return absl::UnavailableError("child exited before printing a line");
-    buffered_.append(buf, static_cast<size_t>(n));
+    ssize_t n_read = read(stdout_fd_, buf, sizeof(buf));
+    if (n_read <= 0) return absl::UnavailableError("child exited before printing a line");
+    buffered_.append(buf, static_cast<size_t>(n_read));
   }
 }
 

@@ -89,6 +89,9 @@ class ChildProcess {
   // The first line of stdout (without '\n'); kDeadlineExceeded after `timeout`, kUnavailable
   // when the child exits first.
   absl::StatusOr<std::string> ReadFirstLine(absl::Duration timeout);
+  // The first `n` lines of stdout (e.g. hb-env's "grpc listening on" and "http listening on");
+  // errors as ReadFirstLine. Call once, instead of ReadFirstLine.
+  absl::StatusOr<std::vector<std::string>> ReadFirstLines(size_t n, absl::Duration timeout);
   // Sends `signal` and waits up to `timeout` for the exit; returns the wait status or -1.
   int Stop(int signal, absl::Duration timeout);
   pid_t pid() const { return pid_; }

@@ -194,6 +194,36 @@ TEST(NumpyRandomStateTest, RandIntMasksAndRejects) {
   EXPECT_EQ(a.RandInt(uint64_t{1} << 32), b.NextUint32());
 }
 
+TEST(NumpyRandomStateTest, IsMt19937WordForWordOverManyStates) {
+  for (const uint32_t seed : {0U, 1U, 42U, 5489U, 0xFFFFFFFFU}) {
+    NumpyRandomState ours(seed);
+    std::mt19937 standard(seed);
+    for (int i = 0; i < 5 * 624 + 17; ++i) {
+      ASSERT_EQ(ours.NextUint32(), static_cast<uint32_t>(standard()))
+          << "seed " << seed << " #" << i;
+    }
+  }
+}
+
+TEST(NumpyRandomStateTest, RandIntsDrawsWhatRandIntDrawsAcrossBlocks) {
+  // Bounds with no rejection, heavy rejection (5000: mask 8191) and the two special cases;
+  // counts that end inside and across the engine's 624-word blocks.
+  for (const uint64_t high : {uint64_t{1}, uint64_t{2}, uint64_t{5}, uint64_t{1000}, uint64_t{4096},
+                              uint64_t{5000}, uint64_t{1} << 32}) {
+    NumpyRandomState a(42);
+    NumpyRandomState b(42);
+    for (const size_t count : {size_t{1}, size_t{623}, size_t{1000}, size_t{5000}}) {
+      std::vector<uint32_t> batch(count);
+      a.RandInts(high, batch.data(), count);
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(batch[i], b.RandInt(high)) << "high " << high << " count " << count << " #" << i;
+      }
+    }
+    // Both consumed exactly the same outputs.
+    EXPECT_EQ(a.NextUint32(), b.NextUint32()) << "high " << high;
+  }
+}
+
 // SPEC §16.3 aggregation cases.
 TEST(AggregateTest, ClippedMeansAndScoreQuirk) {
   AggregateResult result = Aggregate({{{"overall_score", -0.2}}, {{"overall_score", 0.4}}}, {});

@@ -17,10 +17,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "common/retry/retry_status.h"
 #include "environment/ors/ors_api.h"
+#include "environment/trainer_protocols.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "rapidjson/document.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_environment.h"
@@ -47,11 +51,12 @@ class Conn {
     if (fd_ >= 0) close(fd_);
     fd_ = -1;
   }
+  // `headers`: extra header lines, each ending in "\r\n".
   void Send(const std::string& method, const std::string& path, const std::string& body,
-            const std::string& sid = "") {
+            const std::string& sid = "", const std::string& headers = "") {
     std::string raw = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
                                    "Connection: close\r\nContent-Type: application/json\r\n",
-                                   "Content-Length: ", body.size(), "\r\n");
+                                   "Content-Length: ", body.size(), "\r\n", headers);
     if (!sid.empty()) absl::StrAppend(&raw, "X-Session-ID: ", sid, "\r\n");
     absl::StrAppend(&raw, "\r\n", body);
     ASSERT_EQ(send(fd_, raw.data(), raw.size(), MSG_NOSIGNAL), static_cast<ssize_t>(raw.size()));
@@ -171,10 +176,15 @@ class OrsHttpServerTest : public ::testing::Test {
   }
 
   Reply Do(const std::string& method, const std::string& path, const std::string& body = "",
-           const std::string& sid = "") {
+           const std::string& sid = "", const std::string& headers = "") {
     Conn conn(server_->port());
-    conn.Send(method, path, body, sid);
+    conn.Send(method, path, body, sid, headers);
     return Parse(conn.ReadAll());
+  }
+
+  // The FakeEnvironment's own result for (task, reply), straight from Submit.
+  SubmitResult Expected(const std::string& task_id, const std::string& reply) {
+    return *env_.SubmitAndWait(task_id, reply);
   }
 
   // A session id from /create_session (not created yet).
@@ -591,6 +601,217 @@ TEST_F(OrsHttpServerTest, ShutdownEndsOpenStreamsAndDropsLateResults) {
   EXPECT_THAT(conn->ReadAll(), ::testing::Not(HasSubstr("event: end")));
   env_.HoldSubmissions(false);  // the late result finds no server and is dropped
   server_->Shutdown();          // idempotent
+}
+
+// --- Trainer routes (OpenRLHF, slime, NeMo-Gym) --------------------------------------------
+
+// The Prometheus text of `registry`.
+std::string MetricsText(prometheus::Registry& registry) {
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, registry.Collect());
+  return text.str();
+}
+
+constexpr char kNemoVerify[] =
+    R"({"prompt_id":"p0","_ng_task_index":3,"responses_create_params":{"input":[{"role":"user",)"
+    R"("content":"zero","type":"message"}]},"response":{"id":"r","object":"response","output":[)"
+    R"({"type":"reasoning","summary":[]},{"type":"message","role":"assistant","content":[)"
+    R"({"type":"output_text","text":"abcd<|eot_id|>","annotations":[]}]}]}})";
+
+TEST_F(OrsHttpServerTest, TrainerRoutesAnswerEachTrainersShape) {
+  StartServer();
+  Reply r = Do("POST", "/get_reward",
+               R"({"query":["<s>Q0 ab<|im_end|>","Q1 c</s>"],"prompts":["<s>Q0 ","Q1 "],)"
+               R"("labels":["p0","p1"]})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  EXPECT_EQ(r.body, FormatOpenRlhfAnswer({Expected("p0", "ab"), Expected("p1", "c")}));
+  // OpenRLHF posts an empty batch to every URL but the first.
+  r = Do("POST", "/get_reward", R"({"query":[],"prompts":[],"labels":[]})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, FormatOpenRlhfAnswer({}));
+  r = Do(
+      "POST", "/reward",
+      R"({"prompt":[{"role":"user","content":"one"}],"response":"xyz<|endoftext|>","label":"p1"})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, FormatSlimeAnswer(Expected("p1", "xyz")));
+  auto verify = ParseNemoGymVerify(kNemoVerify, TrainerProtocolOptions{});
+  ASSERT_TRUE(verify.ok()) << verify.status();
+  for (const char* path : {"/verify", "/ng-rollout/rollout-7.a_b/verify"}) {
+    r = Do("POST", path, kNemoVerify);
+    EXPECT_EQ(r.status, 200) << path << " " << r.body;
+    EXPECT_EQ(r.body, FormatNemoGymVerifyAnswer(*verify, Expected("p0", "abcd"))) << path;
+  }
+  for (const char* path : {"/seed_session", "/ng-rollout/r1/seed_session"}) {
+    r = Do("POST", path, kNemoVerify);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.body, "{}") << path;
+  }
+  r = Do("GET", "/reverify_mode");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"("stateless")");
+  const std::string aggregate =
+      R"({"verify_responses":[{"_ng_task_index":0,"reward":0.5,"reward_clipped":0.5},)"
+      R"({"_ng_task_index":1,"reward":-0.5,"reward_clipped":0.0}]})";
+  r = Do("POST", "/ng-rollout/r1/aggregate_metrics", aggregate);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, *NemoGymAggregateMetrics(aggregate));
+  // The replies graded: stripped of the prompt prefix and of the end-of-turn tokens (each
+  // Expected() call above grades once more).
+  EXPECT_THAT(env_.replies(), ::testing::IsSupersetOf({"ab", "c", "xyz", "abcd"}));
+  EXPECT_THAT(env_.replies(), ::testing::Each(::testing::Not(HasSubstr("<"))));
+}
+
+TEST_F(OrsHttpServerTest, TrainerRoutesStripTheConfiguredSuffixes) {
+  OrsServerOptions options;
+  options.trainer.strip_suffixes = {"<END>"};
+  StartServer(options);
+  EXPECT_EQ(Do("POST", "/reward", R"({"response":"ab<END><END>","label":"p0"})").status, 200);
+  EXPECT_EQ(Do("POST", "/reward", R"({"response":"ab<|im_end|>","label":"p0"})").status, 200);
+  EXPECT_THAT(env_.replies(), ElementsAre("ab", "ab<|im_end|>"));
+}
+
+TEST_F(OrsHttpServerTest, TrainerRouteErrorsMapToHttpStatuses) {
+  StartServer();
+  Reply r = Do("POST", "/get_reward", R"({"query":["a"],"prompts":[""],"labels":["zz"]})");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, R"j({"detail":"labels[0] (task \"zz\"): NOT_FOUND: unknown task id 'zz'"})j");
+  r = Do("POST", "/reward", R"({"response":"a","label":"zz"})");
+  EXPECT_EQ(r.status, 404);
+  r = Do("POST", "/verify", R"({"prompt_id":"zz","response":{"output":[]}})");
+  EXPECT_EQ(r.status, 404);
+  r = Do("POST", "/get_reward", R"({"query":["a"]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, R"({"detail":"request body: field 'prompts' must be an array of strings"})");
+  r = Do("GET", "/get_reward");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(Do("POST", "/reverify_mode").status, 405);
+  // The prefix is NeMo-Gym's: only its routes take it, and it needs a rollout id.
+  EXPECT_EQ(Do("POST", "/ng-rollout/r1/get_reward", "{}").status, 404);
+  EXPECT_EQ(Do("POST", "/ng-rollout//verify", kNemoVerify).status, 404);
+  EXPECT_EQ(Do("POST", "/ng-rollout/r1", kNemoVerify).status, 404);
+
+  absl::Status backlog = absl::ResourceExhaustedError("backlog full");
+  SetRetryDelay(backlog, absl::Seconds(3));
+  env_.RejectUpFront(backlog);
+  r = Do("POST", "/reward", R"({"response":"a","label":"p0"})");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "3");
+  EXPECT_THAT(r.body, HasSubstr("label (task \\\"p0\\\"): RESOURCE_EXHAUSTED: backlog full"));
+  EXPECT_EQ(Do("POST", "/get_reward", R"({"query":["a"],"prompts":[""],"labels":["p0"]})").status,
+            429);
+  env_.RejectUpFront(absl::OkStatus());
+  EXPECT_EQ(env_.submissions(), 0);
+}
+
+TEST_F(OrsHttpServerTest, AReplyThatCouldNotBeGradedIsNeverAReward) {
+  StartServer();
+  env_.SetResultFn([](const std::string& id, const std::string&) -> absl::StatusOr<SubmitResult> {
+    if (id == "p1") return absl::DeadlineExceededError("judge timed out");
+    return absl::FailedPreconditionError("judge reply unparseable");
+  });
+  Reply r =
+      Do("POST", "/get_reward", R"({"query":["a","b"],"prompts":["",""],"labels":["p0","p1"]})");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(
+      r.body,
+      R"j({"detail":"labels[0] (task \"p0\") could not be graded: FAILED_PRECONDITION: judge reply unparseable"})j");
+  r = Do("POST", "/reward", R"({"response":"a","label":"p1"})");
+  EXPECT_EQ(r.status, 504);
+  EXPECT_EQ(
+      r.body,
+      R"j({"detail":"label (task \"p1\") could not be graded: DEADLINE_EXCEEDED: judge timed out"})j");
+  // NeMo-Gym's own marker: HTTP 200, reward 0.0 and _ng_failure_class, so its collection sets
+  // the row aside instead of training on it.
+  auto verify = ParseNemoGymVerify(kNemoVerify, TrainerProtocolOptions{});
+  ASSERT_TRUE(verify.ok());
+  r = Do("POST", "/verify", kNemoVerify);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, FormatNemoGymJudgeFailure(
+                        *verify, absl::FailedPreconditionError("judge reply unparseable")));
+  EXPECT_THAT(r.body, HasSubstr(R"("_ng_failure_class":"judge_failed")"));
+}
+
+TEST_F(OrsHttpServerTest, TrainerRoutesNeedATokenAsBearerOrAsTheBasicAuthPassword) {
+  constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
+  prometheus::Registry registry;
+  EnvMetrics metrics(registry);
+  OrsServerOptions options;
+  auto tokens = BearerTokens::FromList({kToken});
+  ASSERT_TRUE(tokens.ok());
+  options.tokens = *tokens;
+  options.metrics = &metrics;
+  StartServer(options);
+  const std::string body = R"({"response":"a","label":"p0"})";
+  for (const char* path : {"/get_reward", "/reward", "/seed_session", "/verify",
+                           "/aggregate_metrics", "/ng-rollout/r1/verify"}) {
+    const Reply r = Do("POST", path, body);
+    EXPECT_EQ(r.status, 401) << path;
+    EXPECT_THAT(r.body, HasSubstr(R"({"detail":"missing credentials: send `authorization: Bearer)"))
+        << path;
+    EXPECT_THAT(r.body, HasSubstr("or HTTP Basic auth with the token as password")) << path;
+  }
+  EXPECT_EQ(Do("GET", "/reverify_mode").status, 401);
+  // base64("hb:" + kToken), as aiohttp sends for http://hb:<token>@host/ (and curl, requests).
+  const std::string basic =
+      "Authorization: Basic aGI6MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\r\n";
+  EXPECT_EQ(Do("POST", "/reward", body, "", basic).status, 200);
+  EXPECT_EQ(Do("POST", "/reward", body, "", absl::StrCat("Authorization: Bearer ", kToken, "\r\n"))
+                .status,
+            200);
+  // base64("hb:wrong-token-wrong-token")
+  const Reply wrong = Do("POST", "/reward", body, "",
+                         "Authorization: Basic aGI6d3JvbmctdG9rZW4td3JvbmctdG9rZW4=\r\n");
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(wrong.body, R"({"detail":"the Basic auth password is not accepted by this server"})");
+  EXPECT_EQ(env_.submissions(), 2);
+  // Refusals count per route (the prefixed /verify as "verify").
+  EXPECT_THAT(
+      MetricsText(registry),
+      ::testing::AllOf(HasSubstr(R"(hb_env_trainer_requests_total{code="401",route="reward"} 2)"),
+                       HasSubstr(R"(hb_env_trainer_requests_total{code="401",route="verify"} 2)"),
+                       HasSubstr(R"(hb_env_trainer_requests_total{code="200",route="reward"} 2)")));
+}
+
+TEST_F(OrsHttpServerTest, TrainerRoutesCountRequestsByRouteAndCode) {
+  prometheus::Registry registry;
+  EnvMetrics metrics(registry);
+  OrsServerOptions options;
+  options.metrics = &metrics;
+  StartServer(options);
+  EXPECT_EQ(Do("POST", "/get_reward", R"({"query":["a"],"prompts":[""],"labels":["p0"]})").status,
+            200);
+  EXPECT_EQ(Do("POST", "/reward", R"({"response":"a","label":"zz"})").status, 404);
+  EXPECT_EQ(Do("POST", "/ng-rollout/r1/verify", kNemoVerify).status, 200);
+  EXPECT_THAT(MetricsText(registry),
+              ::testing::AllOf(
+                  HasSubstr(R"(hb_env_trainer_requests_total{code="200",route="get_reward"} 1)"),
+                  HasSubstr(R"(hb_env_trainer_requests_total{code="404",route="reward"} 1)"),
+                  HasSubstr(R"(hb_env_trainer_requests_total{code="200",route="verify"} 1)"),
+                  HasSubstr(R"(hb_env_trainer_request_seconds_count{route="verify"} 1)"),
+                  HasSubstr(R"(hb_env_trainer_reward_count{route="get_reward"} 1)")));
+}
+
+TEST_F(OrsHttpServerTest, ATrainerClientThatHangsUpOrAShutdownWhileGradingIsHarmless) {
+  StartServer();
+  env_.HoldSubmissions(true);
+  {
+    Conn gone(server_->port());
+    gone.Send("POST", "/reward", R"({"response":"a","label":"p0"})");
+    env_.WaitForSubmissions(1);
+  }  // closed while its reply is graded
+  env_.HoldSubmissions(false);
+  // The late answer found its request detached (libevent frees it); the server serves on.
+  const Reply r = Do("POST", "/reward", R"({"response":"ab","label":"p0"})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, FormatSlimeAnswer(Expected("p0", "ab")));
+  env_.HoldSubmissions(true);
+  Conn pending(server_->port());
+  pending.Send("POST", "/get_reward", R"({"query":["a"],"prompts":[""],"labels":["p0"]})");
+  env_.WaitForSubmissions(4);
+  server_->Shutdown();
+  EXPECT_THAT(pending.ReadAll(), ::testing::Not(HasSubstr("200")));
+  env_.HoldSubmissions(false);  // the late result finds no server and is dropped
 }
 
 }  // namespace

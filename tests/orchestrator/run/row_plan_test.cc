@@ -108,10 +108,15 @@ TEST(BuildGradeItemRequestTest, CopiesTheRow) {
   EXPECT_EQ(request.rubric_item().points(), 5);
   EXPECT_EQ(request.rubric_item().points_text(), "5.0");
   EXPECT_THAT(request.rubric_item().tags(), ElementsAre("axis:accuracy", "level:example"));
+  EXPECT_FALSE(request.rubric_item().verbatim());
   EXPECT_EQ(request.request_id(), "ck/pid/1/2");
   EXPECT_EQ(request.prompt_cache_key(), "pid");
   // Without the opt-in no key goes upstream, as in the reference.
   EXPECT_EQ(BuildGradeItemRequest(row, 2, false).prompt_cache_key(), "");
+
+  // A meta-eval row's raw rubric keeps its verbatim flag on the wire.
+  example.rubrics[1].verbatim = true;
+  EXPECT_TRUE(BuildGradeItemRequest(row, 2, false).rubric_item().verbatim());
 }
 
 }  // namespace
