@@ -5,11 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
+#include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 
 namespace hb::cli {
 
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api) {
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api,
+                            std::vector<std::string>* headers) {
   command.Flag("llm-model", &settings->model, "MODEL", "grader model (SPEC §5)");
   command.Flag("llm-temperature", &settings->temperature, "T",
                "grader sampling temperature (SPEC §5; chat completions only)");
@@ -23,13 +25,28 @@ void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderAp
   command.Flag("llm-reasoning-effort", &settings->reasoning_effort, "low|medium|high",
                "the Responses grader's reasoning effort (empty: not sent; the HealthBench "
                "Professional grader is gpt-5.4-2026-03-05 at low)");
+  command.Flag("llm-extra-body", &settings->extra_body, "JSON",
+               "a JSON object merged into every grader request body, chat or Responses, online "
+               "or batch (vLLM guided decoding: '{\"guided_json\":{...}}' or "
+               "'{\"structured_outputs\":{...}}', '{\"response_format\":{...}}', "
+               "'{\"chat_template_kwargs\":{...}}'); part of the grader's identity. model, "
+               "messages, input and stream are refused, as are keys the body already has "
+               "(temperature, max_tokens, reasoning: use their flags)");
+  command.Repeated("llm-header", headers, "NAME=VALUE",
+                   "an extra HTTP header of every grader request (repeatable: Azure's "
+                   "api-key=KEY, a gateway's header); part of the grader's identity by name and "
+                   "the sha256 of its value. Values are never logged or recorded; reports show "
+                   "names only. Authorization is set from --llm-api-key-file instead");
 }
 
 absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        const std::vector<std::string>& headers,
                                         GraderSettings* settings) {
-  absl::Status status = ResolveGraderSettings(api, command.Given("llm-temperature"),
-                                              command.Given("llm-max-tokens"), *settings);
-  return status.ok() ? ValidateGraderSettings(*settings) : status;
+  HB_RETURN_IF_ERROR(ResolveGraderSettings(api, command.Given("llm-temperature"),
+                                           command.Given("llm-max-tokens"), *settings));
+  HB_ASSIGN_OR_RETURN(settings->extra_body, CanonicalExtraBody(settings->extra_body));
+  HB_ASSIGN_OR_RETURN(settings->headers, ParseGraderHeaders(headers));
+  return ValidateGraderSettings(*settings);
 }
 
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference) {
@@ -47,7 +64,7 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
   command.Flag("llm-base-url", &stack.llm.base_url, "URL",
                "OpenAI-compatible endpoint; requests go to {base}/chat/completions (or "
                "{base}/responses, see --llm-api)");
-  AddGraderSettingsFlags(command, &stack.settings, &flags->api);
+  AddGraderSettingsFlags(command, &stack.settings, &flags->api, &flags->headers);
   command.Flag("llm-api-key-file", &flags->api_key_file, "PATH",
                "file holding the API key; when empty, $OPENAI_API_KEY is used; none is fine "
                "for local endpoints. The key is never logged");
@@ -107,7 +124,7 @@ absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) 
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
   if (flags.command != nullptr) {
     absl::Status settings =
-        ResolveGraderSettingsFlags(*flags.command, flags.api, &options.settings);
+        ResolveGraderSettingsFlags(*flags.command, flags.api, flags.headers, &options.settings);
     if (!settings.ok()) return settings;
   }
   return CompleteGraderStackOptions(std::move(options));

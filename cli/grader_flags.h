@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
@@ -21,13 +22,18 @@
 namespace hb::cli {
 
 // --llm-model, --llm-temperature, --llm-max-tokens, --llm-api (into `*api`),
-// --llm-reasoning-effort.
-void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api);
+// --llm-reasoning-effort, --llm-extra-body, --llm-header (repeatable, raw NAME=VALUE texts
+// into `*headers`).
+void AddGraderSettingsFlags(Command& command, GraderSettings* settings, GraderApiChoice* api,
+                            std::vector<std::string>* headers);
 
 // After parsing: settings->api from --llm-api (ResolveGraderSettings: auto follows
 // simple-evals PR #108), refusing --llm-temperature / --llm-max-tokens given to a Responses
-// grader, then ValidateGraderSettings. kInvalidArgument naming the flag.
+// grader; the extra body made canonical (CanonicalExtraBody) and the --llm-header texts parsed
+// (ParseGraderHeaders) into settings->headers; then ValidateGraderSettings. kInvalidArgument
+// naming the flag (never a header's value).
 absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice api,
+                                        const std::vector<std::string>& headers,
                                         GraderSettings* settings);
 
 // --grader-template PATH, --require-reference-template.
@@ -37,6 +43,8 @@ void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_r
 struct GraderFlags {
   GraderStackOptions stack;
   GraderApiChoice api = GraderApiChoice::kAuto;
+  // --llm-header texts, parsed by ResolveGraderFlags.
+  std::vector<std::string> headers;
   std::string api_key_file;
   // The command the group was added to (AddGraderFlags), asked which flags were given.
   const Command* command = nullptr;

@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
   // host that does not resolve) is refused within seconds, with the fix. hb-grader replicas
   // check their own upstream.
   if (target->embedded()) {
-    if (absl::Status upstream = hb::PreflightEndpoint(hb::LlmEndpoint(grader_options->llm));
+    if (absl::Status upstream = hb::PreflightEndpoint(
+            hb::LlmEndpoint(grader_options->llm, grader_options->settings.headers));
         !upstream.ok()) {
       std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(upstream).c_str());
       return hb::ExitCodeFor(upstream);

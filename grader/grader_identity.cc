@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/json.h"
 #include "common/base/sha256.h"
+#include "grader/grader_settings.h"
 
 namespace hb {
 
@@ -22,6 +23,14 @@ std::vector<IdentityField> IdentityFields(const GraderIdentity& identity) {
   if (!s.reasoning_effort.empty()) {
     fields.push_back({"reasoning_effort", "grader_reasoning_effort", s.reasoning_effort,
                       "--llm-reasoning-effort"});
+  }
+  // Added with any OpenAI-compatible judge (--llm-extra-body, --llm-header): listed only when
+  // set. Headers by name and the sha256 of their values, never a value.
+  if (!s.extra_body.empty()) {
+    fields.push_back({"extra_body", "grader_extra_body", s.extra_body, "--llm-extra-body"});
+  }
+  if (!s.headers.empty()) {
+    fields.push_back({"headers", "grader_headers", HeadersIdentity(s.headers), "--llm-header"});
   }
   return fields;
 }

@@ -5,8 +5,9 @@
 // grader is added to IdentityFields once and every store keys on it.
 //
 // The verdict cache (grader/verdict_cache.h) keys on the exact upstream request body instead,
-// which carries every field of the identity that goes on the wire; a setting that changes the
-// verdict without being in the body (an HTTP header) must be added to that key too.
+// which carries every field of the identity that goes on the wire (the extra body included);
+// the --llm-header headers, which are not in the body, are added to that key
+// (VerdictCacheKey).
 #pragma once
 
 #include <optional>
@@ -18,7 +19,7 @@
 namespace hb {
 
 struct GraderIdentity {
-  // Model, temperature, max_tokens, system message, API, reasoning effort.
+  // Model, temperature, max_tokens, system message, API, reasoning effort, extra body, headers.
   GraderSettings settings;
   // sha256 (hex) of the grader template.
   std::string template_sha256;
@@ -37,7 +38,8 @@ struct IdentityField {
 };
 
 // The fields in a fixed order: model, temperature, max_tokens, system_message, template_sha256,
-// then api (when not chat) and reasoning_effort (when set).
+// then api (when not chat), reasoning_effort, extra_body and headers (each when set; headers
+// as HeadersIdentity: lower-cased names and the sha256 of each value, never a value).
 // A field added later is listed only when it differs from its default, so journals and caches
 // written before it existed stay valid for graders that do not use it.
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity);

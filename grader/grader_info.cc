@@ -60,6 +60,12 @@ GraderInfo MakeGraderInfo(const GraderSettings& settings, const std::string& tem
   info.set_template_sha256(template_sha256);
   info.set_api(GraderApiName(settings.api));
   info.set_reasoning_effort(settings.reasoning_effort);
+  info.set_extra_body(settings.extra_body);
+  for (const GraderHeader& header : settings.headers) {
+    healthbench::grader::v1::GraderHeaderInfo* out = info.add_headers();
+    out->set_name(header.name);
+    out->set_value_sha256(header.value_sha256);
+  }
   info.set_upstream_base_url(RedactUrl(base_url));
   info.set_version(version);
   return info;
@@ -78,6 +84,10 @@ GraderSettings SettingsOf(const GraderInfo& info) {
   settings.api = info.api() == GraderApiName(GraderApi::kResponses) ? GraderApi::kResponses
                                                                     : GraderApi::kChatCompletions;
   settings.reasoning_effort = info.reasoning_effort();
+  settings.extra_body = info.extra_body();
+  for (const auto& header : info.headers()) {
+    settings.headers.push_back(GraderHeader{header.name(), "", header.value_sha256()});
+  }
   return settings;
 }
 

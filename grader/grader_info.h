@@ -23,7 +23,7 @@ healthbench::grader::v1::GraderInfo MakeGraderInfo(const GraderSettings& setting
 // The identity `info` reports (settings and template sha256).
 GraderIdentity IdentityOf(const healthbench::grader::v1::GraderInfo& info);
 
-// The settings `info` reports.
+// The settings `info` reports (headers by name and value_sha256; their values are never sent).
 GraderSettings SettingsOf(const healthbench::grader::v1::GraderInfo& info);
 
 // One replica's answer: `replica` names it as the caller reached it ("ipv4:10.0.0.7:50051").

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/healthbench/types.h"
 
@@ -13,8 +16,43 @@ namespace hb {
 
 // kInvalidArgument naming the flag when a setting cannot produce a valid request
 // ("--llm-max-tokens must be positive", "--llm-reasoning-effort must be low, medium or high,
-// got 'x'", an effort on the chat API). Thread-safe.
+// got 'x'", an effort on the chat API, an --llm-extra-body that is not a JSON object or sets a
+// key the request already has: see ExtraBodyKeyRefusal). Thread-safe.
 absl::Status ValidateGraderSettings(const GraderSettings& settings);
+
+// --llm-extra-body as stored in GraderSettings::extra_body: `text` parsed and written back
+// compact (members in their order), "" for "". kInvalidArgument naming the flag when it is not
+// valid JSON or not an object.
+absl::StatusOr<std::string> CanonicalExtraBody(absl::string_view text);
+
+// Why `key` of an --llm-extra-body may not be sent with `settings`, or "" when it may: the
+// model and the grader prompt (model, messages, input) are the reference's; a key the body
+// already has for these settings has its own flag (temperature, max_tokens, reasoning);
+// "stream" would turn the one JSON reply the grader parses into events.
+std::string ExtraBodyKeyRefusal(const GraderSettings& settings, absl::string_view key);
+
+// One --llm-header NAME=VALUE: NAME an HTTP token (RFC 9110: letters, digits and
+// !#$%&'*+-.^_`|~), not one the client sets itself (Authorization: use --llm-api-key-file;
+// Host, Content-Type, Content-Length, Transfer-Encoding, Connection); VALUE without CR, LF or
+// NUL (a header cannot smuggle another). value_sha256 is filled. kInvalidArgument quoting the
+// name (never the value) and saying how to fix it.
+absl::StatusOr<GraderHeader> ParseGraderHeader(absl::string_view text);
+
+// Every --llm-header (ParseGraderHeader); a name given twice (case-insensitive) is
+// kInvalidArgument.
+absl::StatusOr<std::vector<GraderHeader>> ParseGraderHeaders(const std::vector<std::string>& texts);
+
+// The headers as the grader's identity holds them: "name:sha256" per header, names lower-cased,
+// sorted, joined by ","; "" for none. Never a value.
+std::string HeadersIdentity(const std::vector<GraderHeader>& headers);
+
+// The headers as an HTTP request carries them: (name, value) in the order given.
+std::vector<std::pair<std::string, std::string>> WireHeaders(
+    const std::vector<GraderHeader>& headers);
+
+// The headers for reports and --help-like output: "api-key: [redacted], X-Team: [redacted]"
+// (names as given, values never shown); "" for none.
+std::string RedactedHeaders(const std::vector<GraderHeader>& headers);
 
 // HealthBench Professional's official grader (simple-evals PR #108): gpt-5.4-2026-03-05 at low
 // reasoning effort, through the Responses API.

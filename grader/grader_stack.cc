@@ -8,6 +8,7 @@
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
 #include "grader/grader_info.h"
+#include "grader/grader_settings.h"
 #include "grader/sqlite_verdict_cache.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
@@ -54,6 +55,7 @@ absl::StatusOr<std::unique_ptr<GraderStack>> GraderStack::Start(const GraderStac
   llm_options.api_key = options.llm.api_key;
   llm_options.metrics = stack->metrics_.get();
   llm_options.api = options.settings.api;
+  llm_options.headers = WireHeaders(options.settings.headers);
   stack->llm_ = std::make_unique<OpenAiLlmClient>(*stack->http_, llm_options);
 
   stack->info_ = MakeGraderInfo(options.settings, grader_template.sha256(), options.llm.base_url,

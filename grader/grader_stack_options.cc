@@ -28,10 +28,10 @@ std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm) {
   return warnings;
 }
 
-EndpointPreflight LlmEndpoint(const LlmOptions& llm) {
+EndpointPreflight LlmEndpoint(const LlmOptions& llm, const std::vector<GraderHeader>& headers) {
   EndpointPreflight endpoint;
   endpoint.base_url = llm.base_url;
-  endpoint.has_api_key = !llm.api_key.empty();
+  endpoint.has_api_key = !llm.api_key.empty() || !headers.empty();
   endpoint.url_flag = "--llm-base-url";
   endpoint.url_is_default = !llm.base_url_given;
   endpoint.key_source = "$OPENAI_API_KEY or --llm-api-key-file";

@@ -42,7 +42,9 @@ std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm);
 
 // The upstream as PreflightEndpoint (llm/endpoint_preflight.h) checks it before the first
 // request, named by the grader flags (--llm-base-url; $OPENAI_API_KEY or --llm-api-key-file).
-EndpointPreflight LlmEndpoint(const LlmOptions& llm);
+// `headers` (--llm-header) count as credentials: Azure OpenAI and gateways take their key in a
+// header of their own (api-key), with no bearer token.
+EndpointPreflight LlmEndpoint(const LlmOptions& llm, const std::vector<GraderHeader>& headers = {});
 
 struct GraderStackOptions {
   LlmOptions llm;

@@ -41,10 +41,13 @@ class VerdictCache {
 
 // The cache key of one rubric item's request: hex sha256 of
 // BuildGraderRequestBody(settings, grader_prompt) without a prompt_cache_key (so the model, the
-// API and the reasoning effort are all part of the key). A `verbatim` item's key (a meta-eval
-// row's raw rubric, RubricItem::verbatim) is the sha256 of "verbatim\n" + that body instead, so
-// the two renderings never share a verdict, even where the prompts coincide (a raw rubric that
-// itself reads "[5] ..."); the rendered items' keys are unchanged.
+// API, the reasoning effort and the extra body are all part of the key). A `verbatim` item's key
+// (a meta-eval row's raw rubric, RubricItem::verbatim) is the sha256 of "verbatim\n" + that body
+// instead, so the two renderings never share a verdict, even where the prompts coincide (a raw
+// rubric that itself reads "[5] ..."); the rendered items' keys are unchanged. When
+// --llm-header gave headers, "\nheaders:" and their HeadersIdentity follow (a judge behind
+// another gateway or key is another judge; a grader without headers keeps the keys it always
+// had).
 std::string VerdictCacheKey(const GraderSettings& settings, absl::string_view grader_prompt,
                             bool verbatim = false);
 

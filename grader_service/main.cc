@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
   // Before anything starts (after StopSignals: the resolver runs on a thread of its own): an
   // upstream that cannot be called (no key for a remote https endpoint, a host that does not
   // resolve) is refused within seconds, with the fix.
-  if (absl::Status upstream = hb::PreflightEndpoint(hb::LlmEndpoint(options->llm));
+  if (absl::Status upstream =
+          hb::PreflightEndpoint(hb::LlmEndpoint(options->llm, options->settings.headers));
       !upstream.ok()) {
     std::fprintf(stderr, "hb-grader: %s\n", hb::cli::OneLine(upstream).c_str());
     return hb::ExitCodeFor(upstream);

@@ -300,6 +300,7 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
   if (!options_.api_key.empty()) {
     http_request.headers.emplace_back("Authorization", absl::StrCat("Bearer ", options_.api_key));
   }
+  for (const auto& header : options_.headers) http_request.headers.push_back(header);
   if (request.body_parts.empty()) {
     http_request.body = std::move(request.body);
   } else {
@@ -326,12 +327,14 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
         outcome.kind = FailureKind::kOtherHttp4xx;
       }
       done(WithAttemptOutcome(
-          absl::Status(status.code(), Scrub(std::string(status.message()), options_.api_key)),
+          ScrubHeaderValues(
+              absl::Status(status.code(), Scrub(std::string(status.message()), options_.api_key))),
           outcome));
       return;
     }
     absl::StatusOr<ChatResult> result =
         InterpretLlmResponse(*response, options_.api_key, options_.api);
+    if (!result.ok()) result = ScrubHeaderValues(result.status());
     if (metrics != nullptr) {
       if (result.ok()) {
         metrics->AddTokens(result->usage.prompt_tokens, result->usage.cached_tokens,
@@ -349,5 +352,20 @@ LlmClient::CallId OpenAiLlmClient::Complete(ChatRequest request, ChatCallback do
 }
 
 void OpenAiLlmClient::Cancel(CallId id) { http_.Cancel(id); }
+
+absl::Status OpenAiLlmClient::ScrubHeaderValues(absl::Status status) const {
+  std::string message(status.message());
+  bool changed = false;
+  for (const auto& [name, value] : options_.headers) {
+    if (value.empty()) continue;
+    changed = absl::StrReplaceAll({{value, "[redacted]"}}, &message) > 0 || changed;
+  }
+  if (!changed) return status;
+  absl::Status scrubbed(status.code(), message);
+  status.ForEachPayload([&scrubbed](absl::string_view url, const absl::Cord& payload) {
+    scrubbed.SetPayload(url, payload);
+  });
+  return scrubbed;
+}
 
 }  // namespace hb

@@ -10,6 +10,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -34,6 +36,10 @@ struct OpenAiLlmClientOptions {
   Clock* clock = nullptr;
   // The endpoint and reply format (the request bodies must match: BuildGraderRequestBody).
   GraderApi api = GraderApi::kChatCompletions;
+  // Extra headers of every request (--llm-header: Azure's api-key, gateways), after
+  // Content-Type, Accept and Authorization. Values may be secrets: never logged, and scrubbed
+  // like the key from the statuses this client returns.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 class OpenAiLlmClient final : public LlmClient {
@@ -48,6 +54,10 @@ class OpenAiLlmClient final : public LlmClient {
   const std::string& url() const { return url_; }
 
  private:
+  // `status` with every non-empty header value in its message replaced by "[redacted]" (its
+  // payloads, the AttemptOutcome, kept).
+  absl::Status ScrubHeaderValues(absl::Status status) const;
+
   HttpClient& http_;
   OpenAiLlmClientOptions options_;
   Clock& clock_;

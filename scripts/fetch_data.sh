@@ -11,7 +11,9 @@
 #      When a mirror exists it is the only source: nothing is downloaded.
 #   2. otherwise the official sources: the GRADER_TEMPLATE string of simple-evals' healthbench_eval.py at
 #      commit ee3b0318d8d1d9d72755a4120879be65f7c07e9e (stripped as the reference strips it),
-#      and the dataset files from OpenAI's public URLs.
+#      the dataset files from OpenAI's public URLs, and HealthBench Professional
+#      (healthbench_professional_eval.jsonl) from its home, the Hugging Face dataset
+#      openai/healthbench-professional.
 #
 # Usage: scripts/fetch_data.sh [--dest DIR] [--template-only] [--offline]
 #   --dest DIR        where to put them (default: <repo>/data): DIR/grader_template.txt,
@@ -56,6 +58,14 @@ declare -A pinned=(
   [2025-05-07-06-14-12_oss_meta_eval.jsonl]=6a343ed3fcb6f28353c2c6c157ae30ddf2db874c947b27ba474ad54da9c5dbac
   [hard_2025-05-08-21-00-10.jsonl]=""
   [consensus_2025-05-09-20-00-46.jsonl]=""
+  # HealthBench Professional (simple-evals PR #108, 525 records). Not verified here (no
+  # internet): the sha256 two independent public projects pin for this file of the Hugging Face
+  # dataset; a mismatch stops the script and prints the hash got.
+  [healthbench_professional_eval.jsonl]=d44b08e6e952e04c945e2c406f02533d9e7a989a84e35820ee7efdff20c9e4e2
+)
+# file name -> its URL, when not under $data_base.
+declare -A urls=(
+  [healthbench_professional_eval.jsonl]=https://huggingface.co/datasets/openai/healthbench-professional/resolve/main/healthbench_professional_eval.jsonl
 )
 
 mkdir -p "$dest/healthbench"
@@ -121,8 +131,9 @@ for name in "${!pinned[@]}"; do
     install -m 0644 "$src" "$out"
     echo "fetch_data: $name from local mirror"
   elif [ "$offline" = 0 ] && [ ! -f "$out" ]; then
-    echo "fetch_data: downloading $data_base/$name"
-    if ! download "$data_base/$name" "$out"; then
+    url=${urls[$name]:-$data_base/$name}
+    echo "fetch_data: downloading $url"
+    if ! download "$url" "$out"; then
       echo "fetch_data: could not download $name (no internet?)" >&2
       rm -f "$out.part"
       continue

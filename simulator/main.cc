@@ -179,6 +179,11 @@ void OnRequest(evhttp_request* req, void* arg) {
   request.authorization = auth == nullptr ? "" : auth;
   request.content_type = content_type == nullptr ? "" : content_type;
   request.body = absl::string_view(data, size);
+  const evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  for (const evkeyval* header = headers->tqh_first; header != nullptr;
+       header = header->next.tqe_next) {
+    request.headers.emplace_back(header->key, header->value);
+  }
   SimAction action = server->sim->Handle(request);
   if (action.is_chat) server->log->Write(action.log_line);
 
@@ -278,6 +283,7 @@ struct Flags {
   int http_timeout_s = 600;
   std::string log_level = "info";
   std::vector<std::string> policy_models;
+  std::vector<std::string> required_headers;
 };
 
 void AddFlags(cli::Command& command, Flags* flags) {
@@ -290,6 +296,12 @@ void AddFlags(cli::Command& command, Flags* flags) {
                "event loops sharing the listening socket; 0 = number of cores");
   command.Flag("api-key", &sim.api_key, "KEY",
                "when set, chat requests must carry 'Authorization: Bearer <key>', else 401");
+  command.Repeated("require-header", &flags->required_headers, "NAME=VALUE",
+                   "every request must carry this header (name case-insensitive, value exact), "
+                   "else 401, as a gateway or Azure's api-key would (repeatable)");
+  command.Repeated("require-body-key", &sim.required_body_keys, "KEY",
+                   "every grader request body must have this top-level key, else 400 (a judge "
+                   "that needs its guided-decoding field; repeatable)");
   command.Flag("request-log", &flags->request_log, "PATH",
                "file to append one JSON line per chat request (time, status, fault, "
                "latency_ms, prompt_tokens, cached_tokens, verdict)");
@@ -376,6 +388,15 @@ int Run(int argc, char** argv) {
     for (absl::string_view name : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
       flags.sim.policy_models.emplace_back(absl::StripAsciiWhitespace(name));
     }
+  }
+  for (const std::string& value : flags.required_headers) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return program.UsageError(
+          "", absl::InvalidArgumentError(absl::StrCat("--require-header expects NAME=VALUE, got '",
+                                                      value.substr(0, eq), "...'")));
+    }
+    flags.sim.required_headers.emplace_back(value.substr(0, eq), value.substr(eq + 1));
   }
   flags.sim.batch.seed = flags.sim.seed;
   const SimulatorOptions& options = flags.sim;

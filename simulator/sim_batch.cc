@@ -245,6 +245,7 @@ SimAction BatchService::Create(const SimHttpRequest& request) {
   batch.completion_window = *window;
   batch.status = "validating";
   batch.authorization = std::string(request.authorization);
+  for (const auto& [name, value] : request.headers) batch.headers.emplace_back(name, value);
   batch.created = clock_->Now();
   batch.finished = absl::InfinitePast();
   const std::string& content = files_[*input].content;
@@ -324,6 +325,7 @@ void BatchService::Complete(Batch& batch) {
     chat.method = "POST";
     chat.path = batch.endpoint;
     chat.authorization = batch.authorization;
+    for (const auto& [name, value] : batch.headers) chat.headers.emplace_back(name, value);
     chat.body = body_text;
     const SimAction answer = chat_(chat);
     absl::StrAppend(&output, OutputLine(line_id, *custom_id, answer), "\n");

@@ -20,6 +20,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
@@ -76,6 +78,7 @@ class BatchService {
     std::string output_file_id;
     std::string error_file_id;
     std::string authorization;  // replayed on each line's chat request
+    std::vector<std::pair<std::string, std::string>> headers;  // replayed likewise
     absl::Time created;
     absl::Time finished;
     int64_t total = 0;

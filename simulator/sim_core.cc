@@ -14,6 +14,18 @@
 namespace hb::sim {
 namespace {
 
+// The first of `keys` the JSON object `body` lacks at its top level, "" when it has them all
+// (or is not an object: the request parser reports that).
+std::string MissingBodyKey(absl::string_view body, const std::vector<std::string>& keys) {
+  if (keys.empty()) return "";
+  rapidjson::Document doc;
+  if (!ParseJson(body, doc).ok() || !doc.IsObject()) return "";
+  for (const std::string& key : keys) {
+    if (FindJsonMember(doc, key) == nullptr) return key;
+  }
+  return "";
+}
+
 constexpr uint64_t kJitterStream = 100;
 constexpr char kJsonType[] = "application/json";
 
@@ -238,13 +250,10 @@ SimAction Simulator::Handle(const SimHttpRequest& request) {
     return HandleChat(request, /*policy=*/true);
   }
   if (BatchService::Serves(request.path)) {
-    if (!options_.api_key.empty() &&
-        request.authorization != absl::StrCat("Bearer ", options_.api_key)) {
+    if (std::string refused = Unauthorized(request); !refused.empty()) {
       action.status = 401;
       action.headers.emplace_back("Content-Type", kJsonType);
-      action.body =
-          BuildErrorBody("Incorrect API key provided. The simulator was started with --api-key.",
-                         "invalid_request_error", "invalid_api_key");
+      action.body = BuildErrorBody(refused, "invalid_request_error", "invalid_api_key");
       return action;
     }
     return batch_.Handle(request);
@@ -313,18 +322,33 @@ void Simulator::Finish(SimAction& action, absl::string_view fault, int64_t promp
   });
 }
 
+std::string Simulator::Unauthorized(const SimHttpRequest& request) const {
+  if (!options_.api_key.empty() &&
+      request.authorization != absl::StrCat("Bearer ", options_.api_key)) {
+    return "Incorrect API key provided. The simulator was started with --api-key.";
+  }
+  for (const auto& [name, value] : options_.required_headers) {
+    bool found = false;
+    for (const auto& [got_name, got_value] : request.headers) {
+      found = found || (absl::EqualsIgnoreCase(got_name, name) && got_value == value);
+    }
+    if (!found) {
+      return absl::StrCat("Missing or wrong header ", name,
+                          ": the simulator was started with --require-header ", name, "=...");
+    }
+  }
+  return "";
+}
+
 SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy, GraderApi api) {
   metrics_.Request();
   SimAction action;
   action.is_chat = true;
   action.headers.emplace_back("Content-Type", kJsonType);
 
-  if (!options_.api_key.empty() &&
-      request.authorization != absl::StrCat("Bearer ", options_.api_key)) {
+  if (std::string refused = Unauthorized(request); !refused.empty()) {
     action.status = 401;
-    action.body =
-        BuildErrorBody("Incorrect API key provided. The simulator was started with --api-key.",
-                       "invalid_request_error", "invalid_api_key");
+    action.body = BuildErrorBody(refused, "invalid_request_error", "invalid_api_key");
     AddRateLimitHeaders(rate_limiter_.Peek(), action);
     Finish(action, "none", 0, std::nullopt, 0);
     return action;
@@ -339,6 +363,19 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy, Grad
     AddRateLimitHeaders(rate_limiter_.Peek(), action);
     Finish(action, "none", 0, std::nullopt, 0);
     return action;
+  }
+  if (!policy) {
+    if (std::string missing = MissingBodyKey(request.body, options_.required_body_keys);
+        !missing.empty()) {
+      action.status = 400;
+      action.body = BuildErrorBody(
+          absl::StrCat("Missing required parameter: '", missing,
+                       "' (the simulator was started with --require-body-key ", missing, ")."),
+          "invalid_request_error", "missing_required_parameter");
+      AddRateLimitHeaders(rate_limiter_.Peek(), action);
+      Finish(action, "none", 0, std::nullopt, 0);
+      return action;
+    }
   }
   if (policy && !PolicyServesModel(options_.policy_models, parsed->model)) {
     action.status = 404;

@@ -71,6 +71,8 @@ struct SimHttpRequest {
   absl::string_view authorization;  // the Authorization header, empty when absent
   absl::string_view body;
   absl::string_view content_type;  // the Content-Type header, empty when absent
+  // Every request header (name as sent, value), for --require-header.
+  std::vector<std::pair<absl::string_view, absl::string_view>> headers;
 };
 
 // What the server must do.
@@ -87,6 +89,13 @@ struct SimAction {
 
 struct SimulatorOptions {
   std::string api_key;  // empty = no authentication
+  // --require-header NAME=VALUE: headers every grader, policy and batch request must carry
+  // (name case-insensitive, value exact), else 401 like a wrong key (a gateway or Azure's
+  // api-key in front of a self-hosted judge).
+  std::vector<std::pair<std::string, std::string>> required_headers;
+  // --require-body-key KEY: top-level keys every grader request body must have, else 400 (a
+  // judge that needs its guided-decoding field, e.g. vLLM's guided_json).
+  std::vector<std::string> required_body_keys;
   double latency_ms = 0;
   double latency_jitter = 0;  // fraction: delay = latency_ms * (1 + jitter * U[-1, 1)), >= 0
   uint64_t seed = 0;
@@ -123,6 +132,9 @@ class Simulator {
   void AddInFlight(int64_t delta) { metrics_.AddInFlight(delta); }
 
  private:
+  // Why `request` is refused before its body is read: "" when it carries the --api-key bearer
+  // token and every --require-header, else the 401 error message.
+  std::string Unauthorized(const SimHttpRequest& request) const;
   // `policy`: a policy request (sim_policy.h) rather than a grader request; `api`: chat
   // completions or the Responses API (the body's format and the reply's).
   SimAction HandleChat(const SimHttpRequest& request, bool policy,

@@ -34,6 +34,18 @@ absl::Status ParseJson(absl::string_view text, rapidjson::Document& doc,
   return ParseInto<rapidjson::kParseDefaultFlags>(text, doc, options.max_depth);
 }
 
+absl::Status ParseJsonObjectFlag(absl::string_view flag, absl::string_view text,
+                                 absl::string_view example, rapidjson::Document& doc) {
+  if (absl::Status parsed = ParseJson(text, doc); !parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " is not valid JSON: ", parsed.message()));
+  }
+  if (!doc.IsObject()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " must be a JSON object, e.g. '", example,
+                                                   "', got ", JsonTypeName(doc)));
+  }
+  return absl::OkStatus();
+}
+
 const char* JsonTypeName(const rapidjson::Value& value) {
   switch (value.GetType()) {
     case rapidjson::kNullType:

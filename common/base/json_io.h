@@ -126,6 +126,12 @@ absl::Status ParseJsonEvents(absl::string_view text, Handler& handler,
 absl::Status ParseJson(absl::string_view text, rapidjson::Document& doc,
                        const JsonParseOptions& options = {});
 
+// Parses `text` into `doc` as the JSON object an extra-body flag holds (--llm-extra-body,
+// --policy-extra-body). kInvalidArgument naming `flag`: "<flag> is not valid JSON: <why>", or
+// "<flag> must be a JSON object, e.g. <example>, got <type>".
+absl::Status ParseJsonObjectFlag(absl::string_view flag, absl::string_view text,
+                                 absl::string_view example, rapidjson::Document& doc);
+
 // ---------------------------------------------------------------------------------------------
 // Typed reading
 //
@@ -198,6 +204,17 @@ void WriteOptionalJsonString(Writer& writer, const std::optional<std::string>& v
     WriteJsonString(writer, *value);
   } else {
     writer.Null();
+  }
+}
+
+// Writes every member of `object` (a JSON object; anything else writes nothing) as a key and its
+// value, in order: an extra body merged into a request body being written.
+template <typename Writer>
+void WriteJsonMembers(Writer& writer, const rapidjson::Value& object) {
+  if (!object.IsObject()) return;
+  for (const auto& member : object.GetObject()) {
+    writer.Key(member.name.GetString(), member.name.GetStringLength());
+    member.value.Accept(writer);
   }
 }
 

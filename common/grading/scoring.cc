@@ -344,6 +344,13 @@ absl::Status AddLengthAdjustedScore(std::string_view reply, const LengthAdjustme
   return absl::OkStatus();
 }
 
+const MetricSummary* FindMetric(const std::vector<MetricSummary>& metrics, std::string_view name) {
+  for (const MetricSummary& metric : metrics) {
+    if (metric.name == name) return &metric;
+  }
+  return nullptr;
+}
+
 AggregateResult Aggregate(const std::vector<OrderedMetrics>& tasks,
                           const AggregateOptions& options) {
   std::vector<std::string> order;

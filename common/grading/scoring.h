@@ -82,6 +82,10 @@ struct AggregateResult {
   std::vector<MetricSummary> metrics;
 };
 
+// The metric named `name` of `metrics`, or nullptr (e.g. kLengthAdjustedScoreKey, present only
+// when a length adjustment was applied).
+const MetricSummary* FindMetric(const std::vector<MetricSummary>& metrics, std::string_view name);
+
 struct AggregateOptions {
   int bootstrap_samples = 1000;
   // numpy legacy seed (np.random.seed); must fit in 32 bits.

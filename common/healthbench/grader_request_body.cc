@@ -9,9 +9,14 @@
 namespace hb {
 namespace {
 
-// The optional "prompt_cache_key" (an OpenAI extension; last), the closing brace, the bytes.
+// The members of settings.extra_body, the optional "prompt_cache_key" (an OpenAI extension;
+// last), the closing brace, the bytes.
 std::string FinishBody(JsonWriter& writer, const rapidjson::StringBuffer& buffer,
-                       absl::string_view prompt_cache_key) {
+                       const GraderSettings& settings, absl::string_view prompt_cache_key) {
+  if (!settings.extra_body.empty()) {
+    rapidjson::Document extra;
+    if (ParseJson(settings.extra_body, extra).ok()) WriteJsonMembers(writer, extra);
+  }
   if (!prompt_cache_key.empty()) {
     writer.Key("prompt_cache_key");
     WriteJsonString(writer, prompt_cache_key);
@@ -54,7 +59,7 @@ std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string
   }
   writer.Key("max_tokens");
   writer.Int(settings.max_tokens);
-  return FinishBody(writer, buffer, prompt_cache_key);
+  return FinishBody(writer, buffer, settings, prompt_cache_key);
 }
 
 std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view grader_prompt,
@@ -80,7 +85,7 @@ std::string BuildResponsesBody(const GraderSettings& settings, absl::string_view
     WriteJsonString(writer, settings.reasoning_effort);
     writer.EndObject();
   }
-  return FinishBody(writer, buffer, prompt_cache_key);
+  return FinishBody(writer, buffer, settings, prompt_cache_key);
 }
 
 std::string BuildGraderRequestBody(const GraderSettings& settings, absl::string_view grader_prompt,

@@ -26,6 +26,9 @@ namespace hb {
 // turn, like the reference sampler (it sends one only when truthy). Example, one line:
 //   {"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"P"}],
 //   "temperature":0.5,"max_tokens":2048,"prompt_cache_key":"k"}
+// The members of settings.extra_body (--llm-extra-body, a JSON object validated by
+// ValidateGraderSettings) come after the fixed keys and before "prompt_cache_key", in their
+// order, for both APIs.
 std::string BuildChatCompletionBody(const GraderSettings& settings, absl::string_view grader_prompt,
                                     absl::string_view prompt_cache_key = "");
 

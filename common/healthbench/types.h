@@ -101,6 +101,16 @@ inline std::string GraderApiBatchUrl(GraderApi api) {
   return std::string("/v1") + GraderApiPath(api);
 }
 
+// One extra HTTP header of the grader's upstream requests (--llm-header NAME=VALUE). The value
+// may be a secret: records (journal, summary.json, GraderInfo) keep only its sha256, and
+// settings read back from a record have an empty `value`.
+struct GraderHeader {
+  std::string name;
+  std::string value;
+  // Hex sha256 of `value`: what the grader's identity holds.
+  std::string value_sha256;
+};
+
 // How the grader model is called (SPEC §5). Defaults are the reference's. On the Responses
 // API only `model` and `reasoning_effort` are sent (temperature, max_tokens and the system
 // message are not: PR #108's grader sends none of them).
@@ -112,6 +122,13 @@ struct GraderSettings {
   GraderApi api = GraderApi::kChatCompletions;
   // "low", "medium", "high", or empty (not sent: the model's default).
   std::string reasoning_effort;
+  // --llm-extra-body: a compact JSON object whose members are added to every request body
+  // after the fixed ones (vLLM guided decoding, response_format, chat_template_kwargs); empty:
+  // none. Canonical (compact, members in the given order) once resolved: it is part of the
+  // grader's identity byte for byte.
+  std::string extra_body;
+  // --llm-header: extra HTTP headers of every upstream request (Azure's api-key, gateways).
+  std::vector<GraderHeader> headers;
 };
 
 // A grader's judgement of one rubric item.

@@ -85,6 +85,13 @@ absl::StatusOr<CheckpointResult> LoadResult(const CheckpointSummary& summary) {
   return result;
 }
 
+// ", length-adjusted 0.1234" when the checkpoint has overall_score_length_adjusted, else "".
+std::string LengthAdjustedText(const CheckpointResult& result) {
+  const MetricSummary* adjusted = FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey);
+  if (adjusted == nullptr || result.graded == 0) return "";
+  return absl::StrFormat(", length-adjusted %.4f", adjusted->mean);
+}
+
 // Errors for names used twice and gradings that cannot be compared with the baseline's.
 absl::Status CheckCheckpoints(const std::vector<CheckpointSummary>& summaries, size_t baseline) {
   for (size_t i = 0; i < summaries.size(); ++i) {
@@ -216,10 +223,10 @@ absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
   for (const CheckpointSummary& summary : summaries) {
     HB_ASSIGN_OR_RETURN(CheckpointResult result, LoadResult(summary));
     absl::StrAppend(&message, "compare: ", result.checkpoint, ": score ",
-                    result.graded > 0 ? absl::StrFormat("%.4f", result.score) : "n/a", ", ",
-                    result.graded, " of ", result.tasks, " tasks graded",
-                    result.simulated ? " SIMULATED" : "", result.incomplete ? " INCOMPLETE" : "",
-                    " (", result.dir, ")\n");
+                    result.graded > 0 ? absl::StrFormat("%.4f", result.score) : "n/a",
+                    LengthAdjustedText(result), ", ", result.graded, " of ", result.tasks,
+                    " tasks graded", result.simulated ? " SIMULATED" : "",
+                    result.incomplete ? " INCOMPLETE" : "", " (", result.dir, ")\n");
     results.push_back(std::move(result));
   }
   HB_RETURN_IF_ERROR(WriteComparison(results, summaries[baseline].seed, options.out, baseline));

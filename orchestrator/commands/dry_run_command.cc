@@ -75,6 +75,9 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
   if (options.est_output_tokens_per_row < 0) {
     return absl::InvalidArgumentError("--est-output-tokens-per-row must not be negative");
   }
+  if (options.est_reasoning_tokens_per_row.value_or(0) < 0) {
+    return absl::InvalidArgumentError("--est-reasoning-tokens-per-row must not be negative");
+  }
   HB_ASSIGN_OR_RETURN(
       GraderTemplate tmpl,
       GraderTemplate::Load(options.grader_template, options.require_reference_template));
@@ -84,7 +87,9 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
 
   DryRunEstimate estimate;
   std::string out;
-  const size_t system_bytes = options.grader.system_message.size();
+  // The Responses grader sends no system message (simple-evals PR #108).
+  const size_t system_bytes =
+      options.grader.api == GraderApi::kChatCompletions ? options.grader.system_message.size() : 0;
   for (const Example& example : dataset.examples) {
     ++estimate.tasks;
     const Response* response = responses.Find(example.prompt_id);
@@ -115,7 +120,13 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
       }
     }
   }
-  estimate.output_tokens = estimate.rows * options.est_output_tokens_per_row;
+  estimate.reasoning_left_out = options.grader.api == GraderApi::kResponses &&
+                                !options.est_reasoning_tokens_per_row.has_value();
+  estimate.reasoning_tokens = estimate.rows * options.est_reasoning_tokens_per_row.value_or(0);
+  estimate.output_tokens =
+      estimate.rows * options.est_output_tokens_per_row + estimate.reasoning_tokens;
+  estimate.cost_per_100_reasoning_tokens_per_row =
+      CostUsd({0, 0, estimate.rows * 100}, options.prices);
   estimate.cost_uncached =
       CostUsd({estimate.input_tokens, 0, estimate.output_tokens}, options.prices);
   estimate.cost_best_cached =
@@ -125,22 +136,46 @@ absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options) {
   return estimate;
 }
 
+namespace {
+
+// What the output estimate counts, after "estimated output tokens: N ".
+std::string OutputTokensBasis(const DryRunOptions& options, const DryRunEstimate& estimate) {
+  const int64_t visible = options.est_output_tokens_per_row;
+  if (options.est_reasoning_tokens_per_row.has_value()) {
+    return absl::StrFormat(
+        "(%d visible + %d reasoning per row, --est-reasoning-tokens-per-row; reasoning tokens "
+        "are billed as output)",
+        visible, *options.est_reasoning_tokens_per_row);
+  }
+  if (!estimate.reasoning_left_out) return absl::StrFormat("(%d per row)", visible);
+  return absl::StrFormat(
+      "(%d visible per row; reasoning tokens NOT included: %s is called through the Responses "
+      "API as a reasoning model, which bills its reasoning tokens as output, and their number is "
+      "not known before grading; each 100 per row add $%.2f online. Measure them on a pilot run "
+      "(run --examples 20): usage.completion_tokens / rows graded in its summary.json, minus %d, "
+      "and pass that as --est-reasoning-tokens-per-row)",
+      visible, options.grader.model, estimate.cost_per_100_reasoning_tokens_per_row, visible);
+}
+
+}  // namespace
+
 std::string FormatDryRunEstimate(const DryRunOptions& options, const DryRunEstimate& estimate) {
+  const char* bound = estimate.reasoning_left_out ? "at least " : "";
   return absl::StrFormat(
       "dry-run: wrote %d request rows for %d of %d tasks to %s (%d tasks skipped: no "
       "response)\n"
       "estimated input tokens: %d (UTF-8 bytes of the grader messages / 4, per row)\n"
-      "estimated output tokens: %d (%d per row)\n"
-      "estimated cost: $%.2f without prompt caching, $%.2f with best-case prompt caching "
+      "estimated output tokens: %d %s\n"
+      "estimated cost: %s$%.2f without prompt caching, %s$%.2f with best-case prompt caching "
       "(%d cached input tokens)\n"
-      "estimated cost through the Batch API (run --grader-mode batch, x%g): $%.2f without "
-      "prompt caching, $%.2f with best-case prompt caching\n"
+      "estimated cost through the Batch API (run --grader-mode batch, x%g): %s$%.2f without "
+      "prompt caching, %s$%.2f with best-case prompt caching\n"
       "prices (USD per million tokens): input %.2f, cached input %.2f, output %.2f",
       estimate.rows, estimate.tasks_with_response, estimate.tasks, options.out,
       estimate.tasks - estimate.tasks_with_response, estimate.input_tokens, estimate.output_tokens,
-      options.est_output_tokens_per_row, estimate.cost_uncached, estimate.cost_best_cached,
-      estimate.cached_input_tokens, options.batch_price_factor,
-      estimate.cost_uncached * options.batch_price_factor,
+      OutputTokensBasis(options, estimate), bound, estimate.cost_uncached, bound,
+      estimate.cost_best_cached, estimate.cached_input_tokens, options.batch_price_factor, bound,
+      estimate.cost_uncached * options.batch_price_factor, bound,
       estimate.cost_best_cached * options.batch_price_factor, options.prices.input_per_mtok,
       options.prices.cached_input_per_mtok, options.prices.output_per_mtok);
 }

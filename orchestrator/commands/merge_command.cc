@@ -218,6 +218,8 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.responses_ignored_extra = responses.ignored_extra;
   context.template_sha256 = first.template_sha256;
   context.grader = first.grader;
+  // The shards agree on it (ShardDisagreement): the merged tasks get the same adjusted scores.
+  context.length_adjustment = first.length_adjustment;
   context.seed = first.seed;
   context.simulated = simulated;
   // Missing rows mark the merged report incomplete by themselves (WriteCheckpointReport);

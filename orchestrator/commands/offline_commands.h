@@ -53,13 +53,23 @@ struct DryRunOptions {
   // Each task's prompt_id as `prompt_cache_key` (as `run --prompt-cache-key=prompt_id`).
   bool prompt_cache_key_per_task = false;
   TokenPrices prices;
+  // The visible reply (the verdict JSON) per row.
   int64_t est_output_tokens_per_row = 60;
+  // Reasoning tokens per row (--est-reasoning-tokens-per-row), billed as output tokens. Not
+  // given: none for a chat-completions grader; for a Responses grader (a reasoning model) they
+  // are unknown before grading, left out, and the estimate says it is a lower bound.
+  std::optional<int64_t> est_reasoning_tokens_per_row;
   // The Batch API's price as a fraction of the online one (the batch estimate).
   double batch_price_factor = 0.5;
 };
 struct DryRunEstimate {
   int64_t tasks = 0, tasks_with_response = 0, rows = 0;
-  int64_t input_tokens = 0, cached_input_tokens = 0, output_tokens = 0;
+  // output_tokens: visible plus reasoning_tokens.
+  int64_t input_tokens = 0, cached_input_tokens = 0, output_tokens = 0, reasoning_tokens = 0;
+  // A Responses grader without --est-reasoning-tokens-per-row: the costs are lower bounds.
+  bool reasoning_left_out = false;
+  // What 100 reasoning tokens per row add to the online cost (USD).
+  double cost_per_100_reasoning_tokens_per_row = 0;
   double cost_uncached = 0, cost_best_cached = 0;  // USD
 };
 absl::StatusOr<DryRunEstimate> DryRun(const DryRunOptions& options);

@@ -334,15 +334,18 @@ class OrchestratorCommandLine {
             cli::ApplyProfessionalGrader(*dry_run_command_, &dry_run_.grader, &dry_run_api_));
         HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(dry_run_.dataset));
       }
-      HB_RETURN_IF_ERROR(
-          cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_, &dry_run_.grader));
+      if (dry_run_command_->Given("est-reasoning-tokens-per-row")) {
+        dry_run_.est_reasoning_tokens_per_row = dry_run_reasoning_tokens_;
+      }
+      HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_,
+                                                         dry_run_headers_, &dry_run_.grader));
       cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
       return RunDryRun(dry_run_);
     }
     if (command == "compare") return RunCompare(compare_);
     if (command == "score") {
-      HB_RETURN_IF_ERROR(
-          cli::ResolveGraderSettingsFlags(*score_command_, score_api_, &score_.grader));
+      HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*score_command_, score_api_,
+                                                         score_headers_, &score_.grader));
       HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
                                                         *score_command_, score_length_adjustment_));
       HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
@@ -556,10 +559,10 @@ class OrchestratorCommandLine {
   // the template defaults to hb-grader's.
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
                                     bool* require_reference, GraderSettings* settings,
-                                    GraderApiChoice* api) {
+                                    GraderApiChoice* api, std::vector<std::string>* headers) {
     *grader_template = GraderStackOptions().template_path;
     cli::AddGraderTemplateFlags(c, grader_template, require_reference);
-    cli::AddGraderSettingsFlags(c, settings, api);
+    cli::AddGraderSettingsFlags(c, settings, api, headers);
   }
 
   void AddDryRun() {
@@ -571,13 +574,17 @@ class OrchestratorCommandLine {
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Group("grader");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
-                          &dry_run_api_);
+                          &dry_run_api_, &dry_run_headers_);
     cli::AddProfessionalFlag(c, &dry_run_professional_);
     c.Flag("prompt-cache-key", &dry_run_cache_key_, "MODE", kDryRunPromptCacheKeyHelp);
     c.Group("cost estimate");
     cli::AddPriceFlags(c, &o.prices);
     c.Flag("est-output-tokens-per-row", &o.est_output_tokens_per_row, "N",
-           "estimated grader output tokens per row");
+           "estimated visible grader output tokens per row (the verdict JSON)");
+    c.Flag("est-reasoning-tokens-per-row", &dry_run_reasoning_tokens_, "N",
+           "estimated reasoning tokens per row, billed as output (a reasoning grader: "
+           "measure them on a pilot run). Not given: none for a chat-completions grader; for a "
+           "Responses grader they are left out and the costs printed are lower bounds");
     AddBatchPriceFactorFlag(c, &o.batch_price_factor);
   }
 
@@ -604,7 +611,7 @@ class OrchestratorCommandLine {
            "checkpoint name (default: responses file name without .gz/.jsonl/.json)");
     c.Group("provenance");
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
-                          &score_api_);
+                          &score_api_, &score_headers_);
     cli::AddLengthAdjustmentFlags(c, &score_length_adjustment_);
     c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
     c.Bool("simulated", &o.simulated, "mark the report as simulated");
@@ -644,9 +651,12 @@ class OrchestratorCommandLine {
   DryRunOptions dry_run_;
   std::string dry_run_cache_key_ = "none";
   GraderApiChoice dry_run_api_ = GraderApiChoice::kAuto;
+  std::vector<std::string> dry_run_headers_;
+  int64_t dry_run_reasoning_tokens_ = 0;
   bool dry_run_professional_ = false;
   cli::Command* dry_run_command_ = nullptr;
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;
+  std::vector<std::string> score_headers_;
   cli::LengthAdjustmentFlags score_length_adjustment_;
   ScoreOptions score_;
   cli::Command* score_command_ = nullptr;

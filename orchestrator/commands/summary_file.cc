@@ -107,6 +107,52 @@ class SummaryReader {
   rapidjson::Document doc_;
 };
 
+// The grader fields summaries gained later, each absent in older ones (the default then): api,
+// reasoning_effort (null when not sent), extra_body (null or an object), headers (name and
+// value_sha256 each; the value itself is never recorded).
+absl::Status ReadLaterGraderFields(const std::string& path, const SummaryReader& reader,
+                                   GraderSettings& grader) {
+  const std::string prefix = absl::StrCat(path, ": ");
+  HB_ASSIGN_OR_RETURN(const std::string api,
+                      reader.OptionalString("provenance.grader.api", "chat"));
+  grader.api = api == GraderApiName(GraderApi::kResponses) ? GraderApi::kResponses
+                                                           : GraderApi::kChatCompletions;
+  if (absl::StatusOr<const rapidjson::Value*> effort =
+          reader.Get("provenance.grader.reasoning_effort");
+      effort.ok() && !(*effort)->IsNull()) {
+    HB_ASSIGN_OR_RETURN(grader.reasoning_effort,
+                        reader.String("provenance.grader.reasoning_effort"));
+  }
+  if (absl::StatusOr<const rapidjson::Value*> extra = reader.Get("provenance.grader.extra_body");
+      extra.ok() && !(*extra)->IsNull()) {
+    if (!(*extra)->IsObject()) {
+      return WithMessagePrefix(
+          JsonTypeError("provenance.grader.extra_body", "an object or null", **extra), prefix);
+    }
+    grader.extra_body = WriteJson([&](JsonWriter& writer) { (*extra)->Accept(writer); });
+  }
+  absl::StatusOr<const rapidjson::Value*> headers = reader.Get("provenance.grader.headers");
+  if (!headers.ok()) return absl::OkStatus();
+  if (!(*headers)->IsArray()) {
+    return WithMessagePrefix(JsonTypeError("provenance.grader.headers", "an array", **headers),
+                             prefix);
+  }
+  for (const rapidjson::Value& header : (*headers)->GetArray()) {
+    if (!header.IsObject()) {
+      return WithMessagePrefix(JsonTypeError("provenance.grader.headers[]", "an object", header),
+                               prefix);
+    }
+    absl::StatusOr<std::string> name = JsonStringMember(header, "name");
+    absl::StatusOr<std::string> sha = JsonStringMember(header, "value_sha256");
+    if (!name.ok() || !sha.ok()) {
+      return WithMessagePrefix(name.ok() ? sha.status() : name.status(),
+                               absl::StrCat(prefix, "provenance.grader.headers[]: "));
+    }
+    grader.headers.push_back(GraderHeader{*std::move(name), "", *std::move(sha)});
+  }
+  return absl::OkStatus();
+}
+
 // Rebuilds the metrics from the reference's map: "k", "k:n_samples", "k:bootstrap_std" per key,
 // with "score" itself absent (it is the top line).
 absl::StatusOr<std::vector<MetricSummary>> ReadMetrics(const SummaryReader& reader, double score) {
@@ -163,6 +209,16 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(int64_t max_tokens, reader.Int("provenance.grader.max_tokens"));
   p.grader.max_tokens = static_cast<int>(max_tokens);
   HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
+  HB_RETURN_IF_ERROR(ReadLaterGraderFields(path, reader, p.grader));
+  if (absl::StatusOr<const rapidjson::Value*> adjustment =
+          reader.Get("provenance.length_adjustment");
+      adjustment.ok() && !(*adjustment)->IsNull()) {
+    LengthAdjustment read;
+    HB_ASSIGN_OR_RETURN(read.center, reader.Double("provenance.length_adjustment.center"));
+    HB_ASSIGN_OR_RETURN(read.penalty_per_500_chars,
+                        reader.Double("provenance.length_adjustment.penalty_per_500_chars"));
+    p.length_adjustment = read;
+  }
   HB_ASSIGN_OR_RETURN(p.grader_endpoint, reader.String("provenance.grader_endpoint"));
   HB_ASSIGN_OR_RETURN(p.grader_upstream,
                       reader.OptionalString("provenance.grader.upstream_base_url"));
@@ -194,6 +250,13 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
 
 namespace {
 
+// "center C, penalty P per 500 chars", or "none".
+std::string LengthAdjustmentText(const std::optional<LengthAdjustment>& adjustment) {
+  if (!adjustment.has_value()) return "none";
+  return absl::StrCat("center ", PythonFloatRepr(adjustment->center), ", penalty ",
+                      PythonFloatRepr(adjustment->penalty_per_500_chars), " per 500 chars");
+}
+
 std::string Differs(const char* name, const std::string& x, const std::string& y) {
   return x == y ? std::string() : absl::StrCat(name, " ('", x, "' vs '", y, "')");
 }
@@ -221,14 +284,17 @@ std::string GradingDisagreement(const CheckpointSummary& a, const CheckpointSumm
 
 std::string ShardDisagreement(const CheckpointSummary& a, const CheckpointSummary& b,
                               bool compare_responses) {
-  return FirstOf(
-      {Differs("checkpoint name", a.checkpoint, b.checkpoint),
-       Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
-       compare_responses ? Differs("responses sha256", a.responses_sha256, b.responses_sha256)
-                         : std::string(),
-       GradingDisagreement(a, b), Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
-       Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
-               absl::StrCat(b.checkpoint_index))});
+  return FirstOf({Differs("checkpoint name", a.checkpoint, b.checkpoint),
+                  Differs("examples", absl::StrCat(a.examples), absl::StrCat(b.examples)),
+                  compare_responses
+                      ? Differs("responses sha256", a.responses_sha256, b.responses_sha256)
+                      : std::string(),
+                  GradingDisagreement(a, b),
+                  Differs("length adjustment", LengthAdjustmentText(a.length_adjustment),
+                          LengthAdjustmentText(b.length_adjustment)),
+                  Differs("seed", absl::StrCat(a.seed), absl::StrCat(b.seed)),
+                  Differs("checkpoint index", absl::StrCat(a.checkpoint_index),
+                          absl::StrCat(b.checkpoint_index))});
 }
 
 absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir) {

@@ -28,6 +28,8 @@ struct CheckpointSummary {
   std::string subset;  // "" when not recorded
   int64_t examples = -1;
   GraderSettings grader;
+  // provenance.length_adjustment (simple-evals PR #108); nullopt when null or absent.
+  std::optional<LengthAdjustment> length_adjustment;
   std::string grader_endpoint;
   // What the graders reported (GetInfo); empty in summaries written before it existed.
   std::string grader_upstream, grader_version;

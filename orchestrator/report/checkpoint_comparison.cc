@@ -67,6 +67,18 @@ std::string ReportPath(const CheckpointResult& result, const std::string& out_di
   return relative.empty() ? result.dir + "/report.html" : relative.generic_string();
 }
 
+// {"mean", "n_samples", "bootstrap_std"}.
+void WriteMetricJson(ComparisonWriter& writer, const MetricSummary& metric) {
+  writer.StartObject();
+  writer.Key("mean");
+  WritePythonFloat(writer, metric.mean);
+  writer.Key("n_samples");
+  writer.Int64(metric.n_samples);
+  writer.Key("bootstrap_std");
+  WritePythonFloat(writer, metric.bootstrap_std);
+  writer.EndObject();
+}
+
 void WriteCheckpointJson(ComparisonWriter& writer, const CheckpointResult& result) {
   writer.StartObject();
   writer.Key("checkpoint");
@@ -85,6 +97,12 @@ void WriteCheckpointJson(ComparisonWriter& writer, const CheckpointResult& resul
   writer.Bool(result.simulated);
   writer.Key("incomplete");
   writer.Bool(result.incomplete);
+  // simple-evals PR #108's length-adjusted score, when the checkpoint was graded with one.
+  if (const MetricSummary* adjusted =
+          FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey)) {
+    writer.Key(kLengthAdjustedScoreKey);
+    WriteMetricJson(writer, *adjusted);
+  }
   writer.Key("metrics");  // per theme and per axis: mean, n, bootstrap std
   writer.StartObject();
   for (const MetricSummary& metric : result.aggregate.metrics) {
@@ -92,14 +110,7 @@ void WriteCheckpointJson(ComparisonWriter& writer, const CheckpointResult& resul
       continue;
     }
     WriteJsonString(writer, metric.name);
-    writer.StartObject();
-    writer.Key("mean");
-    WritePythonFloat(writer, metric.mean);
-    writer.Key("n_samples");
-    writer.Int64(metric.n_samples);
-    writer.Key("bootstrap_std");
-    WritePythonFloat(writer, metric.bootstrap_std);
-    writer.EndObject();
+    WriteMetricJson(writer, metric);
   }
   writer.EndObject();
   writer.EndObject();

@@ -462,16 +462,30 @@ void AppendComparisonHead(std::string& out, const HtmlComparison& page) {
 std::string RenderComparisonHtml(const HtmlComparison& page) {
   std::string out;
   AppendComparisonHead(out, page);
-  absl::StrAppend(&out,
-                  "<table><tr><th>checkpoint</th><th>score</th><th>bootstrap std</th>"
+  // The length-adjusted score (simple-evals PR #108) gets its columns when any checkpoint has it.
+  bool adjusted = false;
+  for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
+    adjusted = adjusted || FindMetric(c.metrics, kLengthAdjustedScoreKey) != nullptr;
+  }
+  absl::StrAppend(&out, "<table><tr><th>checkpoint</th><th>score</th><th>bootstrap std</th>",
+                  adjusted ? "<th>length-adjusted</th><th>its bootstrap std</th>" : "",
                   "<th>graded / tasks</th><th>marks</th></tr>\n");
   for (const HtmlComparisonCheckpoint& c : page.checkpoints) {
     std::string marks =
         absl::StrCat(c.simulated ? "SIMULATED " : "", c.incomplete ? "INCOMPLETE" : "");
+    std::string adjusted_cells;
+    if (adjusted) {
+      const MetricSummary* metric = FindMetric(c.metrics, kLengthAdjustedScoreKey);
+      adjusted_cells =
+          metric == nullptr
+              ? "<td class=\"num\">not applied</td><td></td>"
+              : absl::StrCat("<td class=\"num\">", FormatScore(metric->mean),
+                             "</td><td class=\"num\">", FormatStd(metric->bootstrap_std), "</td>");
+    }
     absl::StrAppend(&out, "<tr><td><a href=\"", HtmlEscape(UrlRelativePath(c.report_path)), "\">",
                     HtmlEscape(c.checkpoint), "</a></td><td class=\"num\">", FormatScore(c.score),
-                    "</td><td class=\"num\">", FormatStd(c.bootstrap_std),
-                    "</td><td class=\"num\">", c.graded, " / ", c.tasks, "</td><td>", marks,
+                    "</td><td class=\"num\">", FormatStd(c.bootstrap_std), "</td>", adjusted_cells,
+                    "<td class=\"num\">", c.graded, " / ", c.tasks, "</td><td>", marks,
                     "</td></tr>\n");
   }
   absl::StrAppend(&out, "</table>\n<figure>", ComparisonChart(page.checkpoints),

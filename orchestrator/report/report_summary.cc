@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
+#include "grader/grader_settings.h"
 #include "http/url_redaction.h"
 #include "rapidjson/prettywriter.h"
 #include "rapidjson/stringbuffer.h"
@@ -25,13 +26,18 @@ void WriteStringArray(Writer& writer, const std::vector<std::string>& values) {
 // "https://api.openai.com/v1 (hb-grader 0.1.0, 2 replicas)", or "not reported".
 // The grader as the report shows it: what it sends on its API.
 std::string GraderFact(const GraderSettings& grader) {
-  if (grader.api == GraderApi::kResponses) {
-    return absl::StrCat(grader.model, ", Responses API, reasoning effort ",
-                        grader.reasoning_effort.empty() ? "not sent" : grader.reasoning_effort);
+  std::string fact =
+      grader.api == GraderApi::kResponses
+          ? absl::StrCat(grader.model, ", Responses API, reasoning effort ",
+                         grader.reasoning_effort.empty() ? "not sent" : grader.reasoning_effort)
+          : absl::StrCat(grader.model, ", chat completions, temperature ",
+                         PythonFloatRepr(grader.temperature), ", max_tokens ", grader.max_tokens,
+                         ", system message \"", grader.system_message, "\"");
+  if (!grader.extra_body.empty()) absl::StrAppend(&fact, ", extra body ", grader.extra_body);
+  if (!grader.headers.empty()) {
+    absl::StrAppend(&fact, ", headers ", RedactedHeaders(grader.headers));
   }
-  return absl::StrCat(grader.model, ", chat completions, temperature ",
-                      PythonFloatRepr(grader.temperature), ", max_tokens ", grader.max_tokens,
-                      ", system message \"", grader.system_message, "\"");
+  return fact;
 }
 
 std::string LengthAdjustmentFact(const ReportContext& context, const CheckpointResult& result) {
@@ -40,13 +46,11 @@ std::string LengthAdjustmentFact(const ReportContext& context, const CheckpointR
       absl::StrCat("score - ", PythonFloatRepr(context.length_adjustment->penalty_per_500_chars),
                    " x (characters of the reply - ",
                    PythonFloatRepr(context.length_adjustment->center), ") / 500 per task");
-  for (const MetricSummary& metric : result.aggregate.metrics) {
-    if (metric.name == kLengthAdjustedScoreKey) {
-      // Printed like the top score (summary.json keeps every digit).
-      absl::StrAppend(&fact, absl::StrFormat("; overall_score_length_adjusted %.3f \xC2\xB1 %.3f "
-                                             "(bootstrap std, n %d)",
-                                             metric.mean, metric.bootstrap_std, metric.n_samples));
-    }
+  if (const MetricSummary* metric = FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey)) {
+    // Printed like the top score (summary.json keeps every digit).
+    absl::StrAppend(&fact, absl::StrFormat("; overall_score_length_adjusted %.3f \xC2\xB1 %.3f "
+                                           "(bootstrap std, n %d)",
+                                           metric->mean, metric->bootstrap_std, metric->n_samples));
   }
   return fact;
 }
@@ -225,6 +229,26 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   } else {
     WriteJsonString(writer, context.grader.reasoning_effort);
   }
+  // --llm-extra-body (null when none) and --llm-header by name, values redacted.
+  writer.Key("extra_body");
+  if (context.grader.extra_body.empty()) {
+    writer.Null();
+  } else {
+    WriteRawJson(writer, context.grader.extra_body, rapidjson::kObjectType);
+  }
+  writer.Key("headers");
+  writer.StartArray();
+  for (const GraderHeader& header : context.grader.headers) {
+    writer.StartObject();
+    writer.Key("name");
+    WriteJsonString(writer, header.name);
+    writer.Key("value");
+    writer.String("[redacted]");
+    writer.Key("value_sha256");
+    WriteJsonString(writer, header.value_sha256);
+    writer.EndObject();
+  }
+  writer.EndArray();
   writer.Key("upstream_base_url");
   WriteJsonString(writer, RedactUrl(context.grader_upstream));
   writer.Key("version");

@@ -102,6 +102,7 @@ HttpRequest BatchApi::Request(const std::string& method, const std::string& path
   if (!options_.api_key.empty()) {
     request.headers.emplace_back("Authorization", absl::StrCat("Bearer ", options_.api_key));
   }
+  for (const auto& header : options_.headers) request.headers.push_back(header);
   return request;
 }
 

@@ -40,6 +40,8 @@ struct BatchApiOptions {
   size_t max_download_bytes = size_t{1} << 30;
   // The batches' endpoint: /v1/chat/completions or /v1/responses (GraderApiBatchUrl).
   GraderApi api = GraderApi::kChatCompletions;
+  // Extra headers of every call (--llm-header, as the online grader sends them). Never logged.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // A batch as GET /batches/{id} describes it.

@@ -23,6 +23,7 @@
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
 #include "grader/grader_info.h"
+#include "grader/grader_settings.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "llm/endpoint_preflight.h"
@@ -609,6 +610,7 @@ absl::StatusOr<bool> GradeBatch(const RunOptions& options, const RunInputs& inpu
   api_options.api_key = llm.api_key;
   api_options.retry = options.grader_options.retry;
   api_options.api = options.grader_options.settings.api;
+  api_options.headers = WireHeaders(options.grader_options.settings.headers);
   BatchApi api(*http, *http, api_options);
   HB_RETURN_IF_ERROR(api.Probe());
   BatchGradingOptions batch_options = MakeBatchGradingOptions(options);
@@ -865,7 +867,8 @@ void PrintTopFailureReasons(const std::vector<std::string>& errors) {
 // (A gRPC --grader's upstream is its replicas' business: hb-grader checks its own.)
 absl::Status PreflightEndpoints(const RunOptions& options) {
   if (options.grader == kEmbeddedGrader) {
-    HB_RETURN_IF_ERROR(PreflightEndpoint(LlmEndpoint(options.grader_options.llm)));
+    HB_RETURN_IF_ERROR(PreflightEndpoint(
+        LlmEndpoint(options.grader_options.llm, options.grader_options.settings.headers)));
   }
   for (const PolicySource& policy : options.policies) {
     HB_RETURN_IF_ERROR(PreflightEndpoint(PolicyEndpoint(policy.sampling)));

@@ -34,14 +34,10 @@ absl::Status ValidatePolicyRequestSettings(const PolicyRequestSettings& settings
   }
   if (settings.extra_body.empty()) return absl::OkStatus();
   rapidjson::Document doc;
-  if (absl::Status parsed = ParseJson(settings.extra_body, doc); !parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--policy-extra-body is not valid JSON: ", parsed.message()));
-  }
-  if (!doc.IsObject()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--policy-extra-body must be a JSON object, e.g. '{\"reasoning_effort\":\"low\"}', got ",
-        JsonTypeName(doc)));
+  if (absl::Status parsed = ParseJsonObjectFlag("--policy-extra-body", settings.extra_body,
+                                                "{\"reasoning_effort\":\"low\"}", doc);
+      !parsed.ok()) {
+    return parsed;
   }
   for (const char* key : {"model", "messages", "temperature", "max_tokens"}) {
     if (doc.HasMember(key)) {
@@ -85,12 +81,7 @@ std::string BuildPolicyRequestBody(const PolicyRequestSettings& settings,
       w.Key("max_tokens");
       w.Int64(*settings.max_tokens);
     }
-    if (extra.IsObject()) {
-      for (const auto& member : extra.GetObject()) {
-        w.Key(member.name.GetString(), member.name.GetStringLength());
-        member.value.Accept(w);
-      }
-    }
+    WriteJsonMembers(w, extra);
     w.EndObject();
   });
 }

@@ -61,6 +61,38 @@ TEST_F(GraderFlagsTest, FlagsFillTheStackOptions) {
   EXPECT_EQ(options.verdict_cache_path, "/tmp/v.sqlite");
 }
 
+TEST_F(GraderFlagsTest, ExtraBodyIsMadeCanonicalAndHeadersAreParsed) {
+  HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options,
+                          Resolve({"--llm-extra-body", R"({ "guided_json": {"type": "object"} })",
+                                   "--llm-header", "api-key=k1", "--llm-header=X-Team=a=b"}));
+  EXPECT_EQ(options.settings.extra_body, R"({"guided_json":{"type":"object"}})");
+  ASSERT_EQ(options.settings.headers.size(), 2u);
+  EXPECT_EQ(options.settings.headers[0].name, "api-key");
+  EXPECT_EQ(options.settings.headers[0].value, "k1");
+  EXPECT_EQ(options.settings.headers[1].name, "X-Team");
+  EXPECT_EQ(options.settings.headers[1].value, "a=b");
+}
+
+TEST_F(GraderFlagsTest, BadExtraBodyAndHeadersAreRefusedNamingTheFlag) {
+  EXPECT_THAT(Resolve({"--llm-extra-body=\"x\""}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--llm-extra-body must be a JSON object")));
+  GraderFlags other;
+  Program program("other", "");
+  AddGraderFlags(program.root(), &other);
+  ASSERT_TRUE(program.Parse({"--llm-extra-body={\"messages\":[]}"}).ok());
+  EXPECT_THAT(ResolveGraderFlags(other), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  HasSubstr("--llm-extra-body sets 'messages'")));
+  GraderFlags third;
+  Program program3("third", "");
+  AddGraderFlags(program3.root(), &third);
+  ASSERT_TRUE(program3.Parse({"--llm-header=api-key=SECRET\nX: y"}).ok());
+  absl::StatusOr<GraderStackOptions> refused = ResolveGraderFlags(third);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("--llm-header api-key: the value contains a CR, LF")));
+  EXPECT_THAT(refused.status().ToString(), Not(HasSubstr("SECRET")));
+}
+
 TEST_F(GraderFlagsTest, TheKeyComesFromTheFileTrimmedElseTheEnvironment) {
   const std::string path = ::testing::TempDir() + "/grader_flags_test_key";
   std::ofstream(path) << "  sk-from-file \n";

@@ -27,23 +27,39 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+// hb-env with its embedded grader against `base_url`, splits test (main head 30) and consensus,
+// plus `extra` flags; its gRPC port in `*port`.
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartEnv(const std::string& base_url,
+                                                       const std::vector<std::string>& extra,
+                                                       int* port) {
+  std::vector<std::string> args = {
+      BinaryDir() + "/environment/hb-env",
+      "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+      "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104),
+      "--listen=127.0.0.1:0",
+      "--http-listen=127.0.0.1:0",
+      "--metrics-listen=",
+      "--llm-base-url=" + base_url,
+      "--grader-template=" + testing::ReferenceTemplatePath(),
+      "--log-level=warn"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env = ChildProcess::Spawn(args);
+  if (!env.ok()) return env.status();
+  absl::StatusOr<std::string> line = (*env)->ReadFirstLine(absl::Seconds(30));
+  if (!line.ok()) return line.status();
+  if (!absl::StartsWith(*line, "grpc listening on 127.0.0.1:") ||
+      !absl::SimpleAtoi(line->substr(line->rfind(':') + 1), port) || *port <= 0) {
+    return absl::InternalError("hb-env printed: " + *line);
+  }
+  return env;
+}
+
 TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
   absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim({});
   ASSERT_TRUE(sim.ok()) << sim.status();
-  absl::StatusOr<std::unique_ptr<ChildProcess>> env = ChildProcess::Spawn(
-      {BinaryDir() + "/environment/hb-env",
-       "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
-       "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104),
-       "--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
-       "--metrics-listen=", "--llm-base-url=" + sim->base_url,
-       "--grader-template=" + testing::ReferenceTemplatePath(), "--log-level=warn"});
-  ASSERT_TRUE(env.ok()) << env.status();
-  absl::StatusOr<std::string> line = (*env)->ReadFirstLine(absl::Seconds(30));
-  ASSERT_TRUE(line.ok()) << line.status();
   int port = 0;
-  ASSERT_TRUE(absl::StartsWith(*line, "grpc listening on 127.0.0.1:")) << *line;
-  ASSERT_TRUE(absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &port)) << *line;
-  ASSERT_GT(port, 0);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env = StartEnv(sim->base_url, {}, &port);
+  ASSERT_TRUE(env.ok()) << env.status();
 
   auto stub = env_v1::Environment::NewStub(
       grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
@@ -78,6 +94,34 @@ TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
   }
   EXPECT_TRUE(second.from_cache());
   EXPECT_EQ(second.reward(), first.reward());
+  EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
+}
+
+// A self-hosted judge behind a gateway: hb-env's embedded grader sends the --llm-header and
+// --llm-extra-body the endpoint requires, and rewards come back.
+TEST(HbEnvIntegrationTest, GradesThroughAJudgeThatNeedsAHeaderAndAnExtraBody) {
+  absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim(
+      {"--require-header=api-key=judge-key", "--require-body-key=guided_json"});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env = StartEnv(
+      sim->base_url,
+      {"--llm-header=api-key=judge-key", R"(--llm-extra-body={"guided_json":{"type":"object"}})"},
+      &port);
+  ASSERT_TRUE(env.ok()) << env.status();
+  auto stub = env_v1::Environment::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  env_v1::SubmitRequest request;
+  request.mutable_task()->set_split("test");
+  request.mutable_task()->set_index(1);
+  request.set_reply("See a doctor today.");
+  env_v1::SubmitResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  grpc::Status status = stub->Submit(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GT(response.items_size(), 0);
+  EXPECT_GT(response.usage().prompt_tokens(), 0);
   EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
 }
 

@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "common/base/sha256.h"
+#include "common/healthbench/grader_request_body.h"
 #include "gmock/gmock.h"
+#include "grader/grader_settings.h"
 #include "grader/verdict_cache.h"
 #include "gtest/gtest.h"
 
@@ -13,6 +16,8 @@ namespace hb {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 GraderIdentity Reference() {
   GraderIdentity identity;  // the reference's settings (SPEC §5)
@@ -49,6 +54,10 @@ TEST(GraderIdentityTest, EveryFieldChangesTheFingerprint) {
       [](GraderIdentity& g) { g.template_sha256 = "abd"; },
       [](GraderIdentity& g) { g.settings.api = GraderApi::kResponses; },
       [](GraderIdentity& g) { g.settings.reasoning_effort = "low"; },
+      [](GraderIdentity& g) { g.settings.extra_body = R"({"guided_json":{}})"; },
+      [](GraderIdentity& g) {
+        g.settings.headers = {GraderHeader{"api-key", "k", "sha-k"}};
+      },
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     GraderIdentity changed = Reference();
@@ -118,6 +127,61 @@ TEST(GraderIdentityTest, FirstDifferenceLooksBothWays) {
   EXPECT_EQ(d->name, "reasoning_effort");
   EXPECT_EQ(d->a_value, "");
   EXPECT_EQ(d->b_value, "low");
+}
+
+// Any OpenAI-compatible judge: the extra body in full and the headers by name and the sha256
+// of their values are part of the identity, listed only when set (journals and caches written
+// before them stay valid), and a cache filled with one judge does not answer another.
+TEST(GraderIdentityTest, ExtraBodyAndHeadersAreListedWhenSetAndSeparateEveryCache) {
+  GraderIdentity judge = Reference();
+  judge.settings.extra_body = R"({"guided_json":{"type":"object"}})";
+  absl::StatusOr<std::vector<GraderHeader>> headers =
+      ParseGraderHeaders({"api-key=SECRET-1", "X-Gateway=team-a"});
+  ASSERT_TRUE(headers.ok()) << headers.status();
+  judge.settings.headers = *headers;
+  const std::vector<std::string> keys = JournalKeysAndValues(judge);
+  ASSERT_EQ(keys.size(), 7u);
+  EXPECT_EQ(keys[5], R"(grader_extra_body={"guided_json":{"type":"object"}})");
+  EXPECT_EQ(keys[6], "grader_headers=api-key:" + Sha256Hex("SECRET-1") +
+                         ",x-gateway:" + Sha256Hex("team-a"));
+  for (const std::string& key : keys) EXPECT_THAT(key, Not(HasSubstr("SECRET")));
+
+  // Another key for the same header is another judge; so is no extra body.
+  GraderIdentity other_key = judge;
+  other_key.settings.headers = *ParseGraderHeaders({"api-key=SECRET-2", "X-Gateway=team-a"});
+  GraderIdentity no_extra = judge;
+  no_extra.settings.extra_body.clear();
+  GraderIdentity no_headers = judge;
+  no_headers.settings.headers.clear();
+  const std::vector<GraderIdentity> judges = {Reference(), judge, other_key, no_extra, no_headers};
+  for (size_t i = 0; i < judges.size(); ++i) {
+    for (size_t j = i + 1; j < judges.size(); ++j) {
+      EXPECT_NE(IdentityFingerprint(judges[i]), IdentityFingerprint(judges[j])) << i << " " << j;
+      EXPECT_NE(VerdictCacheKey(judges[i].settings, "P"), VerdictCacheKey(judges[j].settings, "P"))
+          << i << " " << j;
+    }
+  }
+  // Settings read back from a record carry only the values' sha256: the same identity.
+  GraderIdentity recorded = judge;
+  for (GraderHeader& header : recorded.settings.headers) header.value.clear();
+  EXPECT_EQ(IdentityFingerprint(recorded), IdentityFingerprint(judge));
+  EXPECT_EQ(FirstIdentityDifference(recorded, judge), std::nullopt);
+  // The header order does not matter; the first difference names the flag.
+  GraderIdentity swapped = judge;
+  std::swap(swapped.settings.headers[0], swapped.settings.headers[1]);
+  EXPECT_EQ(IdentityFingerprint(swapped), IdentityFingerprint(judge));
+  std::optional<IdentityDifference> d = FirstIdentityDifference(Reference(), judge);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->name, "extra_body");
+  EXPECT_EQ(d->flag, "--llm-extra-body");
+  EXPECT_EQ(d->a_value, "");
+}
+
+// A grader without the new settings keeps the verdict cache keys it always had: the sha256 of
+// the request body alone.
+TEST(GraderIdentityTest, VerdictCacheKeyOfAPlainGraderIsTheBodysSha256) {
+  EXPECT_EQ(VerdictCacheKey(GraderSettings{}, "P"),
+            Sha256Hex(BuildGraderRequestBody(GraderSettings{}, "P")));
 }
 
 }  // namespace

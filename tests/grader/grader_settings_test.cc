@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/base/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -79,6 +80,110 @@ TEST(GraderApiChoiceTest, ParsesAndUnparsesTheFlag) {
   EXPECT_EQ(AbslUnparseFlag(choice), "responses");
   EXPECT_FALSE(AbslParseFlag("completions", &choice, &error));
   EXPECT_EQ(error, "expected auto, chat or responses, got 'completions'");
+}
+
+TEST(ValidateGraderSettingsTest, ExtraBodyIsAnObjectThatOverridesNothingFidelityFixes) {
+  GraderSettings settings;
+  settings.extra_body = R"({"guided_json":{"type":"object"},"top_k":5})";
+  HB_EXPECT_OK(ValidateGraderSettings(settings));
+  settings.extra_body = "[1]";
+  EXPECT_THAT(ValidateGraderSettings(settings),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--llm-extra-body must be a JSON object, e.g. "
+                                 "'{\"response_format\":{\"type\":\"json_object\"}}', got array")));
+  settings.extra_body = "{";
+  EXPECT_THAT(ValidateGraderSettings(settings),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--llm-extra-body is not valid JSON: ")));
+  const struct {
+    const char* body;
+    GraderApi api;
+    const char* effort;
+    const char* message;
+  } refused[] = {
+      {R"({"model":"x"})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'model': the grader model is --llm-model; remove it"},
+      {R"({"messages":[]})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'messages': the grader prompt is the reference's (the template "
+       "with the conversation and the rubric item), never replaced; remove it"},
+      {R"({"input":"x"})", GraderApi::kResponses, "", "--llm-extra-body sets 'input'"},
+      {R"({"stream":true})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'stream': the grader reads one JSON reply"},
+      {R"({"temperature":0})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'temperature': the body already has it: use --llm-temperature"},
+      {R"({"max_tokens":9})", GraderApi::kChatCompletions, "", "use --llm-max-tokens"},
+      {R"({"reasoning":{}})", GraderApi::kResponses, "low", "use --llm-reasoning-effort"},
+      {R"({"prompt_cache_key":"k"})", GraderApi::kResponses, "", "--prompt-cache-key"},
+      {R"({"top_k":1,"top_k":2})", GraderApi::kChatCompletions, "",
+       "--llm-extra-body sets 'top_k' twice; give each key once"},
+  };
+  for (const auto& c : refused) {
+    GraderSettings s;
+    s.api = c.api;
+    s.reasoning_effort = c.effort;
+    s.extra_body = c.body;
+    EXPECT_THAT(ValidateGraderSettings(s),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.body;
+  }
+  // Keys the body of this API does not have are the user's: temperature on the Responses API
+  // (which sends none), reasoning without an effort.
+  GraderSettings responses;
+  responses.api = GraderApi::kResponses;
+  responses.extra_body = R"({"temperature":0,"reasoning":{"summary":"auto"}})";
+  HB_EXPECT_OK(ValidateGraderSettings(responses));
+}
+
+TEST(CanonicalExtraBodyTest, CompactInTheGivenOrder) {
+  EXPECT_THAT(CanonicalExtraBody(" { \"b\" : [1, 2.5] ,\n \"a\": {} } "),
+              ::hb::testing::IsOkAndHolds(std::string(R"({"b":[1,2.5],"a":{}})")));
+  EXPECT_THAT(CanonicalExtraBody(""), ::hb::testing::IsOkAndHolds(std::string()));
+  EXPECT_THAT(CanonicalExtraBody("3"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a JSON object")));
+}
+
+TEST(ParseGraderHeaderTest, NameEqualsValueWithAValidNameAndNoLineBreaks) {
+  absl::StatusOr<GraderHeader> header = ParseGraderHeader("api-key=a=b c");
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->name, "api-key");
+  EXPECT_EQ(header->value, "a=b c");
+  EXPECT_EQ(header->value_sha256, Sha256Hex("a=b c"));
+  EXPECT_THAT(ParseGraderHeader("api-key"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--llm-header expects NAME=VALUE (e.g. --llm-header=api-key=KEY), got no "
+                       "'='"));
+  EXPECT_THAT(ParseGraderHeader("bad name=x"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--llm-header name 'bad name' is not an HTTP header name: use letters, "
+                       "digits and !#$%&'*+-.^_`|~ only"));
+  EXPECT_THAT(ParseGraderHeader("=x"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--llm-header name ''")));
+  EXPECT_THAT(ParseGraderHeader("X-A=secret\r\nX-B: y"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--llm-header X-A: the value contains a CR, LF or NUL byte, which would "
+                       "end the header early; remove it"));
+  EXPECT_THAT(ParseGraderHeader("authorization=Bearer x"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("give the key with --llm-api-key-file")));
+  EXPECT_THAT(ParseGraderHeader("Content-Length=3"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--llm-header Content-Length is set by the HTTP client for every "
+                       "request; remove it"));
+  EXPECT_THAT(ParseGraderHeaders({"api-key=a", "API-KEY=b"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--llm-header API-KEY is given twice; give each header once"));
+}
+
+TEST(ParseGraderHeaderTest, ReportsShowNamesOnlyAndTheIdentityHashesValues) {
+  absl::StatusOr<std::vector<GraderHeader>> headers =
+      ParseGraderHeaders({"X-Team=t", "api-key=SECRET"});
+  ASSERT_TRUE(headers.ok()) << headers.status();
+  EXPECT_EQ(RedactedHeaders(*headers), "X-Team: [redacted], api-key: [redacted]");
+  EXPECT_EQ(HeadersIdentity(*headers),
+            "api-key:" + Sha256Hex("SECRET") + ",x-team:" + Sha256Hex("t"));
+  EXPECT_EQ(HeadersIdentity({}), "");
+  EXPECT_EQ(WireHeaders(*headers), (std::vector<std::pair<std::string, std::string>>{
+                                       {"X-Team", "t"}, {"api-key", "SECRET"}}));
 }
 
 }  // namespace

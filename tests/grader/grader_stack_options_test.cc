@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
@@ -61,6 +62,14 @@ TEST(LlmEndpointTest, NamesTheGraderFlagsAndTheKeySource) {
   const EndpointPreflight given = LlmEndpoint(Llm("http://127.0.0.1:9/v1", true));
   EXPECT_TRUE(given.has_api_key);
   EXPECT_FALSE(given.url_is_default);
+  // Azure OpenAI takes its key in an --llm-header (api-key), with no bearer token.
+  const EndpointPreflight azure = LlmEndpoint(Llm("https://x.openai.azure.com/openai", true, ""),
+                                              {GraderHeader{"api-key", "k", "sha"}});
+  EXPECT_TRUE(azure.has_api_key);
+  HB_EXPECT_OK(PreflightEndpoint(azure, [](const std::string&) { return absl::OkStatus(); }));
+  EXPECT_FALSE(PreflightEndpoint(LlmEndpoint(Llm("https://x.openai.azure.com/openai", true, "")),
+                                 [](const std::string&) { return absl::OkStatus(); })
+                   .ok());
 }
 
 }  // namespace

@@ -320,3 +320,34 @@ TEST_F(OpenAiLlmClientTest, TheApiKeyNeverLeaks) {
 
 }  // namespace
 }  // namespace hb
+
+namespace hb {
+namespace {
+
+// --llm-header: every request carries the extra headers after the client's own, and a value
+// (Azure's api-key is a secret) an upstream echoes never reaches a status.
+TEST(OpenAiLlmClientHeadersTest, ExtraHeadersReachEveryRequestAndTheirValuesNeverLeak) {
+  FakeHttpClient http;
+  OpenAiLlmClientOptions options;
+  options.base_url = "http://judge.test/v1";
+  options.headers = {{"api-key", "azure-SECRET-value"}, {"X-Team", "grading"}};
+  OpenAiLlmClient client(http, options);
+  std::optional<absl::StatusOr<ChatResult>> out;
+  ChatRequest request;
+  request.body = R"({"model":"m"})";
+  client.Complete(request, [&out](absl::StatusOr<ChatResult> r) { out = std::move(r); });
+  ASSERT_TRUE(http.RespondNext(MakeHttpResponse(
+      403, R"({"error": {"message": "api-key azure-SECRET-value is not valid"}})")));
+  ASSERT_EQ(http.requests().size(), 1u);
+  EXPECT_THAT(http.requests()[0].headers, Contains(Pair("api-key", "azure-SECRET-value")));
+  EXPECT_THAT(http.requests()[0].headers, Contains(Pair("X-Team", "grading")));
+  ASSERT_TRUE(out.has_value());
+  EXPECT_THAT(*out, StatusIs(absl::StatusCode::kPermissionDenied,
+                             HasSubstr("upstream HTTP 403: api-key [redacted] is not valid")));
+  EXPECT_THAT(out->status().ToString(), Not(HasSubstr("SECRET")));
+  // The outcome payload survives the scrubbing.
+  EXPECT_EQ(AttemptOutcomeOf(out->status()).kind, FailureKind::kHttp403);
+}
+
+}  // namespace
+}  // namespace hb

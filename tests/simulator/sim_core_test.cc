@@ -459,6 +459,33 @@ TEST(SimulatorTest, AMegabyteOfOpenBracketsIsAClear400) {
                                      "levels at offset 64"));
 }
 
+// --require-header / --require-body-key: a gateway's header and a judge's guided-decoding field.
+TEST(SimulatorTest, RequiredHeadersAndBodyKeys) {
+  FakeClock clock;
+  SimulatorOptions options;
+  options.required_headers = {{"api-key", "K1"}};
+  options.required_body_keys = {"guided_json"};
+  Simulator sim(options, &clock);
+  const std::string guided = ChatBody("x", R"(,"guided_json":{"type":"object"})");
+  SimHttpRequest request{"POST", "/v1/chat/completions", "", guided};
+  SimAction action = sim.Handle(request);
+  EXPECT_EQ(action.status, 401);
+  EXPECT_THAT(action.body, HasSubstr("Missing or wrong header api-key: the simulator was started "
+                                     "with --require-header api-key=..."));
+  request.headers = {{"API-Key", "K2"}};
+  EXPECT_EQ(sim.Handle(request).status, 401);
+  request.headers = {{"X-Other", "K1"}, {"API-Key", "K1"}};  // name case-insensitive
+  EXPECT_EQ(sim.Handle(request).status, 200);
+  const std::string plain = ChatBody("x");
+  request.body = plain;
+  action = sim.Handle(request);
+  EXPECT_EQ(action.status, 400);
+  EXPECT_THAT(action.body, HasSubstr("Missing required parameter: 'guided_json' (the simulator "
+                                     "was started with --require-body-key guided_json)."));
+  // The batch routes check the header too.
+  EXPECT_EQ(sim.Handle({"GET", "/v1/batches/batch_x", "", ""}).status, 401);
+}
+
 TEST(SimulatorTest, ValidatesAuthAndBody) {
   FakeClock clock;
   SimulatorOptions options;

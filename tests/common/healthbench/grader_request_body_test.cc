@@ -43,6 +43,28 @@ TEST(BuildResponsesBodyTest, ExactlyModelInputAndReasoning) {
             BuildChatCompletionBody(GraderSettings{}, "P"));
 }
 
+// --llm-extra-body: its members follow the fixed keys, in their order, before prompt_cache_key,
+// on both APIs; the shared per-reply pieces carry it too.
+TEST(BuildGraderRequestBodyTest, ExtraBodyMembersFollowTheFixedKeys) {
+  GraderSettings chat;
+  chat.extra_body = R"({"guided_json":{"type":"object"},"chat_template_kwargs":{"x":1}})";
+  EXPECT_EQ(BuildGraderRequestBody(chat, "P", "k"),
+            R"({"model":"gpt-4.1-2025-04-14","messages":[)"
+            R"({"role":"system","content":"You are a helpful assistant."},)"
+            R"({"role":"user","content":"P"}],"temperature":0.5,"max_tokens":2048,)"
+            R"("guided_json":{"type":"object"},"chat_template_kwargs":{"x":1},)"
+            R"("prompt_cache_key":"k"})");
+  GraderSettings responses = Gpt54Low();
+  responses.extra_body = R"({"text":{"format":{"type":"json_object"}}})";
+  EXPECT_EQ(BuildGraderRequestBody(responses, "P"),
+            R"({"model":"gpt-5.4-2026-03-05","input":[{"role":"user","content":"P"}],)"
+            R"("reasoning":{"effort":"low"},"text":{"format":{"type":"json_object"}}})");
+  const std::vector<absl::string_view> segments = {"conv [", "] tail"};
+  const SharedChatCompletionBody shared(chat, segments, "k");
+  EXPECT_EQ(JoinParts(shared.Parts("item")),
+            BuildGraderRequestBody(chat, absl::StrJoin(segments, "item"), "k"));
+}
+
 TEST(SharedChatCompletionBodyTest, ResponsesBodiesAreByteIdenticalToo) {
   const std::vector<absl::string_view> segments = {"conv \xC3\xA9 [", "] tail \"x\""};
   const SharedChatCompletionBody shared(Gpt54Low(), segments, "");

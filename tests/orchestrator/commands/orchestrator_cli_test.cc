@@ -401,6 +401,79 @@ TEST_F(OrchestratorCliTest, DryRunOnTheExampleSkipsTasksWithoutResponseAndEstima
   EXPECT_THAT(strict.err, HasSubstr(std::string("sha256 expected ") + kGraderTemplateSha256));
 }
 
+// A Responses grader (a reasoning model) bills reasoning tokens as output: dry-run counts them
+// when given, and otherwise says its costs are lower bounds and what 100 per row would add. It
+// sends no system message, so none is counted as input.
+TEST_F(OrchestratorCliTest, DryRunOfAReasoningGraderSaysWhatItAssumesAboutReasoningTokens) {
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(examples_ + "/dataset.jsonl", {}));
+  const std::string responses = WriteResponses(dataset, "two.jsonl", {1});
+  const std::string out = dir_ + "/requests.jsonl";
+  const std::vector<std::string> args = {"dry-run",
+                                         "--dataset",
+                                         examples_ + "/dataset.jsonl",
+                                         "--responses",
+                                         responses,
+                                         "--grader-template",
+                                         synthetic_template_,
+                                         "--require-reference-template=false",
+                                         "--out",
+                                         out,
+                                         "--llm-model=gpt-5.4-2026-03-05",
+                                         "--llm-reasoning-effort=low",
+                                         "--price-input-per-mtok=1000",
+                                         "--price-cached-input-per-mtok=100",
+                                         "--price-output-per-mtok=3000",
+                                         "--est-output-tokens-per-row=7"};
+  RunResult unknown = RunCli(args);
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
+  int64_t tokens = 0;
+  for (const std::string& line : Lines(Read(out))) {
+    rapidjson::Document doc = ParseJson(line);
+    ASSERT_FALSE(doc["request"].HasMember("messages"));
+    tokens +=
+        static_cast<int64_t>((doc["request"]["input"][0]["content"].GetStringLength() + 3) / 4);
+  }
+  const double input_cost = static_cast<double>(tokens) / 1e6 * 1000;
+  EXPECT_EQ(unknown.out,
+            absl::StrFormat(
+                "dry-run: wrote 8 request rows for 2 of 3 tasks to %s (1 tasks skipped: no "
+                "response)\n"
+                "estimated input tokens: %d (UTF-8 bytes of the grader messages / 4, per row)\n"
+                "estimated output tokens: 56 (7 visible per row; reasoning tokens NOT included: "
+                "gpt-5.4-2026-03-05 is called through the Responses API as a reasoning model, "
+                "which bills its reasoning tokens as output, and their number is not known "
+                "before grading; each 100 per row add $%.2f online. Measure them on a pilot run "
+                "(run --examples 20): usage.completion_tokens / rows graded in its summary.json, "
+                "minus 7, and pass that as --est-reasoning-tokens-per-row)\n"
+                "estimated cost: at least $%.2f without prompt caching, at least $%.2f with "
+                "best-case prompt caching (0 cached input tokens)\n"
+                "estimated cost through the Batch API (run --grader-mode batch, x0.5): at least "
+                "$%.2f without prompt caching, at least $%.2f with best-case prompt caching\n"
+                "prices (USD per million tokens): input 1000.00, cached input 100.00, output "
+                "3000.00\n",
+                out, tokens, 8 * 100 / 1e6 * 3000, input_cost + 56 / 1e6 * 3000,
+                input_cost + 56 / 1e6 * 3000, (input_cost + 56 / 1e6 * 3000) * 0.5,
+                (input_cost + 56 / 1e6 * 3000) * 0.5));
+
+  std::vector<std::string> given = args;
+  given.push_back("--est-reasoning-tokens-per-row=192");
+  RunResult known = RunCli(given);
+  ASSERT_EQ(known.exit_code, 0) << known.err;
+  const double cost = input_cost + 8 * (7 + 192) / 1e6 * 3000;
+  EXPECT_THAT(known.out, HasSubstr("estimated output tokens: 1592 (7 visible + 192 reasoning per "
+                                   "row, --est-reasoning-tokens-per-row; reasoning tokens are "
+                                   "billed as output)\n"));
+  EXPECT_THAT(known.out,
+              HasSubstr(absl::StrFormat("estimated cost: $%.2f without prompt caching", cost)));
+  EXPECT_THAT(known.out, Not(HasSubstr("at least")));
+
+  given.back() = "--est-reasoning-tokens-per-row=-1";
+  RunResult negative = RunCli(given);
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err,
+            "hb-orchestrator dry-run: --est-reasoning-tokens-per-row must not be negative\n");
+}
+
 TEST_F(OrchestratorCliTest, DryRunOnTheRealSampleBuildsExactlyTheGraderRequests) {
   const std::string data = SharedDataFile(kMainHead30);
   HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(data, {}));
@@ -715,7 +788,8 @@ class MergeTest : public OrchestratorCliTest {
 
   // `score` one checkpoint into <out_root>/<ckpt>.
   RunResult Score(const std::string& ckpt, const std::string& verdicts, const std::string& failures,
-                  const std::string& out_root, const std::string& seed = "0") {
+                  const std::string& out_root, const std::string& seed = "0",
+                  const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {"score",
                                      "--dataset",
                                      data_,
@@ -735,6 +809,7 @@ class MergeTest : public OrchestratorCliTest {
       args.push_back("--failures");
       args.push_back(failures);
     }
+    args.insert(args.end(), extra.begin(), extra.end());
     return RunCli(args, {"HB_FIXED_TIME=2026-01-01T00:00:00Z"});
   }
 
@@ -791,6 +866,139 @@ TEST_F(MergeTest, ShardsMergeToTheUnshardedReportsByteForByte) {
   // failed row).
   EXPECT_EQ(cmp["differences"][0]["n"].GetInt(), 27);
   EXPECT_THAT(Read(dir_ + "/merged/comparison.html"), HasSubstr("a_base/report.html"));
+}
+
+// simple-evals PR #108's length-adjusted score survives merge (the merged report is the
+// unsharded one, overall_score_length_adjusted with its n and bootstrap std included) and is
+// shown by compare; shards adjusted differently are refused.
+TEST_F(MergeTest, LengthAdjustedScoresMergeAndCompare) {
+  const std::vector<std::string> adjust = {"--length-adjustment-center=10",
+                                           "--length-adjustment-penalty-per-500-chars=0.5"};
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    const std::string failures = dir_ + "/" + ckpt + ".failures.jsonl";
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".all.jsonl", failures, dir_ + "/full", "0", adjust)
+                  .exit_code,
+              0);
+    ASSERT_EQ(Score(ckpt, dir_ + "/" + ckpt + ".shard0.jsonl", "", dir_ + "/shard0", "0", adjust)
+                  .exit_code,
+              0);
+    ASSERT_EQ(
+        Score(ckpt, dir_ + "/" + ckpt + ".shard1.jsonl", failures, dir_ + "/shard1", "0", adjust)
+            .exit_code,
+        0);
+  }
+  const std::vector<std::string> env = {"HB_FIXED_TIME=2026-01-01T00:00:00Z"};
+  RunResult merged =
+      RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/shard0", dir_ + "/shard1"}, env);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  for (const std::string ckpt : {"a_base", "b_new"}) {
+    for (const char* file : {"tasks.jsonl", "report.html"}) {
+      EXPECT_EQ(Read(dir_ + "/merged/" + ckpt + "/" + file),
+                Read(dir_ + "/full/" + ckpt + "/" + file))
+          << ckpt << "/" << file;
+    }
+    EXPECT_EQ(SummaryWithoutShards(Read(dir_ + "/merged/" + ckpt + "/summary.json")),
+              SummaryWithoutShards(Read(dir_ + "/full/" + ckpt + "/summary.json")));
+  }
+  rapidjson::Document full = ParseJson(Read(dir_ + "/full/b_new/summary.json"));
+  const rapidjson::Value& metrics = full["metrics"];
+  ASSERT_TRUE(metrics.HasMember("overall_score_length_adjusted"));
+  const double adjusted = Num(metrics["overall_score_length_adjusted"]);
+  const int n = metrics["overall_score_length_adjusted:n_samples"].GetInt();
+  const double std = Num(metrics["overall_score_length_adjusted:bootstrap_std"]);
+  EXPECT_EQ(n, 28);
+
+  // compare shows it beside the score (JSON, page and message).
+  RunResult compared = RunCli(
+      {"compare", "--out", dir_ + "/cmp", dir_ + "/merged/a_base", dir_ + "/merged/b_new"}, env);
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_THAT(compared.out,
+              HasSubstr(absl::StrFormat("compare: b_new: score %.4f, length-adjusted %.4f, 28 of "
+                                        "30 tasks graded",
+                                        Num(full["score"]), adjusted)));
+  rapidjson::Document cmp = ParseJson(Read(dir_ + "/cmp/comparison.json"));
+  const rapidjson::Value& b_new = cmp["checkpoints"][1];
+  EXPECT_EQ(Str(b_new["checkpoint"]), "b_new");
+  EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["mean"]), adjusted);
+  EXPECT_EQ(b_new["overall_score_length_adjusted"]["n_samples"].GetInt(), n);
+  EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["bootstrap_std"]), std);
+  const std::string page = Read(dir_ + "/cmp/comparison.html");
+  EXPECT_THAT(page, HasSubstr("<th>length-adjusted</th><th>its bootstrap std</th>"));
+  EXPECT_THAT(page, HasSubstr(absl::StrFormat("<td class=\"num\">%.3f</td><td class=\"num\">"
+                                              "%.3f</td>",
+                                              adjusted, std)));
+  // A checkpoint scored without it says so beside one with it; its JSON has no such key.
+  ASSERT_EQ(
+      Score("a_base", dir_ + "/a_base.all.jsonl", dir_ + "/a_base.failures.jsonl", dir_ + "/plain")
+          .exit_code,
+      0);
+  RunResult mixed = RunCli(
+      {"compare", "--out", dir_ + "/cmp-mixed", dir_ + "/plain/a_base", dir_ + "/merged/b_new"},
+      env);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_THAT(Read(dir_ + "/cmp-mixed/comparison.html"),
+              HasSubstr("<td class=\"num\">not applied</td>"));
+  rapidjson::Document mixed_json = ParseJson(Read(dir_ + "/cmp-mixed/comparison.json"));
+  EXPECT_FALSE(mixed_json["checkpoints"][0].HasMember("overall_score_length_adjusted"));
+  EXPECT_TRUE(mixed_json["checkpoints"][1].HasMember("overall_score_length_adjusted"));
+
+  // A shard adjusted with another center does not merge with the others.
+  ASSERT_EQ(
+      Score("a_base", dir_ + "/a_base.shard1.jsonl", "", dir_ + "/shard1-other", "0",
+            {"--length-adjustment-center=11", "--length-adjustment-penalty-per-500-chars=0.5"})
+          .exit_code,
+      0);
+  RunResult refused =
+      RunCli({"merge", "--out", dir_ + "/refused", dir_ + "/shard0", dir_ + "/shard1-other"}, env);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err,
+              HasSubstr("disagrees with shard '" + dir_ +
+                        "/shard0' on length adjustment "
+                        "('center 10.0, penalty 0.5 per 500 chars' vs 'center 11.0, penalty 0.5 "
+                        "per 500 chars')"));
+}
+
+// summary.json records the whole grader identity (API, effort, extra body, headers by name and
+// value sha256, never a value); merge carries it, and compare refuses another judge naming the
+// field.
+TEST_F(MergeTest, TheGradersIdentitySurvivesMergeAndSeparatesJudgesInCompare) {
+  const std::vector<std::string> judge = {
+      "--llm-model=gpt-5.4-2026-03-05", "--llm-reasoning-effort=low",
+      R"(--llm-extra-body={"service_tier":"flex"})", "--llm-header=api-key=SECRET-value"};
+  ASSERT_EQ(Score("a_base", dir_ + "/a_base.all.jsonl", "", dir_ + "/judge", "0", judge).exit_code,
+            0);
+  ASSERT_EQ(Score("b_new", dir_ + "/b_new.all.jsonl", "", dir_ + "/plain").exit_code, 0);
+  const std::vector<std::string> env = {"HB_FIXED_TIME=2026-01-01T00:00:00Z"};
+  RunResult merged = RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/judge"}, env);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  const std::string text = Read(dir_ + "/merged/a_base/summary.json");
+  EXPECT_THAT(text, Not(HasSubstr("SECRET")));
+  rapidjson::Document summary = ParseJson(text);
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  EXPECT_EQ(Str(grader["api"]), "responses");
+  EXPECT_EQ(Str(grader["reasoning_effort"]), "low");
+  EXPECT_EQ(Str(grader["extra_body"]["service_tier"]), "flex");
+  ASSERT_EQ(grader["headers"].Size(), 1u);
+  EXPECT_EQ(Str(grader["headers"][0]["name"]), "api-key");
+  EXPECT_EQ(Str(grader["headers"][0]["value"]), "[redacted]");
+  EXPECT_EQ(Str(grader["headers"][0]["value_sha256"]), Sha256Hex("SECRET-value"));
+
+  RunResult compared =
+      RunCli({"compare", "--out", dir_ + "/cmp", dir_ + "/merged/a_base", dir_ + "/plain/b_new"});
+  EXPECT_EQ(compared.exit_code, 2);
+  EXPECT_THAT(compared.err,
+              HasSubstr("was graded differently from the baseline 'a_base': grader model "
+                        "('gpt-5.4-2026-03-05' vs 'gpt-4.1-2025-04-14')"));
+  // The same judge with another gateway key is another judge.
+  ASSERT_EQ(Score("b_new", dir_ + "/b_new.all.jsonl", "", dir_ + "/other-key", "0",
+                  {judge[0], judge[1], judge[2], "--llm-header=api-key=OTHER"})
+                .exit_code,
+            0);
+  RunResult other = RunCli(
+      {"compare", "--out", dir_ + "/cmp2", dir_ + "/merged/a_base", dir_ + "/other-key/b_new"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_THAT(other.err, HasSubstr("grader headers ('api-key:" + Sha256Hex("SECRET-value") +
+                                   "' vs 'api-key:" + Sha256Hex("OTHER") + "')"));
 }
 
 TEST_F(MergeTest, RejectsShardsThatDisagreeOrOverlap) {

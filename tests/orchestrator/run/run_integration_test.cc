@@ -1279,6 +1279,111 @@ TEST_F(RunIntegrationTest, VerdictCacheRerunMakesNoUpstreamRequest) {
               HasSubstr("rows from the verdict cache saved"));
 }
 
+// A self-hosted judge behind a gateway (hb-llm-sim requiring a header and a guided-decoding
+// field): --llm-header and --llm-extra-body reach every request, online and through the
+// replicas, are recorded as the grader's identity (header values only hashed, shown redacted),
+// and a journal or verdict cache filled with this judge answers no other.
+constexpr char kGuidedJson[] =
+    R"({"guided_json":{"type":"object","properties":{"explanation":{"type":"string"},)"
+    R"("criteria_met":{"type":"boolean"}},"required":["explanation","criteria_met"]}})";
+
+TEST_F(RunIntegrationTest, SelfHostedJudgeWithExtraBodyAndHeaderEndToEnd) {
+  const std::string log = dir_ + "/requests.jsonl";
+  const std::vector<std::string> sim_flags = {"--require-header=api-key=judge-SECRET",
+                                              "--require-body-key=guided_json",
+                                              "--request-log=" + log};
+  HB_ASSERT_OK_AND_ASSIGN(LlmSim sim, hb::testing::StartLlmSim(sim_flags));
+  const std::string cache = dir_ + "/verdicts.sqlite";
+  const std::vector<std::string> judge = {
+      "--llm-base-url=" + sim.base_url, std::string("--llm-extra-body=") + kGuidedJson,
+      "--llm-header=api-key=judge-SECRET", "--verdict-cache=" + cache};
+  const std::string out = dir_ + "/out";
+  std::string err;
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, "embedded", judge, /*two_checkpoints=*/false), dir_, &err),
+            0)
+      << err;
+  EXPECT_EQ(CheckVerdictsMatchSimulator(out, "base", base_), rows_per_checkpoint_);
+  EXPECT_EQ(LoggedRequests(log), static_cast<int64_t>(rows_per_checkpoint_));
+  const std::string summary_text = ReadText(out + "/base/summary.json");
+  rapidjson::Document summary;
+  summary.Parse(summary_text.c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  ASSERT_TRUE(grader["extra_body"].IsObject());
+  EXPECT_TRUE(grader["extra_body"].HasMember("guided_json"));
+  ASSERT_EQ(grader["headers"].Size(), 1u);
+  EXPECT_STREQ(grader["headers"][0]["name"].GetString(), "api-key");
+  EXPECT_STREQ(grader["headers"][0]["value"].GetString(), "[redacted]");
+  const std::string report = ReadText(out + "/base/report.html");
+  EXPECT_THAT(report, HasSubstr("api-key: [redacted]"));
+  EXPECT_THAT(report, HasSubstr("guided_json"));
+  for (const std::string& text : {summary_text, report, err}) {
+    EXPECT_THAT(text, Not(HasSubstr("judge-SECRET")));
+  }
+
+  // Without the header the gateway refuses the first row: exit 2 at once.
+  std::vector<std::string> no_header = judge;
+  no_header.erase(no_header.begin() + 2);
+  no_header.pop_back();  // no cache: the request must reach the simulator
+  std::string refused;
+  EXPECT_EQ(
+      RunOrchestrator(RunArgs(dir_ + "/no-header", "embedded", no_header, false), dir_, &refused),
+      2);
+  EXPECT_THAT(refused, HasSubstr("upstream HTTP 401: Missing or wrong header api-key"));
+
+  // The journal of this judge refuses the same judge with another key, naming the flag's field.
+  std::vector<std::string> other_key = judge;
+  other_key[2] = "--llm-header=api-key=another-SECRET";
+  std::string resumed;
+  EXPECT_EQ(RunOrchestrator(RunArgs(out, "embedded", other_key, false), dir_, &resumed), 2);
+  EXPECT_THAT(resumed, HasSubstr("belongs to another run: grader_headers is 'api-key:"));
+  EXPECT_THAT(resumed, Not(HasSubstr("SECRET")));
+
+  // The verdict cache filled by this judge does not answer a judge with another extra body:
+  // every row is graded upstream again. The same judge is answered from it entirely.
+  const int64_t before = LoggedRequests(log);
+  std::vector<std::string> other_body = judge;
+  other_body[1] = R"(--llm-extra-body={"guided_json":{"type":"object"},"top_k":1})";
+  ASSERT_EQ(RunOrchestrator(RunArgs(dir_ + "/other-body", "embedded", other_body, false), dir_), 0);
+  EXPECT_EQ(LoggedRequests(log) - before, static_cast<int64_t>(rows_per_checkpoint_));
+  EXPECT_EQ(ExpectFromCache(dir_ + "/other-body/base/verdicts.jsonl", false), rows_per_checkpoint_);
+  ASSERT_EQ(RunOrchestrator(RunArgs(dir_ + "/same", "embedded", judge, false), dir_), 0);
+  EXPECT_EQ(ExpectFromCache(dir_ + "/same/base/verdicts.jsonl", true), rows_per_checkpoint_);
+}
+
+// The same judge behind hb-grader replicas: their GetInfo reports the extra body and the
+// headers' names and hashes, the run's provenance records them, and replicas that send another
+// header value disagree.
+TEST_F(RunIntegrationTest, ReplicasReportTheirExtraBodyAndHeaders) {
+  HB_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Cluster> cluster,
+      StartCluster(
+          2, {"--require-header=api-key=judge-SECRET", "--require-body-key=guided_json"},
+          {std::string("--llm-extra-body=") + kGuidedJson, "--llm-header=api-key=judge-SECRET"}));
+  const std::string out = dir_ + "/out";
+  std::string err;
+  ASSERT_EQ(RunOrchestrator(RunArgs(out, cluster->Target(), {"--examples=3"}, false), dir_, &err),
+            0)
+      << err;
+  rapidjson::Document summary;
+  summary.Parse(ReadText(out + "/base/summary.json").c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  EXPECT_TRUE(grader["extra_body"].HasMember("guided_json"));
+  ASSERT_EQ(grader["headers"].Size(), 1u);
+  EXPECT_EQ(std::string(grader["headers"][0]["value_sha256"].GetString()),
+            Sha256Hex("judge-SECRET"));
+
+  HB_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Cluster> mixed,
+      StartCluster(2, {}, {}, {{"--llm-header=api-key=one"}, {"--llm-header=api-key=two"}}));
+  std::string disagree;
+  EXPECT_EQ(RunOrchestrator(RunArgs(dir_ + "/mixed", mixed->Target(), {}, false), dir_, &disagree),
+            2);
+  EXPECT_THAT(disagree, HasSubstr("graders disagree on headers"));
+  EXPECT_THAT(disagree, HasSubstr("start every hb-grader replica with the same --llm-header"));
+}
+
 // Two hb-grader replicas write one cache file at once; a later run finds every verdict in it
 // whichever replica graded it.
 TEST_F(RunIntegrationTest, GraderReplicasShareOneVerdictCache) {
