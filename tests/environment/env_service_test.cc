@@ -171,22 +171,33 @@ TEST(EnvServerReflectionTest, OffByDefaultAndBothVersionsWhenAskedFor) {
                                                   "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
+// hb-env's gRPC server with one bearer token, and a channel to it.
+class EnvServerMalformedRequestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EnvServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({token}, "test");
+    ASSERT_TRUE(tokens.ok()) << tokens.status();
+    options.security.tokens = *tokens;
+    absl::StatusOr<std::unique_ptr<EnvGrpcServer>> started = EnvGrpcServer::Start(env_, options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    server = *std::move(started);
+    channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server->port()),
+                                  grpc::InsecureChannelCredentials());
+  }
+
+  FakeEnvironment env_;
+  const std::string token = "tok-0123456789abcdef";
+  const std::string path = "/healthbench.env.v1.Environment/Submit";
+  std::unique_ptr<EnvGrpcServer> server;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
 // gRPC answers bytes that do not parse as the request message with a bare UNIMPLEMENTED before
 // any handler runs: the server says INVALID_ARGUMENT and why to a caller with a valid token,
 // UNAUTHENTICATED (and nothing about the request) to any other, each logged rate-limited.
-TEST(EnvServerMalformedRequestTest, InvalidArgumentForACallerUnauthenticatedForAStranger) {
-  FakeEnvironment env;
-  EnvServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  const std::string token = "tok-0123456789abcdef";
-  absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({token}, "test");
-  ASSERT_TRUE(tokens.ok()) << tokens.status();
-  options.security.tokens = *tokens;
-  auto server = EnvGrpcServer::Start(env, options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
-                                     grpc::InsecureChannelCredentials());
-  const std::string path = "/healthbench.env.v1.Environment/Submit";
+TEST_F(EnvServerMalformedRequestTest, InvalidArgumentForACallerUnauthenticatedForAStranger) {
   std::string response;
   // An unterminated varint: no protobuf message parses from it.
   grpc::Status status = RawUnaryCall(*channel, path, "\x08\xff\xff", &response, "Bearer " + token);
@@ -200,26 +211,14 @@ TEST(EnvServerMalformedRequestTest, InvalidArgumentForACallerUnauthenticatedForA
     EXPECT_THAT(status.error_message(), Not(HasSubstr("malformed")));
   }
   // 5 lines per kind per 10 s are written, the other 3 counted as suppressed.
-  EXPECT_EQ((*server)->refused_log().suppressed_total("Submit UNAUTHENTICATED"), 3);
-  EXPECT_EQ((*server)->refused_log().suppressed_total("Submit INVALID_ARGUMENT"), 0);
+  EXPECT_EQ(server->refused_log().suppressed_total("Submit UNAUTHENTICATED"), 3);
+  EXPECT_EQ(server->refused_log().suppressed_total("Submit INVALID_ARGUMENT"), 0);
 }
 
 // A reply that is not valid UTF-8 fails to parse (proto3 strings must be): a caller with a token
 // is told which field, a stranger nothing; libprotobuf's own line for each such request (written
 // before any check, for strangers too) is rate-limited, 5 per 10 s.
-TEST(EnvServerMalformedRequestTest, AStringFieldThatIsNotUtf8IsNamed) {
-  FakeEnvironment env;
-  EnvServerOptions options;
-  options.listen_address = "127.0.0.1:0";
-  const std::string token = "tok-0123456789abcdef";
-  absl::StatusOr<BearerTokens> tokens = BearerTokens::FromList({token}, "test");
-  ASSERT_TRUE(tokens.ok()) << tokens.status();
-  options.security.tokens = *tokens;
-  auto server = EnvGrpcServer::Start(env, options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
-                                     grpc::InsecureChannelCredentials());
-  const std::string path = "/healthbench.env.v1.Environment/Submit";
+TEST_F(EnvServerMalformedRequestTest, AStringFieldThatIsNotUtf8IsNamed) {
   // SubmitRequest.reply (field 2, length-delimited) = "caf\xc3(".
   const std::string invalid_reply = std::string("\x12\x05") + "caf\xc3(";
   std::string response;
