@@ -45,6 +45,8 @@ Dispatcher::Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOpti
       scheduler_(options_.scheduler != nullptr ? options_.scheduler : owned_scheduler_.get()),
       queue_(*scheduler_, QueueOptions(options_)) {}
 
+Dispatcher::~Dispatcher() { queue_.Close("the dispatcher was destroyed"); }
+
 void Dispatcher::RequestStop() {
   absl::MutexLock lock(&mu_);
   if (!stop_requested_) drain_deadline_ = options_.clock->Now() + options_.drain_timeout;

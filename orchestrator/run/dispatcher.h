@@ -120,6 +120,9 @@ class Dispatcher {
  public:
   // `client` and `store` are not owned and must outlive the dispatcher.
   Dispatcher(GraderClient* client, VerdictStore* store, DispatcherOptions options);
+  // Drops the rows still queued (a dispatcher that never ran, e.g. the rest of a run whose probe
+  // row failed) while the state their callbacks touch is alive.
+  ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 

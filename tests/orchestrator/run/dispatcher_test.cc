@@ -168,6 +168,24 @@ TEST(DispatcherTest, GradesRowsThatArriveWhileItRunsUntilTheInputCloses) {
   EXPECT_EQ(requests[5].request_id(), "base/task2/1/1");
 }
 
+// The rest of a run whose probe row failed: rows added, never run. Destroying it drops them
+// (their callbacks run while the dispatcher's state is alive: ASan checks that) and sends none.
+TEST(DispatcherTest, ADispatcherThatNeverRanDropsItsRowsUnsent) {
+  Fixture fixture(2, 3);
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  client.set_responder(EvenIsMet);
+  InMemoryVerdictStore store;
+  {
+    Dispatcher dispatcher(&client, &store, FastOptions(&clock, &scheduler));
+    dispatcher.AddRows(fixture.Rows());
+    EXPECT_EQ(dispatcher.Stats().planned_rows, 6);
+  }
+  EXPECT_THAT(client.requests(), SizeIs(0));
+  EXPECT_THAT(store.rows(), SizeIs(0));
+}
+
 TEST(DispatcherTest, ClosedInputWithoutRowsAndStopBothEndRun) {
   FakeClock clock;
   FakeScheduler scheduler(clock);
