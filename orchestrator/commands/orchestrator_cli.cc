@@ -268,15 +268,15 @@ class OrchestratorCommandLine {
         RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
     HB_RETURN_IF_ERROR(cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options));
     if (!policies_.empty()) {
-      HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags(options));
+      HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags());
     }
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
     return options;
   }
 
   // The policy checkpoints of `run` with their sampling settings (the flags they share).
-  absl::StatusOr<std::vector<PolicySource>> RunPoliciesFromFlags(const RunOptions& run) {
-    SampleOptions shared;
+  absl::StatusOr<std::vector<PolicySource>> RunPoliciesFromFlags() {
+    PolicyOptions shared;
     HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*run_command_, run_.policy, &shared));
     shared.max_in_flight = run_.policy_max_in_flight;
     if (shared.max_in_flight < 1) {
@@ -284,13 +284,11 @@ class OrchestratorCommandLine {
     }
     std::vector<PolicySource> sources;
     for (const PolicyCheckpoint& policy : policies_) {
-      SampleOptions one = shared;
-      one.dataset = run.dataset;
-      one.out = PolicyResponsesPath(run, policy.name);
+      PolicyOptions one = shared;
       one.policy_base_url = policy.base_url;
       one.request.model = policy.model;
       one.endpoint_flag = absl::StrCat("--policy ", policy.name);
-      if (absl::Status valid = ValidateSampleOptions(one); !valid.ok()) {
+      if (absl::Status valid = ValidatePolicyOptions(one); !valid.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("--policy ", policy.name, "=", policy.model,
                                                        "@", policy.base_url, ": ",
                                                        valid.message()));

@@ -38,7 +38,7 @@ void AddPolicySamplingFlags(Command& command, PolicyFlags* flags) {
 }
 
 absl::Status ResolvePolicyFlags(const Command& command, const PolicyFlags& flags,
-                                SampleOptions* options) {
+                                PolicyOptions* options) {
   options->policy_base_url = flags.base_url;
   PolicyRequestSettings& request = options->request;
   request.model = flags.model;

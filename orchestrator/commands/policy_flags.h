@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cli/command_line.h"
-#include "orchestrator/sample/sample_command.h"
+#include "orchestrator/policy/policy_options.h"
 
 namespace hb::cli {
 
@@ -37,6 +37,6 @@ void AddPolicySamplingFlags(Command& command, PolicyFlags* flags);
 // --policy-api-key-file or $POLICY_API_KEY, retry, attempt timeout). The optional settings are
 // set only when their flag was given on `command`. kInvalidArgument naming the flag.
 absl::Status ResolvePolicyFlags(const Command& command, const PolicyFlags& flags,
-                                SampleOptions* options);
+                                PolicyOptions* options);
 
 }  // namespace hb::cli

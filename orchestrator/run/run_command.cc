@@ -314,8 +314,8 @@ absl::StatusOr<RunPlan> Plan(const RunOptions& options, const RunInputs& inputs,
     HB_LOG_INFO("run: {}: {} task(s) with a reply in the journal, {} to sample from {} (model {})",
                 inputs.checkpoints[index].spec.name,
                 inputs.dataset.examples.size() - missing.size(), missing.size(),
-                inputs.checkpoints[index].policy->sampling.policy_base_url,
-                inputs.checkpoints[index].policy->sampling.request.model);
+                inputs.checkpoints[index].policy->options.policy_base_url,
+                inputs.checkpoints[index].policy->options.request.model);
   }
   return plan;
 }
@@ -538,6 +538,8 @@ absl::StatusOr<bool> GradeRows(const RunOptions& options, const RunInputs& input
   if (sampler != nullptr) {
     sampler->Stop();  // at once when the rows are done, else (stopped early) mid-sampling
     unsampled = PrintSamplingFailures(inputs, plan, *sampler);
+    // A fatal sampling error (a grader verdict as reply, the journal) ended the feed early.
+    if (status.ok()) status = sampler->status();
   }
   HB_RETURN_IF_ERROR(status);
   return interrupted;
@@ -669,18 +671,12 @@ absl::Status WriteSampledResponses(RunInputs& inputs, ReplyJournal& journal) {
   for (LoadedCheckpoint& c : inputs.checkpoints) {
     if (c.policy == nullptr) continue;
     HB_ASSIGN_OR_RETURN(std::vector<SampledReply> replies, JournaledReplies(inputs, c, journal));
-    absl::flat_hash_map<std::string, const SampledReply*> by_id;
-    for (const SampledReply& reply : replies) by_id.emplace(reply.prompt_id, &reply);
-    std::string text;
-    for (const Example& example : inputs.dataset.examples) {
-      auto it = by_id.find(example.prompt_id);
-      if (it != by_id.end()) absl::StrAppend(&text, FormatSampledReply(*it->second), "\n");
-    }
     const size_t slash = c.spec.path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
       HB_RETURN_IF_ERROR(AsInternal(MakeDirs(c.spec.path.substr(0, slash))));
     }
-    HB_RETURN_IF_ERROR(AsInternal(WriteFileAtomically(c.spec.path, text)));
+    HB_RETURN_IF_ERROR(
+        AsInternal(WriteResponsesFile(c.spec.path, inputs.dataset.examples, replies).status()));
     absl::StatusOr<ResponseSet> written = LoadResponses(c.spec.path, inputs.dataset);
     HB_RETURN_IF_ERROR(AsInternal(written.status()));
     c.responses = *std::move(written);
@@ -871,7 +867,7 @@ absl::Status PreflightEndpoints(const RunOptions& options) {
         LlmEndpoint(options.grader_options.llm, options.grader_options.settings.headers)));
   }
   for (const PolicySource& policy : options.policies) {
-    HB_RETURN_IF_ERROR(PreflightEndpoint(PolicyEndpoint(policy.sampling)));
+    HB_RETURN_IF_ERROR(PreflightEndpoint(PolicyEndpoint(policy.options)));
   }
   return absl::OkStatus();
 }

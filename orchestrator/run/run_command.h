@@ -35,8 +35,8 @@
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_client.h"
 #include "grader_client/grader_connection.h"
+#include "orchestrator/policy/policy_feed.h"
 #include "orchestrator/report/progress.h"
-#include "orchestrator/run/policy_feed.h"
 #include "orchestrator/run/row_plan.h"
 #include "security/transport_security.h"
 

@@ -43,6 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/sqlite/database.h"
+#include "orchestrator/policy/reply_journal.h"
 #include "orchestrator/run/batch_journal.h"
 #include "orchestrator/run/verdict_store.h"
 
@@ -69,6 +70,9 @@ struct SqliteVerdictStoreOptions {
 
 class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, public BatchJournal {
  public:
+  // The same type in both bases.
+  using CommitCallback = VerdictStore::CommitCallback;
+
   // Opens or creates the journal and starts the writer thread.
   //
   // A new journal records `options.meta`. An existing journal must match it: a differing

@@ -90,29 +90,4 @@ class VerdictStore {
   virtual absl::StatusOr<std::vector<RowRecord>> Rows(const std::string& checkpoint) = 0;
 };
 
-// One policy reply journaled by `run --policy` (a served checkpoint's answer to one task), so
-// that a resumed run never asks the policy again for it.
-struct ReplyRecord {
-  std::string checkpoint;
-  std::string prompt_id;
-  // The reply as one responses-file line (FormatSampledReply), opaque to the journal.
-  std::string reply;
-  absl::Time time = absl::UnixEpoch();
-};
-
-// The replies half of the run journal. SqliteVerdictStore implements it beside VerdictStore,
-// so rows and replies share one file, one writer thread and one durability story.
-class ReplyJournal {
- public:
-  virtual ~ReplyJournal() = default;
-
-  // Queues `reply` for the next transaction and returns at once; `on_commit` as for
-  // VerdictStore::Append. The first reply of a (checkpoint, prompt_id) is kept; later ones are
-  // ignored. Thread-safe.
-  virtual void AppendReply(ReplyRecord reply, VerdictStore::CommitCallback on_commit) = 0;
-
-  // Every committed reply of `checkpoint`, ordered by prompt_id. Thread-safe.
-  virtual absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) = 0;
-};
-
 }  // namespace hb

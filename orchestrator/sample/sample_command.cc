@@ -3,61 +3,30 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <functional>
 #include <memory>
-#include <optional>
-#include <random>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
 #include "common/base/status_macros.h"
-#include "common/grading/grader_reply.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/subsets.h"
 #include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
+#include "orchestrator/policy/policy_feed.h"
 #include "orchestrator/report/progress.h"
-#include "orchestrator/sample/policy_sampler.h"
 #include "orchestrator/sample/sample_journal.h"
 
 namespace hb {
 namespace {
-
-// Replies and failures from the sampler's threads, flushed to the journal by the main thread.
-struct Inbox {
-  absl::Mutex mu;
-  std::vector<SampledReply> replies ABSL_GUARDED_BY(mu);
-  std::vector<PolicySampleResult> failures ABSL_GUARDED_BY(mu);
-  std::optional<absl::StatusOr<ChatResult>> probe ABSL_GUARDED_BY(mu);
-  bool ready ABSL_GUARDED_BY(mu) = false;
-
-  // Waits up to 50 ms for something to arrive (group commit: whatever arrives within 50 ms
-  // shares one journal write and one fdatasync), moves the replies into `replies` and the
-  // failures into `failures`, and returns the probe's answer if it came.
-  std::optional<absl::StatusOr<ChatResult>> Take(std::vector<SampledReply>& out_replies,
-                                                 std::vector<PolicySampleResult>& out_failures) {
-    absl::MutexLock lock(&mu);
-    mu.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
-    for (SampledReply& r : replies) out_replies.push_back(std::move(r));
-    replies.clear();
-    for (PolicySampleResult& f : failures) out_failures.push_back(std::move(f));
-    failures.clear();
-    ready = false;
-    std::optional<absl::StatusOr<ChatResult>> out = std::move(probe);
-    probe.reset();
-    return out;
-  }
-};
 
 std::string FormatFailure(const PolicySampleResult& failure) {
   return WriteJson([&](JsonWriter& w) {
@@ -117,126 +86,68 @@ std::string ProgressLine(const SampleOptions& options, int64_t done, int64_t tot
       FormatTokenCount(stats.usage.completion_tokens));
 }
 
-// Sends `body` alone, once (no retry), with the probe's timeout; `on_done` runs on the LLM
-// client's thread.
-void SendProbe(LlmClient& llm, const SampleOptions& options, const std::string& body,
-               std::function<void(absl::StatusOr<ChatResult>)> on_done) {
-  ChatRequest request;
-  request.body = body;
-  request.timeout = std::min(options.probe_timeout, options.attempt_timeout);
-  llm.Complete(std::move(request), std::move(on_done));
-}
+// What the consumer of the feed learns: the replies handed on, and that the feed finished.
+struct Arrivals {
+  absl::Mutex mu;
+  std::vector<SampledReply> replies ABSL_GUARDED_BY(mu);
+  bool finished ABSL_GUARDED_BY(mu) = false;
+};
 
-// What the first task's lone request (the probe) says: its reply joins `batch`; a failure no
-// retry can fix is the error (PolicyProbeError); a transient one puts the task back into
-// `sampler`, to be sampled like any other.
-absl::Status TakeProbe(const SampleOptions& options, PolicySampleTask first,
-                       absl::StatusOr<ChatResult> probe, PolicySampler& sampler,
-                       std::vector<SampledReply>& batch, SampleSummary& summary) {
-  if (probe.ok()) {
-    summary.usage += probe->usage;
-    batch.push_back(ToSampledReply(first.prompt_id, options, *std::move(probe)));
-    return absl::OkStatus();
-  }
-  HB_RETURN_IF_ERROR(PolicyProbeError(options, probe.status()));
-  sampler.Add(std::move(first));
-  return absl::OkStatus();
-}
-
-// Samples `first` through the probe and `rest` through the sampler at the same time (so the
-// probe costs no round trip of its own), and journals replies as they arrive; returns the
-// failures. Errors: the probe's (PolicyProbeError), CheckNotGraderVerdict's (a reply of a
-// grader route, never journaled) or the journal's; the sampler is then stopped and its calls in
-// flight are waited for.
+// Samples `tasks` through the sampling engine (PolicyFeed: the probe alongside the others,
+// every reply journaled before it counts), printing progress every progress_interval; appends
+// the replies to `received` and returns the failures. Errors: the feed's (probe, a grader
+// verdict as reply, the journal).
 absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
     const SampleOptions& options, LlmClient& llm, Scheduler& scheduler, SampleJournal& journal,
-    PolicySampleTask first, std::vector<PolicySampleTask> rest, int64_t done_before, int64_t total,
-    std::vector<SampledReply>& received, SampleSummary& summary, std::FILE* log) {
-  Inbox inbox;
-  // At most --max-in-flight requests, the probe's included: the sampler gets one slot less,
-  // and with a single slot it waits for the probe.
-  PolicySamplerOptions sampler_options = MakePolicySamplerOptions(options);
-  sampler_options.max_in_flight = std::max(1, options.max_in_flight - 1);
-  const bool start_with_probe = options.max_in_flight > 1;
-  PolicySampler sampler(llm, scheduler, std::move(sampler_options), [&](PolicySampleResult result) {
-    absl::MutexLock lock(&inbox.mu);
-    if (result.reply.ok()) {
-      inbox.replies.push_back(ToSampledReply(result.prompt_id, options, *std::move(result.reply)));
-    } else {
-      inbox.failures.push_back(std::move(result));
-    }
-    inbox.ready = true;
-  });
-  for (PolicySampleTask& task : rest) sampler.Add(std::move(task));
+    std::vector<const Example*> tasks, int64_t total, std::vector<SampledReply>& received,
+    SampleSummary& summary, std::FILE* log) {
+  Arrivals arrivals;
   const absl::Time start = absl::Now();
-  SendProbe(llm, options, first.body, [&inbox](absl::StatusOr<ChatResult> result) {
-    absl::MutexLock lock(&inbox.mu);
-    inbox.probe = std::move(result);
-    inbox.ready = true;
-  });
-  if (start_with_probe) sampler.Start();
-  std::vector<PolicySampleResult> failures;
-  absl::Time next_progress = start + options.progress_interval;
-  int64_t done = done_before;
-  bool probing = true;
-  absl::Status status;
-  while (status.ok()) {
-    const bool finished = sampler.Pending() == 0 && !probing;
-    std::vector<SampledReply> batch;
-    std::optional<absl::StatusOr<ChatResult>> probe = inbox.Take(batch, failures);
-    if (probe.has_value()) {
-      probing = false;
-      status = TakeProbe(options, std::move(first), *std::move(probe), sampler, batch, summary);
-      if (!start_with_probe) sampler.Start();
+  const int64_t done_before = static_cast<int64_t>(received.size());
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<PolicyFeed> feed,
+                      PolicyFeed::StartOn(
+                          PolicyClients{{&llm}, &scheduler}, {PolicySource{"", options}},
+                          {std::move(tasks)}, journal,
+                          [&arrivals](size_t, SampledReply reply) {
+                            absl::MutexLock lock(&arrivals.mu);
+                            arrivals.replies.push_back(std::move(reply));
+                          },
+                          [&arrivals] {
+                            absl::MutexLock lock(&arrivals.mu);
+                            arrivals.finished = true;
+                          }));
+  bool finished = false;
+  while (!finished) {
+    {
+      absl::MutexLock lock(&arrivals.mu);
+      arrivals.mu.AwaitWithTimeout(absl::Condition(&arrivals.finished), options.progress_interval);
+      finished = arrivals.finished;
     }
-    // Replies of a grader route are never journaled (the probe's or any other, whichever
-    // comes first): the job stops.
-    for (const SampledReply& reply : batch) {
-      if (status.ok()) status = CheckNotGraderVerdict(options, reply.response);
-    }
-    if (status.ok()) status = journal.Append(batch);
-    done += static_cast<int64_t>(batch.size());
-    for (SampledReply& reply : batch) received.push_back(std::move(reply));
-    if (absl::Now() >= next_progress || finished) {
-      std::fprintf(log, "%s\n",
-                   ProgressLine(options, done + static_cast<int64_t>(failures.size()), total,
-                                done - done_before, sampler.Stats(), absl::Now() - start)
-                       .c_str());
-      next_progress = absl::Now() + options.progress_interval;
-    }
-    if (finished) break;
+    const PolicyFeed::Progress progress = feed->progress();
+    std::fprintf(log, "%s\n",
+                 ProgressLine(options, done_before + progress.done, total, progress.done,
+                              feed->SourceStats(0), absl::Now() - start)
+                     .c_str());
   }
-  if (!status.ok()) {
-    sampler.Stop();  // the calls in flight (and the probe) capture the sampler and the inbox
-    std::vector<SampledReply> discarded;
-    while (sampler.Pending() > 0 || probing) {
-      if (inbox.Take(discarded, failures).has_value()) probing = false;
-    }
-    return status;
-  }
-  const PolicySamplerStats stats = sampler.Stats();
+  feed->Stop();
+  HB_RETURN_IF_ERROR(feed->status());
+  const PolicySamplerStats stats = feed->SourceStats(0);
   summary.retries += stats.retries;
   summary.usage += stats.usage;
-  return failures;
+  absl::MutexLock lock(&arrivals.mu);
+  for (SampledReply& reply : arrivals.replies) received.push_back(std::move(reply));
+  return feed->Failures()[0];
 }
 
 absl::Status WriteOutputs(const SampleOptions& options, const Dataset& dataset,
                           const std::vector<SampledReply>& replies,
                           const std::vector<PolicySampleResult>& failures, SampleSummary& summary) {
-  absl::flat_hash_map<std::string, const SampledReply*> by_id;
-  for (const SampledReply& reply : replies) by_id.emplace(reply.prompt_id, &reply);
-  std::string out;
-  for (const Example& example : dataset.examples) {
-    auto it = by_id.find(example.prompt_id);
-    if (it == by_id.end()) continue;
-    const SampledReply& reply = *it->second;
-    ++summary.replies;
-    if (reply.finish_reason == "length") ++summary.length_truncated;
-    if (reply.response.empty()) ++summary.empty;
-    absl::StrAppend(&out, FormatSampledReply(reply), "\n");
-  }
+  HB_ASSIGN_OR_RETURN(const ResponsesFileCounts counts,
+                      WriteResponsesFile(options.out, dataset.examples, replies));
+  summary.replies = counts.replies;
+  summary.length_truncated = counts.length_truncated;
+  summary.empty = counts.empty;
   summary.failed = summary.tasks - summary.replies;
-  HB_RETURN_IF_ERROR(WriteFileAtomically(options.out, out));
   std::string failed;
   for (const PolicySampleResult& f : failures) absl::StrAppend(&failed, FormatFailure(f), "\n");
   HB_RETURN_IF_ERROR(WriteFileAtomically(absl::StrCat(options.out, ".failures.jsonl"), failed));
@@ -245,60 +156,6 @@ absl::Status WriteOutputs(const SampleOptions& options, const Dataset& dataset,
 }
 
 }  // namespace
-
-SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
-                            ChatResult result) {
-  SampledReply reply;
-  reply.prompt_id = prompt_id;
-  reply.response = std::move(result.content);
-  reply.system_prompt = options.request.system_prompt;
-  reply.model = result.model.empty() ? options.request.model : std::move(result.model);
-  reply.finish_reason = std::move(result.finish_reason);
-  reply.usage = result.usage;
-  return reply;
-}
-
-absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& status) {
-  const FailureKind kind = AttemptOutcomeOf(status).kind;
-  std::string hint;
-  switch (kind) {
-    case FailureKind::kConnection:
-      hint =
-          "the policy endpoint is unreachable; check --policy-base-url and that the server is "
-          "up";
-      break;
-    case FailureKind::kHttp401:
-    case FailureKind::kHttp403:
-      hint =
-          "the policy endpoint refused the API key; set POLICY_API_KEY or "
-          "--policy-api-key-file";
-      break;
-    case FailureKind::kHttp404:
-      hint = absl::StrCat("the endpoint does not serve model '", options.request.model,
-                          "' (or --policy-base-url lacks the /v1 part); check --policy-model");
-      break;
-    case FailureKind::kHttp400:
-    case FailureKind::kOtherHttp4xx:
-      hint =
-          "the policy endpoint rejected the request; check --policy-extra-body and the "
-          "sampling flags";
-      break;
-    default:
-      return absl::OkStatus();  // transient: the sampler retries it
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("probe request to ", RedactUrl(options.policy_base_url),
-                   " failed: ", status.message(), " (", hint, ")"));
-}
-
-EndpointPreflight PolicyEndpoint(const SampleOptions& options) {
-  EndpointPreflight endpoint;
-  endpoint.base_url = options.policy_base_url;
-  endpoint.has_api_key = !options.api_key.empty();
-  endpoint.url_flag = options.endpoint_flag;
-  endpoint.key_source = "$POLICY_API_KEY or --policy-api-key-file";
-  return endpoint;
-}
 
 absl::Status PrepareSampleOutputs(const std::string& out) {
   const auto is_directory = [](const std::string& path) {
@@ -325,66 +182,14 @@ absl::Status PrepareSampleOutputs(const std::string& out) {
   return MakeOutputDirs("--out", out, last == 0 ? "/" : out.substr(0, last));
 }
 
-absl::Status CheckNotGraderVerdict(const SampleOptions& options, absl::string_view content) {
-  if (!ParseGraderReply(content).ok()) return absl::OkStatus();
-  constexpr size_t kShown = 120;
-  const std::string shown = content.size() <= kShown
-                                ? std::string(content)
-                                : absl::StrCat(content.substr(0, kShown), "...");
-  return absl::FailedPreconditionError(absl::StrCat(
-      "a reply of ", RedactUrl(options.policy_base_url), " (", options.endpoint_flag, ", model ",
-      options.request.model,
-      ") is a grader verdict, not an answer to the task: a JSON object with a boolean "
-      "\"criteria_met\": ",
-      shown, " \u2014 ", options.endpoint_flag,
-      " points at a grader route; give the policy's own endpoint (hb-llm-sim serves policies at "
-      "http://HOST:PORT/policy/v1, its grader at /v1)"));
-}
-
-absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
-                                       const std::string& body) {
-  absl::Notification done;
-  absl::StatusOr<ChatResult> out = absl::UnknownError("probe not answered");
-  SendProbe(llm, options, body, [&](absl::StatusOr<ChatResult> result) {
-    out = std::move(result);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  return out;
-}
-
-PolicySamplerOptions MakePolicySamplerOptions(const SampleOptions& options) {
-  PolicySamplerOptions sampler_options;
-  sampler_options.max_in_flight = options.max_in_flight;
-  sampler_options.adaptive = options.adaptive_concurrency;
-  sampler_options.retry = options.retry;
-  sampler_options.attempt_timeout = options.attempt_timeout;
-  auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
-  sampler_options.jitter = [rng] { return std::uniform_real_distribution<double>(0, 1)(*rng); };
-  return sampler_options;
-}
-
 absl::Status ValidateSampleOptions(const SampleOptions& options) {
   if (options.dataset.empty()) return absl::InvalidArgumentError("--dataset is required");
   if (options.out.empty()) return absl::InvalidArgumentError("--out is required");
-  if (options.policy_base_url.empty()) {
-    return absl::InvalidArgumentError("--policy-base-url is required (e.g. http://vllm:8000/v1)");
-  }
-  if (!absl::StartsWith(options.policy_base_url, "http://") &&
-      !absl::StartsWith(options.policy_base_url, "https://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--policy-base-url must start with http:// or https://, got '",
-                     RedactUrl(options.policy_base_url), "'"));
-  }
   if (options.examples < -1 || options.examples == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--examples must be -1 (every task) or positive, got ", options.examples));
   }
-  if (options.max_in_flight < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-in-flight must be >= 1, got ", options.max_in_flight));
-  }
-  return ValidatePolicyRequestSettings(options.request);
+  return ValidatePolicyOptions(options);
 }
 
 absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClient& llm,
@@ -405,19 +210,18 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
   SampleJournalHeader header{dataset.sha256, options.examples,
                              PolicySettingsFingerprint(options.request),
                              absl::StrCat(options.shard_index, "/", options.shard_count)};
-  HB_ASSIGN_OR_RETURN(SampleJournal journal,
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<SampleJournal> journal,
                       SampleJournal::Open(absl::StrCat(options.out, ".journal"), header));
 
   SampleSummary summary;
   summary.tasks = static_cast<int64_t>(dataset.examples.size());
-  std::vector<SampledReply> replies = journal.replies();
+  std::vector<SampledReply> replies = journal->replies();
   summary.from_journal = static_cast<int64_t>(replies.size());
-  absl::flat_hash_map<std::string, bool> have;
-  for (const SampledReply& reply : replies) have[reply.prompt_id] = true;
-  std::vector<PolicySampleTask> tasks;
+  absl::flat_hash_set<std::string> have;
+  for (const SampledReply& reply : replies) have.insert(reply.prompt_id);
+  std::vector<const Example*> tasks;
   for (const Example& example : dataset.examples) {
-    if (have.contains(example.prompt_id)) continue;
-    tasks.push_back({example.prompt_id, BuildPolicyRequestBody(options.request, example.prompt)});
+    if (!have.contains(example.prompt_id)) tasks.push_back(&example);
   }
   std::fprintf(log, "%s: %zu tasks, %lld from the journal, %zu to sample from %s (model %s)\n",
                options.log_name.c_str(), dataset.examples.size(),
@@ -426,10 +230,7 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
 
   std::vector<PolicySampleResult> failures;
   if (!tasks.empty()) {
-    PolicySampleTask first = std::move(tasks.front());
-    tasks.erase(tasks.begin());
-    HB_ASSIGN_OR_RETURN(failures, SampleAll(options, llm, scheduler, journal, std::move(first),
-                                            std::move(tasks), static_cast<int64_t>(replies.size()),
+    HB_ASSIGN_OR_RETURN(failures, SampleAll(options, llm, scheduler, *journal, std::move(tasks),
                                             summary.tasks, replies, summary, log));
   }
   summary.elapsed = absl::Now() - start;

@@ -1,6 +1,7 @@
 // `hb-orchestrator sample`: one reply per task from a served policy model (any OpenAI-compatible
 // chat-completions endpoint: vLLM, OpenAI, hb-llm-sim's policy route), written as a responses
-// file that `run --responses` grades.
+// file that `run --responses` grades. The sampling is the engine `run --policy` uses too
+// (orchestrator/policy/policy_feed.h), journaled in OUT.journal.
 //
 // Outputs, beside OUT:
 //   OUT                  the responses (FormatSampledReply lines), in task-selection order; only
@@ -26,12 +27,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/base/scheduler.h"
-#include "common/retry/retry_policy.h"
-#include "llm/endpoint_preflight.h"
 #include "llm/llm_client.h"
-#include "orchestrator/sample/policy_request.h"
-#include "orchestrator/sample/policy_sampler.h"
-#include "orchestrator/sample/sample_journal.h"
+#include "orchestrator/policy/policy_options.h"
 
 namespace hb {
 
@@ -40,7 +37,8 @@ inline constexpr int kSampleExitInternal = 1;
 inline constexpr int kSampleExitUsage = 2;
 inline constexpr int kSampleExitTasksFailed = 3;
 
-struct SampleOptions {
+// The policy (PolicyOptions: endpoint, request settings, concurrency, retries) and the job.
+struct SampleOptions : PolicyOptions {
   std::string dataset;
   // -1: every task; else the reference's --examples N selection (as `run`).
   int64_t examples = -1;
@@ -49,23 +47,7 @@ struct SampleOptions {
   int shard_index = 0;
   int shard_count = 1;
   std::string out;
-  // E.g. http://127.0.0.1:8000/v1; requests go to {base_url}/chat/completions.
-  std::string policy_base_url;
-  PolicyRequestSettings request;
-  // Bearer token; never logged.
-  std::string api_key;
-  int max_in_flight = 64;
-  bool adaptive_concurrency = true;
-  RetryPolicy retry;
-  absl::Duration attempt_timeout = absl::Seconds(300);
-  // Timeout of the probe request (the first task, sent once without retries).
-  absl::Duration probe_timeout = absl::Seconds(60);
   absl::Duration progress_interval = absl::Seconds(5);
-  // Prefix of progress and summary lines on stderr ("sample" or "sample <checkpoint>").
-  std::string log_name = "sample";
-  // How errors name the flag that gave policy_base_url ("--policy-base-url"; `run`: "--policy
-  // NAME").
-  std::string endpoint_flag = "--policy-base-url";
 };
 
 // kInvalidArgument naming the flag behind the first bad field.
@@ -92,42 +74,12 @@ struct SampleSummary {
 absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClient& llm,
                                            Scheduler& scheduler, std::FILE* log);
 
-// The sampler settings of `options` (in flight, adaptive, retries, attempt timeout, a seeded
-// jitter source).
-PolicySamplerOptions MakePolicySamplerOptions(const SampleOptions& options);
-
-// The policy endpoint as PreflightEndpoint (llm/endpoint_preflight.h) checks it before the first
-// request: options.endpoint_flag, and $POLICY_API_KEY or --policy-api-key-file for the key.
-EndpointPreflight PolicyEndpoint(const SampleOptions& options);
-
 // Makes sure the outputs (OUT, OUT.journal, OUT.failures.jsonl, OUT.summary.json) can be
 // written before anything is sampled, and creates OUT's folder. kInvalidArgument when OUT (or
 // one of the others) is a directory ("--out runs/ is a directory: sample writes one responses
 // file there, e.g. --out runs/responses.jsonl"); kFailedPrecondition when its folder cannot be
 // created or written (common/base/file.h MakeOutputDirs).
 absl::Status PrepareSampleOutputs(const std::string& out);
-
-// kFailedPrecondition when `content`, a reply of the policy, is a grader verdict (it parses as
-// the grader's reply does: a JSON object with a boolean "criteria_met",
-// common/grading/grader_reply.h): the endpoint is a grader route, and grading its verdicts as
-// answers would score nothing. The message names the URL, options.endpoint_flag and the fix.
-// `sample` stops at the first such reply (journaling none); `run --policy` stops when the probe
-// gets one and fails the task for any later one.
-absl::Status CheckNotGraderVerdict(const SampleOptions& options, absl::string_view content);
-
-// The probe: `body` sent alone through `llm`, waited for (timeout: the smaller of
-// probe_timeout and attempt_timeout), so a misconfiguration fails in seconds.
-absl::StatusOr<ChatResult> ProbePolicy(LlmClient& llm, const SampleOptions& options,
-                                       const std::string& body);
-
-// The probe's verdict on the configuration: kFailedPrecondition "probe request to URL failed:
-// ... (<what to check>)" for a failure no retry can fix (unreachable, 400/401/403/404); OK for
-// a transient one (the task is then sampled again like any other).
-absl::Status PolicyProbeError(const SampleOptions& options, const absl::Status& status);
-
-// A policy reply as written to the responses file (the model as reported, else as requested).
-SampledReply ToSampledReply(const std::string& prompt_id, const SampleOptions& options,
-                            ChatResult result);
 
 // The whole command: PreflightEndpoint(PolicyEndpoint), a libcurl client for the policy,
 // SampleToFile, and the exit code.

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
 #include "common/base/status_macros.h"
@@ -53,63 +54,8 @@ absl::Status WriteAllAndSync(int fd, absl::string_view data, const std::string& 
 
 }  // namespace
 
-std::string FormatSampledReply(const SampledReply& reply) {
-  return WriteJson([&](JsonWriter& w) {
-    w.StartObject();
-    w.Key("prompt_id");
-    WriteJsonString(w, reply.prompt_id);
-    w.Key("response");
-    WriteJsonString(w, reply.response);
-    if (reply.system_prompt.has_value()) {
-      w.Key("system_prompt");
-      WriteJsonString(w, *reply.system_prompt);
-    }
-    w.Key("model");
-    WriteJsonString(w, reply.model);
-    w.Key("finish_reason");
-    WriteJsonString(w, reply.finish_reason);
-    w.Key("usage");
-    w.StartObject();
-    w.Key("prompt_tokens");
-    w.Int64(reply.usage.prompt_tokens);
-    w.Key("completion_tokens");
-    w.Int64(reply.usage.completion_tokens);
-    w.Key("total_tokens");
-    w.Int64(reply.usage.prompt_tokens + reply.usage.completion_tokens);
-    w.Key("cached_tokens");
-    w.Int64(reply.usage.cached_tokens);
-    w.EndObject();
-    w.EndObject();
-  });
-}
-
-absl::StatusOr<SampledReply> ParseSampledReply(const std::string& line) {
-  rapidjson::Document doc;
-  HB_RETURN_IF_ERROR(ParseJson(line, doc));
-  if (!doc.IsObject()) return JsonTypeError("line", "an object", doc);
-  SampledReply reply;
-  HB_ASSIGN_OR_RETURN(reply.prompt_id, JsonStringMember(doc, "prompt_id"));
-  HB_ASSIGN_OR_RETURN(reply.response, JsonStringMember(doc, "response"));
-  if (const rapidjson::Value* system = FindJsonMember(doc, "system_prompt")) {
-    HB_ASSIGN_OR_RETURN(reply.system_prompt, JsonString(*system, "system_prompt"));
-  }
-  HB_ASSIGN_OR_RETURN(reply.model, JsonStringMember(doc, "model"));
-  HB_ASSIGN_OR_RETURN(reply.finish_reason, JsonStringMember(doc, "finish_reason"));
-  HB_ASSIGN_OR_RETURN(const rapidjson::Value* usage, RequireJsonMember(doc, "usage"));
-  if (!usage->IsObject()) return JsonTypeError("usage", "an object", *usage);
-  HB_ASSIGN_OR_RETURN(const rapidjson::Value* prompt, RequireJsonMember(*usage, "prompt_tokens"));
-  HB_ASSIGN_OR_RETURN(reply.usage.prompt_tokens, JsonInt(*prompt, "usage.prompt_tokens"));
-  HB_ASSIGN_OR_RETURN(const rapidjson::Value* completion,
-                      RequireJsonMember(*usage, "completion_tokens"));
-  HB_ASSIGN_OR_RETURN(reply.usage.completion_tokens,
-                      JsonInt(*completion, "usage.completion_tokens"));
-  HB_ASSIGN_OR_RETURN(const rapidjson::Value* cached, RequireJsonMember(*usage, "cached_tokens"));
-  HB_ASSIGN_OR_RETURN(reply.usage.cached_tokens, JsonInt(*cached, "usage.cached_tokens"));
-  return reply;
-}
-
-absl::StatusOr<SampleJournal> SampleJournal::Open(const std::string& path,
-                                                  const SampleJournalHeader& header) {
+absl::StatusOr<std::unique_ptr<SampleJournal>> SampleJournal::Open(
+    const std::string& path, const SampleJournalHeader& header) {
   std::string text;
   if (access(path.c_str(), F_OK) == 0) {
     HB_ASSIGN_OR_RETURN(text, ReadFile(path));
@@ -119,7 +65,7 @@ absl::StatusOr<SampleJournal> SampleJournal::Open(const std::string& path,
     return absl::PermissionDeniedError(
         absl::StrCat("cannot open the sample journal ", path, ": ", std::strerror(errno)));
   }
-  SampleJournal journal(path, fd);
+  std::unique_ptr<SampleJournal> journal(new SampleJournal(path, fd));
   // Keep whole lines only: a torn last line (no newline) is a write the crash interrupted.
   const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
   text.resize(keep);
@@ -129,9 +75,10 @@ absl::StatusOr<SampleJournal> SampleJournal::Open(const std::string& path,
   }
   if (text.empty()) {
     HB_RETURN_IF_ERROR(WriteAllAndSync(fd, absl::StrCat(FormatHeader(header), "\n"), path));
-    return journal;
+  } else {
+    HB_RETURN_IF_ERROR(journal->Replay(header, text));
   }
-  HB_RETURN_IF_ERROR(journal.Replay(header, text));
+  journal->writer_ = std::thread([raw = journal.get()] { raw->WriterLoop(); });
   return journal;
 }
 
@@ -165,20 +112,57 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
   return absl::OkStatus();
 }
 
-SampleJournal::SampleJournal(SampleJournal&& other) noexcept
-    : path_(std::move(other.path_)),
-      fd_(std::exchange(other.fd_, -1)),
-      replies_(std::move(other.replies_)) {}
-
 SampleJournal::~SampleJournal() {
-  if (fd_ >= 0) ::close(fd_);
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+  ::close(fd_);
 }
 
-absl::Status SampleJournal::Append(const std::vector<SampledReply>& replies) {
-  if (replies.empty()) return absl::OkStatus();
-  std::string data;
-  for (const SampledReply& reply : replies) absl::StrAppend(&data, FormatSampledReply(reply), "\n");
-  return WriteAllAndSync(fd_, data, path_);
+void SampleJournal::AppendReply(ReplyRecord reply, CommitCallback on_commit) {
+  absl::MutexLock lock(&mu_);
+  pending_.emplace_back(std::move(reply), std::move(on_commit));
+}
+
+absl::StatusOr<std::vector<ReplyRecord>> SampleJournal::Replies(const std::string&) {
+  std::vector<ReplyRecord> out;
+  for (const SampledReply& reply : replies_) {
+    out.push_back(ReplyRecord{"", reply.prompt_id, FormatSampledReply(reply), absl::UnixEpoch()});
+  }
+  absl::MutexLock lock(&mu_);
+  out.insert(out.end(), written_.begin(), written_.end());
+  return out;
+}
+
+bool SampleJournal::HasWorkLocked() const { return closing_ || !pending_.empty(); }
+
+void SampleJournal::WriterLoop() {
+  while (true) {
+    std::vector<std::pair<ReplyRecord, CommitCallback>> batch;
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &SampleJournal::HasWorkLocked));
+      if (pending_.empty()) return;  // closing, and everything written
+      batch.swap(pending_);
+      status = error_;
+    }
+    std::string data;
+    for (const auto& [record, callback] : batch) absl::StrAppend(&data, record.reply, "\n");
+    if (status.ok()) status = WriteAllAndSync(fd_, data, path_);
+    {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) error_ = status;
+      if (status.ok()) {
+        for (const auto& entry : batch) written_.push_back(entry.first);
+      }
+    }
+    for (auto& [record, callback] : batch) {
+      if (callback) callback(status);
+    }
+  }
 }
 
 }  // namespace hb

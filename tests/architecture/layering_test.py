@@ -9,7 +9,7 @@ layer, never one of its own layer or above (so there is no cycle, and no upward 
 
 Inside orchestrator/ the rooms are layered the same way:
 
-    report  <  sample  <  run  <  commands  <  orchestrator/main.cc
+    report  <  policy  <  sample, run  <  commands  <  orchestrator/main.cc
 
 Usage: layering_test.py [SOURCE_DIR]   (unittest; SOURCE_DIR defaults to the repository root)
 """
@@ -28,7 +28,7 @@ LAYERS = [
     ["cli"],
     ["grader_service", "environment", "orchestrator", "simulator"],
 ]
-ROOMS = [["report"], ["sample"], ["run"], ["commands"], ["main.cc"]]
+ROOMS = [["report"], ["policy"], ["sample", "run"], ["commands"], ["main.cc"]]
 # Not production code: tests, tools and generated trees.
 SKIPPED = {"tests", "bench", "fuzz", "scripts", "examples", "deploy", "clients", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -146,16 +146,16 @@ TEST(ParseRunArgsTest, PoliciesBecomeCheckpointsSampledWhileTheRunGrades) {
   ASSERT_EQ(options.policies.size(), 1u);
   const PolicySource& policy = options.policies[0];
   EXPECT_EQ(policy.checkpoint, "step-1");
-  EXPECT_EQ(policy.sampling.policy_base_url, "http://vllm:8000/v1");
-  EXPECT_EQ(policy.sampling.request.model, "m1");
-  EXPECT_EQ(policy.sampling.max_in_flight, 7);
-  EXPECT_EQ(policy.sampling.request.max_tokens, 600);
+  EXPECT_EQ(policy.options.policy_base_url, "http://vllm:8000/v1");
+  EXPECT_EQ(policy.options.request.model, "m1");
+  EXPECT_EQ(policy.options.max_in_flight, 7);
+  EXPECT_EQ(policy.options.request.max_tokens, 600);
   EXPECT_THAT(PolicyJournalIdentity(policy), HasSubstr("\"model\":\"m1\""));
 
   EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@ftp://x/v1"})),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--policy a=m@ftp://x/v1: --policy-base-url must start with "
-                                 "http:// or https://")));
+                       HasSubstr("--policy a=m@ftp://x/v1: the policy URL (--policy a) must "
+                                 "start with http:// or https://")));
   EXPECT_THAT(ParseRunArgs(Base({"--policy=a=m@http://x/v1", "--policy-max-in-flight=0"})),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--policy-max-in-flight must be >= 1")));

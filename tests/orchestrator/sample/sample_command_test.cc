@@ -102,15 +102,16 @@ TEST_F(SampleToFileTest, WithOneSlotTheProbeGoesFirstAndAlone) {
 }
 
 // A refused key on the probe (the oldest call) stops the job with the reason and the fix, once
-// the calls already out have ended (here refused as well, like any call to that endpoint).
+// the calls already out have ended (refused as well, or cancelled by the stop).
 TEST_F(SampleToFileTest, ARefusedProbeIsTheErrorAndStopsTheSampler) {
   Start(Options(3));
   ASSERT_TRUE(llm_.WaitForPending(3, absl::Seconds(30)));
   llm_.SetResponder([](const ChatRequest&) -> absl::StatusOr<ChatResult> {
     return HttpFailure(401, std::nullopt, "bad key");
   });
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(llm_.CompleteNext(HttpFailure(401, std::nullopt, "bad key")));
+  // The probe first (the oldest call); the others are refused too, or cancelled by the stop.
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(401, std::nullopt, "bad key")));
+  while (llm_.CompleteNext(HttpFailure(401, std::nullopt, "bad key"))) {
   }
   EXPECT_THAT(Finish(), StatusIs(absl::StatusCode::kFailedPrecondition,
                                  HasSubstr("probe request to http://policy/v1 failed")));

@@ -1,8 +1,11 @@
 // The sampling journal: round trip, a torn last line, refusal of another job's journal.
 #include "orchestrator/sample/sample_journal.h"
 
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/synchronization/blocking_counter.h"
 #include "common/base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,27 +29,48 @@ SampledReply Reply(const std::string& id) {
   return reply;
 }
 
+// Appends through the ReplyJournal interface and waits for each commit.
+absl::Status AppendAndWait(SampleJournal& journal, const std::vector<SampledReply>& replies) {
+  std::vector<absl::Status> committed(replies.size(), absl::UnknownError("not committed"));
+  absl::BlockingCounter pending(static_cast<int>(replies.size()));
+  for (size_t i = 0; i < replies.size(); ++i) {
+    journal.AppendReply(ReplyRecord{"", replies[i].prompt_id, FormatSampledReply(replies[i])},
+                        [&committed, &pending, i](const absl::Status& status) {
+                          committed[i] = status;
+                          pending.DecrementCount();
+                        });
+  }
+  pending.Wait();
+  for (const absl::Status& status : committed) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 TEST(SampleJournalTest, ReplaysWhatWasAppendedAndDropsATornLastLine) {
   const std::string path = ::hb::testing::MakeTempDir() + "/out.jsonl.journal";
   const SampleJournalHeader header{"abc", -1, R"({"model":"m"})"};
   {
-    absl::StatusOr<SampleJournal> journal = SampleJournal::Open(path, header);
+    absl::StatusOr<std::unique_ptr<SampleJournal>> journal = SampleJournal::Open(path, header);
     ASSERT_TRUE(journal.ok()) << journal.status();
-    EXPECT_TRUE(journal->replies().empty());
-    ASSERT_TRUE(journal->Append({Reply("a"), Reply("b")}).ok());
+    EXPECT_TRUE((*journal)->replies().empty());
+    ASSERT_TRUE(AppendAndWait(**journal, {Reply("a"), Reply("b")}).ok());
+    HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> records, (*journal)->Replies(""));
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(records[1].reply, FormatSampledReply(Reply("b")));
   }
   absl::StatusOr<std::string> text = ReadFile(path);
   ASSERT_TRUE(text.ok());
   ASSERT_TRUE(WriteFileAtomically(path, *text + R"({"prompt_id":"c","respo)").ok());
-  absl::StatusOr<SampleJournal> journal = SampleJournal::Open(path, header);
-  ASSERT_TRUE(journal.ok()) << journal.status();
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> journal,
+                          SampleJournal::Open(path, header));
   ASSERT_EQ(journal->replies().size(), 2u);
   EXPECT_EQ(journal->replies()[1].prompt_id, "b");
   EXPECT_EQ(journal->replies()[1].finish_reason, "length");
   EXPECT_EQ(journal->replies()[1].usage.completion_tokens, 4);
-  ASSERT_TRUE(journal->Append({Reply("c")}).ok());
-  absl::StatusOr<SampleJournal> again = SampleJournal::Open(path, header);
-  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(AppendAndWait(*journal, {Reply("c")}).ok());
+  journal.reset();
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> again, SampleJournal::Open(path, header));
   EXPECT_EQ(again->replies().size(), 3u);
 }
 

@@ -1,5 +1,5 @@
 // The exact bytes of policy requests in both input modes, and the settings validation.
-#include "orchestrator/sample/policy_request.h"
+#include "orchestrator/policy/policy_request.h"
 
 #include <string>
 #include <vector>

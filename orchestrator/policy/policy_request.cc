@@ -1,4 +1,4 @@
-#include "orchestrator/sample/policy_request.h"
+#include "orchestrator/policy/policy_request.h"
 
 #include <vector>
 

@@ -15,9 +15,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/clock.h"
@@ -74,12 +76,15 @@ class PolicySampler {
   void Add(PolicySampleTask task);
   // Starts dispatching (and dispatches tasks added later as slots free up).
   void Start();
-  // Stops dispatching for good: tasks not started (queued, or waiting for a retry) are dropped
-  // without a call to `on_done`, and a failed attempt is not retried (its task is done with that
-  // failure). Calls in flight still end in `on_done`.
+  // Stops dispatching for good: tasks not started (queued, or waiting for a retry: its timer is
+  // cancelled) are dropped without a call to `on_done`, calls in flight are cancelled
+  // (LlmClient::Cancel) and a failed attempt is not retried (its task is done with that
+  // failure, e.g. kCancelled). Calls in flight still end in `on_done`.
   void Stop();
   // Tasks added and not yet done.
   int64_t Pending() const;
+  // Blocks until Pending() == 0 (after Stop: once the calls in flight ended).
+  void WaitIdle() const;
   PolicySamplerStats Stats() const;
 
  private:
@@ -91,7 +96,8 @@ class PolicySampler {
   // Queues `entry` (kFront: a retry, ahead of the tasks not yet tried).
   void Enqueue(Entry entry, PacedQueue::Lane lane);
   void Launch(Entry entry, DispatchTicket ticket);
-  void OnResult(Entry entry, DispatchTicket ticket, absl::StatusOr<ChatResult> result);
+  void OnResult(uint64_t call_key, Entry entry, DispatchTicket ticket,
+                absl::StatusOr<ChatResult> result);
 
   LlmClient& llm_;
   Scheduler& scheduler_;
@@ -102,6 +108,13 @@ class PolicySampler {
   int64_t pending_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t waiting_retry_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t retries_ ABSL_GUARDED_BY(mu_) = 0;
+  // Calls in flight by a key of their own, with their id once Complete returned it (Stop
+  // cancels them).
+  uint64_t next_call_key_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, std::optional<LlmClient::CallId>> calls_ ABSL_GUARDED_BY(mu_);
+  // Retry timers not fired yet, by a key of their own (Stop cancels them).
+  uint64_t next_retry_key_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, Scheduler::TimerId> retry_timers_ ABSL_GUARDED_BY(mu_);
   ChatUsage usage_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed (closed) first, while the fields its items touch still exist.
   PacedQueue queue_;

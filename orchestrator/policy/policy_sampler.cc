@@ -1,7 +1,8 @@
-#include "orchestrator/sample/policy_sampler.h"
+#include "orchestrator/policy/policy_sampler.h"
 
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "llm/chat_reply_signal.h"
@@ -51,16 +52,38 @@ void PolicySampler::Enqueue(Entry entry, PacedQueue::Lane lane) {
 void PolicySampler::Start() { queue_.Start(); }
 
 void PolicySampler::Stop() {
+  absl::flat_hash_map<uint64_t, Scheduler::TimerId> timers;
+  std::vector<LlmClient::CallId> calls;
   {
     absl::MutexLock lock(&mu_);
     stopped_ = true;
+    timers = retry_timers_;
+    for (const auto& [key, id] : calls_) {
+      if (id.has_value()) calls.push_back(*id);
+    }
   }
   queue_.Close("the sampler stopped");
+  for (LlmClient::CallId id : calls) llm_.Cancel(id);
+  // Outside the lock: a timer that already fires waits for it (its task then meets the closed
+  // queue and is dropped there).
+  for (const auto& [key, timer] : timers) {
+    if (!scheduler_.CancelTimer(timer)) continue;
+    absl::MutexLock lock(&mu_);
+    retry_timers_.erase(key);
+    --waiting_retry_;
+    --pending_;
+  }
 }
 
 int64_t PolicySampler::Pending() const {
   absl::MutexLock lock(&mu_);
   return pending_;
+}
+
+void PolicySampler::WaitIdle() const {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](const int64_t* pending) { return *pending == 0; }, &pending_));
 }
 
 PolicySamplerStats PolicySampler::Stats() const {
@@ -80,18 +103,29 @@ void PolicySampler::Launch(Entry entry, DispatchTicket ticket) {
   ChatRequest request;
   request.body = entry.task.body;
   request.timeout = options_.attempt_timeout;
-  llm_.Complete(std::move(request), [this, entry = std::move(entry),
-                                     ticket](absl::StatusOr<ChatResult> result) mutable {
-    OnResult(std::move(entry), ticket, std::move(result));
-  });
+  uint64_t key;
+  {
+    absl::MutexLock lock(&mu_);
+    key = next_call_key_++;
+    calls_.emplace(key, std::nullopt);
+  }
+  const LlmClient::CallId id = llm_.Complete(
+      std::move(request),
+      [this, key, entry = std::move(entry), ticket](absl::StatusOr<ChatResult> result) mutable {
+        OnResult(key, std::move(entry), ticket, std::move(result));
+      });
+  absl::MutexLock lock(&mu_);
+  auto it = calls_.find(key);
+  if (it != calls_.end()) it->second = id;  // else: already answered (maybe inline)
 }
 
-void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
+void PolicySampler::OnResult(uint64_t call_key, Entry entry, DispatchTicket ticket,
                              absl::StatusOr<ChatResult> result) {
   queue_.Finish(ticket, ReplySignalOf(result));
   std::optional<PolicySampleResult> done;
   {
     absl::MutexLock lock(&mu_);
+    calls_.erase(call_key);
     if (result.ok()) {
       usage_ += result->usage;
       done = PolicySampleResult{entry.task.prompt_id, std::move(result), entry.attempts};
@@ -107,9 +141,11 @@ void PolicySampler::OnResult(Entry entry, DispatchTicket ticket,
         ++retries_;
         ++waiting_retry_;
         auto requeue = std::make_shared<Entry>(std::move(entry));
-        scheduler_.Schedule(decision.delay, [this, requeue] {
+        const uint64_t key = next_retry_key_++;
+        retry_timers_[key] = scheduler_.Schedule(decision.delay, [this, requeue, key] {
           {
             absl::MutexLock timer_lock(&mu_);
+            retry_timers_.erase(key);
             --waiting_retry_;
           }
           // After Stop the queue drops it (and counts it done).

@@ -1,6 +1,6 @@
 // PolicySampler with a fake LLM client, scheduler and clock: in-flight bound, retries on timers
 // (backoff, Retry-After), final errors, and the AIMD window on 429s.
-#include "orchestrator/sample/policy_sampler.h"
+#include "orchestrator/policy/policy_sampler.h"
 
 #include <string>
 #include <vector>
@@ -89,6 +89,28 @@ TEST_F(PolicySamplerTest, RetriesOnTimersWithBackoffAndTheRetryAfterOfA429) {
   EXPECT_EQ(Results()[0].attempts, 4);
   EXPECT_EQ(Results()[0].reply->content, "finally");
   EXPECT_EQ(sampler.Stats().retries, 3);
+}
+
+// Stop ends every task at once: the retry waiting on its timer is dropped (the timer cancelled)
+// and the call in flight is cancelled, its task done with kCancelled and not retried.
+TEST_F(PolicySamplerTest, StopCancelsRetryTimersAndCallsInFlight) {
+  PolicySampler sampler(llm_, scheduler_, Options(2, false),
+                        [this](PolicySampleResult r) { Collect(std::move(r)); });
+  sampler.Add({"t0", "body0"});
+  sampler.Add({"t1", "body1"});
+  sampler.Start();
+  ASSERT_TRUE(llm_.CompleteNext(HttpFailure(503)));  // t0 waits for its retry timer
+  ASSERT_EQ(scheduler_.PendingDelays().size(), 1u);
+  ASSERT_EQ(llm_.pending(), 1u);  // t1
+  sampler.Stop();
+  EXPECT_EQ(sampler.Pending(), 0);
+  EXPECT_EQ(llm_.pending(), 0u);
+  EXPECT_THAT(llm_.cancelled(), ::testing::SizeIs(1));
+  EXPECT_TRUE(scheduler_.PendingDelays().empty());
+  ASSERT_EQ(Results().size(), 1u);
+  EXPECT_EQ(Results()[0].prompt_id, "t1");
+  EXPECT_EQ(Results()[0].reply.status().code(), absl::StatusCode::kCancelled);
+  sampler.WaitIdle();
 }
 
 TEST_F(PolicySamplerTest, FinalErrorsAndExhaustedAttemptsComeBackWithTheReason) {
