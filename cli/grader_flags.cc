@@ -222,6 +222,12 @@ absl::Status ApplyProfessionalGrader(const Command& command, GraderSettings* set
   if (command.Given("llm-api") && *api == GraderApiChoice::kChat) {
     return Contradicts("--llm-api", "chat", "responses");
   }
+  if (!settings->extra_body.empty()) {
+    return absl::InvalidArgumentError(
+        "--professional sends the reference's request body exactly ({model, input, reasoning}); "
+        "--llm-extra-body would change it and the score would not be comparable: drop "
+        "--llm-extra-body (or drop --professional)");
+  }
   settings->model = kProfessionalGraderModel;
   settings->reasoning_effort = kProfessionalReasoningEffort;
   *api = GraderApiChoice::kResponses;

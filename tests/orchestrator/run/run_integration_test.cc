@@ -1113,6 +1113,8 @@ TEST_F(RunIntegrationTest, ProfessionalBundleGradesAndRefusesContradictionsBefor
       {{"--length-adjustment-penalty-per-500-chars=0.03"},
        "with --length-adjustment-penalty-per-500-chars=0.0147"},
       {{"--llm-temperature=0.5"}, "--llm-temperature cannot be used"},
+      {{R"(--llm-extra-body={"response_format":{"type":"json_object"}})"},
+       "drop --llm-extra-body (or drop --professional)"},
   };
   for (const auto& [extra, message] : refused) {
     std::string err;
