@@ -147,11 +147,12 @@ class FakeJudge {
   }
 
   std::map<std::string, std::pair<int, std::optional<bool>>> rows_;
-  std::unique_ptr<LoopbackHttpServer> server_;
   absl::Mutex mu_;
   std::set<int> unavailable_ ABSL_GUARDED_BY(mu_);
   std::set<int> hanging_ ABSL_GUARDED_BY(mu_);
   std::map<int, int> requests_ ABSL_GUARDED_BY(mu_);
+  // Declared last: destroyed (its loop thread joined) first, while Answer's state is alive.
+  std::unique_ptr<LoopbackHttpServer> server_;
 };
 
 struct Exit {
