@@ -304,6 +304,9 @@ class Bench:
                     f"--metrics-listen=127.0.0.1:{mport}",
                     f"--llm-base-url=http://{sim_addr}/v1", f"--grader-template={self.template}",
                     f"--max-upstream-in-flight={max_upstream}", "--attempt-timeout=60s",
+                    # Above a replica's share of the orchestrator's in-flight (round robin is
+                    # not exact): a refusal would halve the orchestrator's window.
+                    f"--max-concurrent-rpcs={max_upstream}",
                     "--log-level=warn"] + self.args.grader_flag
             g = Server(f"grader{i + 1}", argv, log_dir)
             g.metrics_url = f"http://127.0.0.1:{mport}/metrics"
