@@ -23,6 +23,14 @@ function(hb_link_tsan_shim target)
   endif()
 endfunction()
 
+# Links the project's allocator (tcmalloc, see HB_TCMALLOC) into executable `target` when it
+# was found; glibc's malloc otherwise.
+function(hb_link_allocator target)
+  if(TARGET PkgConfig::TCMALLOC)
+    target_link_libraries(${target} PRIVATE PkgConfig::TCMALLOC)
+  endif()
+endfunction()
+
 function(hb_cc_library)
   cmake_parse_arguments(HB "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
   set(target hb_${HB_NAME})
@@ -45,6 +53,7 @@ function(hb_cc_binary)
   target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS})
   target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
   hb_link_tsan_shim(${HB_NAME})
+  hb_link_allocator(${HB_NAME})
 endfunction()
 
 function(hb_cc_test)
