@@ -148,6 +148,12 @@ DispatchStats Dispatcher::Run(std::vector<PlannedRow> rows) {
 
 bool Dispatcher::StoppingLocked() const { return stop_requested_ || !status_.ok() || gave_up_; }
 
+void Dispatcher::ChangedLocked() {
+  changed_ = true;
+  const bool quiet = queued_ == 0 && in_flight_ == 0 && finishing_ == 0 && awaiting_commit_ == 0;
+  if (options_.on_idle || StoppingLocked() || quiet) cv_.SignalAll();
+}
+
 DispatchStats Dispatcher::Run() {
   absl::Time next_progress;
   bool cancelled = false;
@@ -246,8 +252,7 @@ PacedQueue::Work Dispatcher::RowWork(size_t row) {
     absl::MutexLock lock(&mu_);  // dropped: the run stopped or ended before it was sent
     --queued_;
     if (state_[row].attempts > 0) --queued_retries_;
-    changed_ = true;
-    cv_.SignalAll();
+    ChangedLocked();
   };
 }
 
@@ -258,8 +263,7 @@ void Dispatcher::StartRow(size_t row, DispatchTicket ticket) {
     --queued_;
     const bool retry = state_[row].attempts > 0;
     if (retry) --queued_retries_;
-    changed_ = true;
-    cv_.SignalAll();
+    ChangedLocked();
     if (!StoppingLocked()) {
       if (retry) ++retry_count_;
       const int attempt = ++state_[row].attempts;
@@ -290,8 +294,6 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
     absl::MutexLock lock(&mu_);
     --in_flight_;
     ++finishing_;
-    changed_ = true;
-    cv_.SignalAll();
     const PlannedRow& planned = rows_[row];
     const int attempts = state_[row].attempts;
     if (signal.rate_limited) ++rate_limited_replies_;
@@ -325,6 +327,7 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
           backoff = std::max(backoff, std::min(*signal.retry_after, policy.max_retry_after));
         }
         retries_.push(Retry{options_.clock->Now() + backoff, row});
+        cv_.SignalAll();  // Run times the retry
       } else {
         record_it = true;
       }
@@ -336,14 +339,14 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
       }
     }
     if (record_it) ++awaiting_commit_;
+    ChangedLocked();
   }
   // Outside the lock: the queue may start the next row on this thread.
   queue_.Finish(ticket, signal);
   {
     absl::MutexLock lock(&mu_);
     --finishing_;
-    changed_ = true;
-    cv_.SignalAll();
+    ChangedLocked();
   }
   if (record_it) Record(std::move(record));
 }
@@ -373,12 +376,9 @@ void Dispatcher::Record(RowRecord record) {
                                      completion_tokens](const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     --awaiting_commit_;
-    changed_ = true;
-    cv_.SignalAll();
-    if (!status.ok()) {
-      if (status_.ok()) status_ = status;
-      return;
-    }
+    if (!status.ok() && status_.ok()) status_ = status;
+    ChangedLocked();
+    if (!status.ok()) return;
     if (ok) {
       ++ok_rows_;
       if (from_cache) ++from_cache_rows_;

@@ -176,6 +176,13 @@ class Dispatcher {
   // Cancels the wake-up timer and waits until no timer callback can still run.
   void DisarmWakeupLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool StoppingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes a change of the counters for Run, and wakes Run only when it may have to act on it
+  // now: the run is stopping, or nothing is queued, in flight or awaiting its commit (the run
+  // may be over). Rows starting and finishing mid-run change nothing Run does; waking it for each
+  // cost a futex wake-up and a context switch per row. With an on_idle hook every change wakes
+  // Run (tests wait for states through it). Retries, timers, RequestStop and new input wake Run
+  // themselves.
+  void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queue's item for `row`: starts its next attempt when admitted.
   PacedQueue::Work RowWork(size_t row);
   void StartRow(size_t row, DispatchTicket ticket);
