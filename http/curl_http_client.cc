@@ -295,6 +295,7 @@ CurlMultiHttpClient::~CurlMultiHttpClient() {
     done(absl::CancelledError("HTTP client shut down"));
   }
   for (auto& fn : timers) fn();
+  for (void* easy : spare_easies_) curl_easy_cleanup(easy);
   // Closing cached connections calls OnSocket, which needs epoll_fd_ still open.
   for (auto& shard : shards_) {
     if (shard->multi != nullptr) curl_multi_cleanup(shard->multi);
@@ -436,7 +437,13 @@ int CurlMultiHttpClient::OnCurlTimer(void* /*multi*/, long timeout_ms, void* sha
 }
 
 void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
-  CURL* easy = curl_easy_init();
+  CURL* easy = nullptr;
+  if (spare_easies_.empty()) {
+    easy = curl_easy_init();
+  } else {
+    easy = spare_easies_.back();
+    spare_easies_.pop_back();
+  }
   if (easy == nullptr) {
     Finish(std::move(t), absl::InternalError("curl_easy_init failed"));
     return;
@@ -525,7 +532,12 @@ void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
 
 void CurlMultiHttpClient::Finish(std::unique_ptr<Transfer> t, absl::StatusOr<HttpResponse> result) {
   HttpCallback done = std::move(t->done);
-  t.reset();  // frees the easy handle (its connection stays in the multi's cache)
+  if (t->easy != nullptr) {
+    // Back to its defaults (its connection stays in the multi's cache) for the next request.
+    curl_easy_reset(t->easy);
+    spare_easies_.push_back(std::exchange(t->easy, nullptr));
+  }
+  t.reset();
   requests_completed_.fetch_add(1, std::memory_order_relaxed);
   done(std::move(result));
 }
