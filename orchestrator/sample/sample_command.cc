@@ -215,7 +215,7 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
 
   SampleSummary summary;
   summary.tasks = static_cast<int64_t>(dataset.examples.size());
-  std::vector<SampledReply> replies = journal->replies();
+  std::vector<SampledReply> replies = journal->TakeReplayed();
   summary.from_journal = static_cast<int64_t>(replies.size());
   absl::flat_hash_set<std::string> have;
   for (const SampledReply& reply : replies) have.insert(reply.prompt_id);
