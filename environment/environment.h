@@ -124,7 +124,7 @@ class Environment {
   //                                               message) or not valid UTF-8 (the byte and
   //                                               its offset in the message), never graded;
   //   kResourceExhausted  the backlog is over its bound; retry later (the status carries a
-  //                       retry delay, see common/retry);
+  //                       retry delay and the server-busy mark, see common/retry);
   //   kUnavailable, kDeadlineExceeded, kFailedPrecondition  a rubric item could not be graded
   //                       (never a partial reward);
   //   kCancelled          the environment is shutting down.

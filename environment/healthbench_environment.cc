@@ -223,6 +223,7 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
           "backlog full: ", options_.max_pending, " submissions are being graded (",
           "--max-pending); retry after ", absl::FormatDuration(options_.backlog_retry_delay)));
       SetRetryDelay(refused, options_.backlog_retry_delay);
+      MarkServerBusy(refused);  // hb-env's own capacity, not the judge's rate limit
     } else {
       started = std::make_shared<Grading>();
       started->key = key;

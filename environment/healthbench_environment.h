@@ -9,8 +9,8 @@
 // share one grading. Load is controlled globally: judge calls go through one PacedQueue
 // (common/flow), at most `max_upstream_in_flight` at once across every submission, paced by its
 // AdaptiveLimiter on the relayed rate-limit signals, and a submission that would push the backlog
-// past `max_pending` gradings is refused with kResourceExhausted (with a retry delay) instead of
-// queueing.
+// past `max_pending` gradings is refused with kResourceExhausted (with a retry delay, marked
+// server-busy: common/retry/retry_status.h) instead of queueing.
 #pragma once
 
 #include <cstddef>
@@ -57,7 +57,7 @@ struct HealthBenchEnvironmentOptions {
   // A reply longer than this is kInvalidArgument.
   size_t max_reply_bytes = 1 << 20;
   // Gradings (distinct submissions being graded) admitted at once; more are refused with
-  // kResourceExhausted.
+  // kResourceExhausted marked MarkServerBusy (common/retry/retry_status.h).
   int64_t max_pending = 4096;
   // Judge calls in flight at once, across every submission.
   int max_upstream_in_flight = 512;

@@ -23,7 +23,10 @@ ReplySignal ReplySignalOf(
   ReplySignal signal;
   signal.ok = result.ok();
   if (!result.ok()) {
-    signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted;
+    // A server refusing past its own capacity (ConcurrencyLimit, hb-env's backlog) says nothing
+    // about the upstream's limits: halving the job's window for it would halve the job's pace.
+    signal.rate_limited = result.status().code() == absl::StatusCode::kResourceExhausted &&
+                          !IsServerBusy(result.status());
     signal.retry_after = RetryDelay(result.status());
     return signal;
   }

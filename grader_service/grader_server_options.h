@@ -16,11 +16,12 @@ struct GraderServerOptions : GraderStackOptions {
   // "host:port"; port 0 picks a free port (see GraderServer::port()).
   std::string listen_address = "0.0.0.0:50051";
   // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with a
-  // retry delay. 0: no limit.
+  // retry delay, marked server-busy (common/retry/retry_status.h). 0: no limit.
   int max_concurrent_rpcs = 1024;
   // Rubric items admitted beyond llm.max_upstream_in_flight, waiting for an upstream slot
   // (`--max-upstream-queue`); a request that would queue more is RESOURCE_EXHAUSTED with a
-  // retry delay. 0: no limit.
+  // retry delay, marked server-busy (the grader's own bound, not the upstream's 429). 0: no
+  // limit.
   int max_upstream_queue = 8192;
   // Deadline of an RPC whose client set none (`--default-deadline`).
   absl::Duration default_deadline = absl::Minutes(10);

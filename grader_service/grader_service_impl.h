@@ -29,7 +29,8 @@ namespace grader_v1 = ::healthbench::grader::v1;
 // Bounds on the work one server takes on (issue #12: bounded work per request).
 struct GraderServiceOptions {
   // RPCs (GradeItem and GradeReply) in progress at once; past it an RPC is RESOURCE_EXHAUSTED
-  // with `busy_retry_delay` as its google.rpc.RetryInfo. 0: no limit.
+  // with `busy_retry_delay` as its google.rpc.RetryInfo, marked server-busy
+  // (common/retry/retry_status.h: not the upstream's rate limit). 0: no limit.
   int64_t max_concurrent_rpcs = 0;
   // Rubric items admitted at once across RPCs (in flight upstream or waiting for an upstream
   // slot): the upstream queue is bounded, a request past it is refused as above. 0: no limit.

@@ -340,6 +340,7 @@ class BoundedEvhttp::Connection {
     while (fd >= 0 && evbuffer_get_length(pending) > 0) {
       if (SendSome(pending, fd) > 0) {
         traffic_ = true;
+        owner_.counters_.sends++;
         continue;
       }
       const int err = EVUTIL_SOCKET_ERROR();

@@ -88,6 +88,11 @@ class BoundedEvhttp {
     std::atomic<int64_t> rejected{0};     // answered with an error by the filter, in total
     std::atomic<int64_t> timed_out{0};    // of which 408
     std::atomic<int64_t> trims{0};        // malloc_trim calls
+    // sendmsg calls that wrote bytes (answers and error answers), in total. A response the
+    // socket takes whole leaves in ONE call, its head and body together: written apart, the
+    // body's small segment waits behind Nagle for the head's ACK, which a client that delays
+    // its ACKs holds for ~40 ms (tests count this to keep it so).
+    std::atomic<int64_t> sends{0};
   };
 
   // Installs the filter on `http` (evhttp_set_bevcb) and evhttp's backstop limits. `http` is

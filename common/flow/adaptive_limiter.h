@@ -10,9 +10,11 @@
 //     successes above it, but only from replies that find at least half the AIMD window in
 //     flight (a window that pacing or a lack of rows keeps mostly empty is no evidence that a
 //     larger one would be used). A rate-limit signal (a reply with
-//     rate_limited_attempts > 0, or a RESOURCE_EXHAUSTED error) multiplies it by
+//     rate_limited_attempts > 0, or a RESOURCE_EXHAUSTED error that is not a server's own
+//     "busy" refusal, IsServerBusy in common/retry/retry_status.h) multiplies it by
 //     `decrease_factor`, at most once per round trip: only replies to calls dispatched after
-//     the previous decrease can trigger another.
+//     the previous decrease can trigger another. A busy refusal is not a rate-limit signal: a
+//     grader replica past --max-concurrent-rpcs says nothing about the upstream's limits.
 //   * Pacing from the x-ratelimit-* headers the graders relay (RelayedRateLimit). From the
 //     freshest report the limiter estimates the budget left now (the reported remaining minus
 //     the calls dispatched since the report was taken) and when it resets, and spaces
@@ -21,8 +23,8 @@
 //     budget holds dispatch until the reset (plus `reset_margin`). By Little's law the window
 //     a paced rate needs is rate x round-trip time; the effective window is capped at
 //     `pace_window_slack` times that (plus 2), so a window grown while unpaced cannot burst
-//     when the budget resets. A RESOURCE_EXHAUSTED error carrying a Retry-After holds
-//     dispatch for that long.
+//     when the budget resets. An error carrying a Retry-After (RetryInfo: the upstream's 429
+//     relayed, or a busy server's retry delay) holds dispatch for that long.
 // The effective window stays within [1, max_window].
 //
 // Not thread-safe: callers use it under their own lock. Time comes from the injected
@@ -86,10 +88,10 @@ struct RelayedRateLimit {
 struct ReplySignal {
   // A verdict came back.
   bool ok = false;
-  // The upstream refused at least one attempt with 429 (rate_limited_attempts > 0 or a
-  // RESOURCE_EXHAUSTED error).
+  // The upstream refused at least one attempt with 429 (rate_limited_attempts > 0, or a
+  // RESOURCE_EXHAUSTED error not marked server-busy). Shrinks the window.
   bool rate_limited = false;
-  // The upstream's Retry-After carried by a RESOURCE_EXHAUSTED error.
+  // The retry delay an error carried (the upstream's Retry-After, or a busy server's).
   std::optional<absl::Duration> retry_after;
   // The headers relayed by the grader (ok replies), when present.
   std::optional<RelayedRateLimit> rate_limit;

@@ -29,6 +29,22 @@ std::optional<absl::Duration> RetryDelay(const absl::Status& status) {
   return delay;
 }
 
+void MarkServerBusy(absl::Status& status) {
+  google::rpc::ErrorInfo info;
+  info.set_reason(std::string(kServerBusyReason));
+  info.set_domain(std::string(kServerBusyDomain));
+  status.SetPayload(kErrorInfoTypeUrl, absl::Cord(info.SerializeAsString()));
+}
+
+bool IsServerBusy(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kResourceExhausted) return false;
+  const absl::optional<absl::Cord> payload = status.GetPayload(kErrorInfoTypeUrl);
+  if (!payload.has_value()) return false;
+  google::rpc::ErrorInfo info;
+  if (!info.ParseFromString(std::string(*payload))) return false;
+  return info.reason() == kServerBusyReason && info.domain() == kServerBusyDomain;
+}
+
 bool IsRetryableCode(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:

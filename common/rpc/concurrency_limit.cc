@@ -30,6 +30,7 @@ absl::StatusOr<ConcurrencyLimit::Permit> ConcurrencyLimit::TryAcquire(int64_t un
         "server busy: ", in_progress_, " ", what_, " and ", units, " more asked; the limit is ",
         max_, "; retry after ", absl::FormatDuration(retry_delay_)));
     SetRetryDelay(busy, retry_delay_);
+    MarkServerBusy(busy);
     return busy;
   }
   in_progress_ += units;

@@ -1,7 +1,7 @@
 // ConcurrencyLimit: admission control for a server's RPCs (or any units of work): at most
 // `max_in_progress` admitted at once; past it, a refusal that clients retry after a delay
-// (RESOURCE_EXHAUSTED carrying google.rpc.RetryInfo, common/retry/retry_status.h), never an
-// unbounded queue.
+// (RESOURCE_EXHAUSTED carrying google.rpc.RetryInfo and the server-busy mark,
+// common/retry/retry_status.h), never an unbounded queue.
 //
 //   absl::StatusOr<ConcurrencyLimit::Permit> permit = limit.TryAcquire(1);
 //   if (!permit.ok()) return Finish(permit.status());
@@ -43,9 +43,10 @@ class ConcurrencyLimit {
     int64_t units_ = 0;
   };
 
-  // Admits `units` more, or fails with kResourceExhausted ("<in progress> <what>; the limit is
-  // N; retry after D") carrying `retry_delay` as its RetryInfo. Thread-safe. The limit must
-  // outlive every permit.
+  // Admits `units` more, or fails with kResourceExhausted ("server busy: <in progress> <what>
+  // ...; the limit is N; retry after D") carrying `retry_delay` as its RetryInfo and marked
+  // MarkServerBusy (the server's own capacity, not an upstream's rate limit). Thread-safe. The
+  // limit must outlive every permit.
   absl::StatusOr<Permit> TryAcquire(int64_t units = 1);
 
   int64_t in_progress() const;

@@ -29,7 +29,8 @@ SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 // Bounds on what one server takes on (issue #12: bounded work per request).
 struct EnvServiceOptions {
   // RPCs in progress at once (`--max-concurrent-rpcs`); past it RESOURCE_EXHAUSTED with
-  // `busy_retry_delay` as its google.rpc.RetryInfo. 0: no limit.
+  // `busy_retry_delay` as its google.rpc.RetryInfo, marked server-busy
+  // (common/retry/retry_status.h). 0: no limit.
   int64_t max_concurrent_rpcs = 0;
   absl::Duration busy_retry_delay = absl::Seconds(1);
   // The deadline of a Submit/SubmitBatch whose client set none (`--default-deadline`).

@@ -43,7 +43,8 @@ absl::StatusOr<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
     std::vector<PolicySource> sources, std::vector<std::vector<const Example*>> tasks,
     ReplyJournal& journal, ReplyCallback on_reply, FinishedCallback on_finished) {
   CurlHttpClientOptions http_options;
-  http_options.max_in_flight = 1;
+  // Each source keeps at most its --policy-max-in-flight calls out, its probe included (Begin).
+  http_options.max_in_flight = 0;
   http_options.connect_timeout = absl::Seconds(5);
   for (const PolicySource& source : sources) {
     http_options.max_in_flight += source.options.max_in_flight;

@@ -56,7 +56,8 @@ struct DispatchStats {
   int64_t window = 0;
   // Calls per second the adaptive pacing allows now; 0 when not pacing.
   double paced_rate = 0;
-  // Replies that reported upstream 429s (rate_limited_attempts > 0 or RESOURCE_EXHAUSTED).
+  // Replies that reported upstream 429s (rate_limited_attempts > 0, or RESOURCE_EXHAUSTED not
+  // marked server-busy: a grader refusing past its own --max-concurrent-rpcs is not counted).
   int64_t rate_limited_replies = 0;
   // Time since Run started (by the injected clock).
   absl::Duration elapsed;

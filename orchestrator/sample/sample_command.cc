@@ -215,7 +215,7 @@ absl::StatusOr<SampleSummary> SampleToFile(const SampleOptions& options, LlmClie
 
   SampleSummary summary;
   summary.tasks = static_cast<int64_t>(dataset.examples.size());
-  std::vector<SampledReply> replies = journal->replies();
+  std::vector<SampledReply> replies = journal->TakeReplayed();
   summary.from_journal = static_cast<int64_t>(replies.size());
   absl::flat_hash_set<std::string> have;
   for (const SampledReply& reply : replies) have.insert(reply.prompt_id);
@@ -259,7 +259,8 @@ int RunSample(const SampleOptions& options) {
     return kSampleExitUsage;
   }
   CurlHttpClientOptions http_options;
-  http_options.max_in_flight = options.max_in_flight + 1;
+  // The probe is one of the --max-in-flight calls (PolicyFeed::Begin), not one more.
+  http_options.max_in_flight = options.max_in_flight;
   http_options.connect_timeout = absl::Seconds(5);
   absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> http =
       CurlMultiHttpClient::Create(http_options);

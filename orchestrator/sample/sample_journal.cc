@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -74,9 +75,14 @@ absl::StatusOr<std::unique_ptr<SampleJournal>> SampleJournal::Open(
     return ErrnoError("cannot truncate the sample journal", path);
   }
   if (text.empty()) {
-    HB_RETURN_IF_ERROR(WriteAllAndSync(fd, absl::StrCat(FormatHeader(header), "\n"), path));
+    text = absl::StrCat(FormatHeader(header), "\n");
+    HB_RETURN_IF_ERROR(WriteAllAndSync(fd, text, path));
   } else {
     HB_RETURN_IF_ERROR(journal->Replay(header, text));
+  }
+  {
+    absl::MutexLock lock(&journal->mu_);
+    journal->synced_bytes_ = text.size();
   }
   journal->writer_ = std::thread([raw = journal.get()] { raw->WriterLoop(); });
   return journal;
@@ -94,22 +100,31 @@ absl::Status SampleJournal::Replay(const SampleJournalHeader& header, const std:
                      found, ", this run is ", expected,
                      "); use another --out, or delete the journal to sample again from scratch"));
   }
+  HB_ASSIGN_OR_RETURN(replayed_, ParseReplies(text));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SampledReply>> SampleJournal::ParseReplies(
+    absl::string_view text) const {
+  std::vector<SampledReply> replies;
   absl::flat_hash_set<std::string> seen;
   int line_number = 1;
-  size_t start = header_end + 1;
+  const size_t header_end = text.find('\n');
+  size_t start = header_end == absl::string_view::npos ? text.size() : header_end + 1;
   while (start < text.size()) {
-    const size_t end = text.find('\n', start);
+    const size_t end = std::min(text.find('\n', start), text.size());
     ++line_number;
-    absl::StatusOr<SampledReply> reply = ParseSampledReply(text.substr(start, end - start));
+    absl::StatusOr<SampledReply> reply =
+        ParseSampledReply(std::string(text.substr(start, end - start)));
     if (!reply.ok()) {
       return absl::DataLossError(absl::StrCat(
           path_, ":", line_number, ": corrupt journal line: ", reply.status().message(),
           "; move the journal aside to sample again from scratch"));
     }
-    if (seen.insert(reply->prompt_id).second) replies_.push_back(*std::move(reply));
+    if (seen.insert(reply->prompt_id).second) replies.push_back(*std::move(reply));
     start = end + 1;
   }
-  return absl::OkStatus();
+  return replies;
 }
 
 SampleJournal::~SampleJournal() {
@@ -127,12 +142,22 @@ void SampleJournal::AppendReply(ReplyRecord reply, CommitCallback on_commit) {
 }
 
 absl::StatusOr<std::vector<ReplyRecord>> SampleJournal::Replies(const std::string&) {
+  size_t synced;
+  {
+    absl::MutexLock lock(&mu_);
+    synced = synced_bytes_;
+  }
+  // The writer only appends past `synced`: the prefix read here is whole, synced lines.
+  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path_));
+  text.resize(std::min(text.size(), synced));
+  HB_ASSIGN_OR_RETURN(std::vector<SampledReply> replies, ParseReplies(text));
+  std::sort(replies.begin(), replies.end(),
+            [](const SampledReply& a, const SampledReply& b) { return a.prompt_id < b.prompt_id; });
   std::vector<ReplyRecord> out;
-  for (const SampledReply& reply : replies_) {
+  out.reserve(replies.size());
+  for (const SampledReply& reply : replies) {
     out.push_back(ReplyRecord{"", reply.prompt_id, FormatSampledReply(reply), absl::UnixEpoch()});
   }
-  absl::MutexLock lock(&mu_);
-  out.insert(out.end(), written_.begin(), written_.end());
   return out;
 }
 
@@ -155,9 +180,7 @@ void SampleJournal::WriterLoop() {
     {
       absl::MutexLock lock(&mu_);
       if (error_.ok()) error_ = status;
-      if (status.ok()) {
-        for (const auto& entry : batch) written_.push_back(entry.first);
-      }
+      if (status.ok()) synced_bytes_ += data.size();
     }
     for (auto& [record, callback] : batch) {
       if (callback) callback(status);

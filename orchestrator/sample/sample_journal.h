@@ -15,11 +15,14 @@
 // header differs from this run's (other dataset, --examples or policy settings): it belongs to a
 // different job.
 //
-// It is the sampling engine's ReplyJournal (orchestrator/policy/policy_feed.h) for `sample`.
+// It is the sampling engine's ReplyJournal (orchestrator/policy/policy_feed.h) for `sample`. It
+// holds no reply once written: the command keeps the one copy that becomes the responses file
+// (the replies found on open are handed over by TakeReplayed), and Replies reads the file.
 //
 // Thread-safety: AppendReply and Replies are thread-safe; one writer thread of its own writes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "orchestrator/policy/reply_journal.h"
 #include "orchestrator/policy/sampled_reply.h"
@@ -47,7 +51,7 @@ struct SampleJournalHeader {
 class SampleJournal final : public ReplyJournal {
  public:
   // Opens `path`, creating it (and its header) when absent; with an existing file, checks its
-  // header against `header` and reads its replies (replies()). Errors: kFailedPrecondition "…
+  // header against `header` and reads its replies (TakeReplayed()). Errors: kFailedPrecondition "…
   // was written by another sampling job (<which field differs>); use another --out or delete
   // it" on a header mismatch; kDataLoss "<path>:<line>: …" for a corrupt line other than a
   // torn last one; kPermissionDenied / kInternal from the file system.
@@ -58,28 +62,35 @@ class SampleJournal final : public ReplyJournal {
   SampleJournal(const SampleJournal&) = delete;
   SampleJournal& operator=(const SampleJournal&) = delete;
 
-  // The replies found on open, in file order (one per prompt_id: the first wins).
-  const std::vector<SampledReply>& replies() const { return replies_; }
+  // The replies found on open, in file order (one per prompt_id: the first wins), moved out to
+  // the caller: later calls return none. Call from the thread that opened the journal.
+  std::vector<SampledReply> TakeReplayed() { return std::exchange(replayed_, {}); }
 
   // Queues the line for the writer thread; `on_commit` gets OK once it is synced, or the write
-  // error (kInternal, sticky: later appends fail with it). reply.checkpoint is not recorded.
+  // error (kInternal, sticky: later appends fail with it). reply.checkpoint is not recorded. The
+  // line is dropped from memory once written.
   void AppendReply(ReplyRecord reply, CommitCallback on_commit) override;
-  // The replies found on open and those appended since (any checkpoint), in file order.
+  // Every reply synced so far (found on open or appended since; any checkpoint, recorded as
+  // ""), one per prompt_id (the first wins), ordered by prompt_id. Reads them back from the
+  // file, up to the last synced byte. Errors: ReadFile's; kDataLoss for a corrupt line.
   absl::StatusOr<std::vector<ReplyRecord>> Replies(const std::string& checkpoint) override;
 
  private:
   SampleJournal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   absl::Status Replay(const SampleJournalHeader& header, const std::string& text);
+  // The replies of the journal's `text` (its header line first), one per prompt_id.
+  absl::StatusOr<std::vector<SampledReply>> ParseReplies(absl::string_view text) const;
   void WriterLoop();
   bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const int fd_;
-  std::vector<SampledReply> replies_;
+  std::vector<SampledReply> replayed_;
   std::thread writer_;
   mutable absl::Mutex mu_;
   std::vector<std::pair<ReplyRecord, CommitCallback>> pending_ ABSL_GUARDED_BY(mu_);
-  std::vector<ReplyRecord> written_ ABSL_GUARDED_BY(mu_);
+  // The file's length up to the end of the last synced batch: what Replies may read.
+  size_t synced_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
 };

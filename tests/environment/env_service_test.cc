@@ -89,6 +89,7 @@ TEST_F(EnvServiceLimitsTest, RpcsPastTheCapAreResourceExhaustedWithARetryDelay) 
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
                                 HasSubstr("RPCs in progress (--max-concurrent-rpcs)")));
   EXPECT_EQ(RetryDelay(refused), absl::Seconds(2));
+  EXPECT_TRUE(IsServerBusy(refused));
   EXPECT_EQ(env_.submissions(), 1);
   env_.HoldSubmissions(false);
   ASSERT_TRUE(held_done.WaitForNotificationWithTimeout(absl::Seconds(10)));

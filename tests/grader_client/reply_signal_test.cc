@@ -56,5 +56,22 @@ TEST(ReplySignalTest, AnErrorWithARetryDelayHoldsDispatch) {
   EXPECT_EQ(signal.retry_after, absl::Seconds(2));
 }
 
+TEST(ReplySignalTest, AServerBusyRefusalIsRetriedButIsNotARateLimit) {
+  // What a grader replica past --max-concurrent-rpcs answers (common/rpc/concurrency_limit.h).
+  absl::Status busy = absl::ResourceExhaustedError("server busy: 1024 RPCs in progress");
+  SetRetryDelay(busy, absl::Seconds(1));
+  MarkServerBusy(busy);
+  const ReplySignal signal = ReplySignalOf(busy);
+  EXPECT_FALSE(signal.ok);
+  EXPECT_FALSE(signal.rate_limited);  // the window keeps its size
+  EXPECT_EQ(signal.retry_after, absl::Seconds(1));
+}
+
+TEST(ReplySignalTest, AnUnmarkedResourceExhaustedIsARateLimitEvenWithoutADelay) {
+  const ReplySignal signal = ReplySignalOf(absl::ResourceExhaustedError("http_429"));
+  EXPECT_TRUE(signal.rate_limited);
+  EXPECT_EQ(signal.retry_after, std::nullopt);
+}
+
 }  // namespace
 }  // namespace hb

@@ -232,6 +232,8 @@ TEST_F(GraderServiceTest, TheUpstreamRetryAfterTravelsAsRetryInfoInTheErrorDetai
   EXPECT_EQ(info.retry_delay().seconds(), 45);
   EXPECT_EQ(info.retry_delay().nanos(), 250'000'000);
   EXPECT_EQ(RetryDelay(FromGrpcStatus(wire)), absl::Milliseconds(45250));
+  // The upstream's rate limit: never marked server-busy (the orchestrator narrows its window).
+  EXPECT_FALSE(IsServerBusy(FromGrpcStatus(wire)));
 }
 
 TEST_F(GraderServiceTest, GradeReplyKeepsTheFailedItemsRetryDelay) {
@@ -397,6 +399,7 @@ TEST_F(GraderServiceTest, RpcsPastTheConcurrencyLimitAreResourceExhaustedWithARe
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
                                 HasSubstr("RPCs in progress (--max-concurrent-rpcs)")));
   EXPECT_EQ(RetryDelay(refused), absl::Seconds(3));
+  EXPECT_TRUE(IsServerBusy(refused));  // marked on the wire, not read as a rate limit
   EXPECT_EQ(llm_.requests().size(), 1u);
   ASSERT_TRUE(llm_.CompleteNext(ChatReply(R"({"criteria_met": false})")));
   ASSERT_TRUE(held_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
@@ -419,6 +422,7 @@ TEST_F(GraderServiceTest, TheUpstreamQueueIsBoundedNotUnbounded) {
                                           "--max-upstream-queue) and 4 more asked; the limit "
                                           "is 3")));
   EXPECT_TRUE(RetryDelay(refused).has_value());
+  EXPECT_TRUE(IsServerBusy(refused));  // the grader's own bound, not the upstream's 429
   EXPECT_TRUE(llm_.requests().empty());
   AnswerByCriterion();
   EXPECT_TRUE(CallGradeReply(*stub_, ReplyRequest(3)).ok());

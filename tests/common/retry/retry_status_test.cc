@@ -39,6 +39,46 @@ TEST(RetryStatusTest, NoDelayOnOkPlainOrGarbledStatuses) {
   EXPECT_EQ(RetryDelay(garbled), std::nullopt);
 }
 
+TEST(RetryStatusTest, TheServerBusyMarkIsAStandardErrorInfoPayloadBesideTheRetryInfo) {
+  absl::Status busy = absl::ResourceExhaustedError("server busy: 3 RPCs in progress");
+  SetRetryDelay(busy, absl::Seconds(1));
+  EXPECT_FALSE(IsServerBusy(busy));
+  MarkServerBusy(busy);
+  EXPECT_TRUE(IsServerBusy(busy));
+  EXPECT_EQ(RetryDelay(busy), absl::Seconds(1));  // the delay is kept
+  const absl::optional<absl::Cord> payload =
+      busy.GetPayload("type.googleapis.com/google.rpc.ErrorInfo");
+  ASSERT_TRUE(payload.has_value());
+  google::rpc::ErrorInfo info;
+  ASSERT_TRUE(info.ParseFromString(std::string(*payload)));
+  EXPECT_EQ(info.reason(), "SERVER_BUSY");
+  EXPECT_EQ(info.domain(), "healthbench");
+}
+
+TEST(RetryStatusTest, OnlyAMarkedResourceExhaustedIsServerBusy) {
+  // An upstream's 429 relayed by the grader: a rate limit, not a busy server.
+  absl::Status upstream = absl::ResourceExhaustedError("http_429");
+  SetRetryDelay(upstream, absl::Seconds(45));
+  EXPECT_FALSE(IsServerBusy(upstream));
+  // The mark means nothing on another code.
+  absl::Status unavailable = absl::UnavailableError("x");
+  MarkServerBusy(unavailable);
+  EXPECT_FALSE(IsServerBusy(unavailable));
+  absl::Status ok = absl::OkStatus();
+  MarkServerBusy(ok);
+  EXPECT_FALSE(IsServerBusy(ok));
+  // Another service's ErrorInfo, or a garbled one.
+  google::rpc::ErrorInfo other;
+  other.set_reason("SERVER_BUSY");
+  other.set_domain("example.com");
+  absl::Status foreign = absl::ResourceExhaustedError("x");
+  foreign.SetPayload(kErrorInfoTypeUrl, absl::Cord(other.SerializeAsString()));
+  EXPECT_FALSE(IsServerBusy(foreign));
+  absl::Status garbled = absl::ResourceExhaustedError("x");
+  garbled.SetPayload(kErrorInfoTypeUrl, absl::Cord("\xff\xff not a proto"));
+  EXPECT_FALSE(IsServerBusy(garbled));
+}
+
 TEST(RetryStatusTest, RetryableCodes) {
   for (absl::StatusCode code :
        {absl::StatusCode::kUnavailable, absl::StatusCode::kResourceExhausted,

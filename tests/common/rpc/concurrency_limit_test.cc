@@ -27,6 +27,8 @@ TEST(ConcurrencyLimitTest, RefusesPastTheLimitWithARetryDelayAndFreesOnRelease) 
                        HasSubstr("3 RPCs in progress (--max-concurrent-rpcs) and 1 more asked; "
                                  "the limit is 3; retry after 2s")));
   EXPECT_THAT(RetryDelay(refused.status()), Optional(absl::Seconds(2)));
+  // The server's own capacity, not an upstream's rate limit.
+  EXPECT_TRUE(IsServerBusy(refused.status()));
   {
     ConcurrencyLimit::Permit moved = *std::move(two);
     two->Release();  // moved-from: releases nothing

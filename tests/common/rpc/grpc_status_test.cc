@@ -1,5 +1,8 @@
 #include "common/rpc/grpc_status.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/cord.h"
 #include "common/retry/retry_status.h"
 #include "gmock/gmock.h"
@@ -11,6 +14,7 @@ namespace hb {
 namespace {
 
 using ::hb::testing::StatusIs;
+using ::testing::UnorderedElementsAre;
 
 TEST(GrpcStatusTest, CodeAndMessagePassThroughBothWays) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
@@ -37,6 +41,30 @@ TEST(GrpcStatusTest, TheRetryDelayTravelsAsAGoogleRpcStatusDetail) {
   const absl::Status back = FromGrpcStatus(wire);
   EXPECT_THAT(back, StatusIs(absl::StatusCode::kResourceExhausted, "rate limited"));
   EXPECT_EQ(RetryDelay(back), absl::Milliseconds(1500));
+}
+
+TEST(GrpcStatusTest, TheServerBusyMarkTravelsBesideTheRetryDelay) {
+  absl::Status busy = absl::ResourceExhaustedError("server busy");
+  SetRetryDelay(busy, absl::Seconds(1));
+  MarkServerBusy(busy);
+  const grpc::Status wire = ToGrpcStatus(busy);
+  google::rpc::Status details;
+  ASSERT_TRUE(details.ParseFromString(wire.error_details()));
+  std::vector<std::string> type_urls;
+  for (const google::protobuf::Any& any : details.details()) type_urls.push_back(any.type_url());
+  EXPECT_THAT(type_urls,
+              UnorderedElementsAre(std::string(kRetryInfoTypeUrl), std::string(kErrorInfoTypeUrl)));
+
+  const absl::Status back = FromGrpcStatus(wire);
+  EXPECT_THAT(back, StatusIs(absl::StatusCode::kResourceExhausted, "server busy"));
+  EXPECT_TRUE(IsServerBusy(back));
+  EXPECT_EQ(RetryDelay(back), absl::Seconds(1));
+}
+
+TEST(GrpcStatusTest, AnUnmarkedResourceExhaustedIsNotServerBusyAfterTheTrip) {
+  absl::Status upstream = absl::ResourceExhaustedError("http_429");
+  SetRetryDelay(upstream, absl::Seconds(45));
+  EXPECT_FALSE(IsServerBusy(FromGrpcStatus(ToGrpcStatus(upstream))));
 }
 
 TEST(GrpcStatusTest, GarbledDetailsKeepTheCodeAndMessage) {

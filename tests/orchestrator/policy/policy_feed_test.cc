@@ -118,6 +118,25 @@ TEST_F(PolicyFeedTest, SamplesEveryPolicyJournalsEachReplyThenHandsItOn) {
   EXPECT_THAT(feed->Failures()[0], IsEmpty());
 }
 
+// The probe is one of a source's max_in_flight calls, not one more: what the feed's HTTP client
+// is sized for (the sum of the sources' max_in_flight).
+TEST_F(PolicyFeedTest, TheProbeTakesOneOfTheMaxInFlightSlots) {
+  absl::StatusOr<std::unique_ptr<PolicyFeed>> feed = absl::UnknownError("not started");
+  std::thread starter([&] { feed = Start({&a_}, {Source("a", 3)}); });
+  ASSERT_TRUE(a_.WaitForPending(3, absl::Seconds(30)));  // the probe and two more
+  ASSERT_TRUE(a_.CompleteNext(ChatReply("answer")));     // the probe
+  starter.join();
+  HB_ASSERT_OK(feed.status());
+  // The sampler keeps its two out; the probe's slot is not handed to a third.
+  EXPECT_EQ(a_.pending(), 2u);
+  ASSERT_TRUE(a_.CompleteNext(ChatReply("answer")));
+  EXPECT_EQ(a_.pending(), 2u);  // the last task took the freed slot
+  EXPECT_THAT(a_.requests(), SizeIs(4));
+  while (a_.CompleteNext(ChatReply("answer"))) {
+  }
+  EXPECT_EQ(finished(), 1);
+}
+
 // A key the endpoint refuses: Start's error names the checkpoint and the fix; the sampler,
 // waiting for the probe with one slot, never sent another request.
 TEST_F(PolicyFeedTest, ARefusedProbeIsStartsError) {

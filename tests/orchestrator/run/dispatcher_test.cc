@@ -6,6 +6,8 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/retry/retry_status.h"
+#include "common/rpc/concurrency_limit.h"
+#include "common/rpc/grpc_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/dispatch_watcher.h"
@@ -615,6 +617,68 @@ TEST(DispatcherTest, AdaptiveWindowShrinksOnRateLimitSignalsThenRecovers) {
   EXPECT_EQ(stats.ok_rows, 1000);
   EXPECT_EQ(stats.failed_rows, 0);
   EXPECT_LE(client.max_outstanding(), 32);
+}
+
+// What a grader replica past its --max-concurrent-rpcs answers, as the client reads it off the
+// wire: its ConcurrencyLimit's refusal through common/rpc/grpc_status.
+absl::Status ServerBusyRefusal() {
+  ConcurrencyLimit limit(1, absl::Seconds(1), "RPCs in progress (--max-concurrent-rpcs)");
+  absl::StatusOr<ConcurrencyLimit::Permit> held = limit.TryAcquire(1);
+  return FromGrpcStatus(ToGrpcStatus(limit.TryAcquire(1).status()));
+}
+
+// The upstream's 429 relayed by the grader, with the same 1 s delay.
+absl::Status UpstreamRateLimit() {
+  absl::Status exhausted =
+      absl::ResourceExhaustedError("grading failed after 1 attempt; last failure: http_429");
+  SetRetryDelay(exhausted, absl::Seconds(1));
+  return FromGrpcStatus(ToGrpcStatus(exhausted));
+}
+
+// The start-up race of BENCHMARKS' memory scenario: a replica refuses a few RPCs because the
+// next one arrives before it released the last. The job's window must not pay for it; the
+// upstream's 429 still halves it.
+TEST(DispatcherTest, AServerBusyRefusalKeepsTheAdaptiveWindowWhileARateLimitHalvesIt) {
+  Fixture fixture(10, 10);  // 100 rows
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;  // manual: the test answers every call in flight
+  InMemoryVerdictStore store;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  options.max_in_flight = 16;
+  options.adaptive_concurrency = true;  // starts at the maximum
+  DispatchWatcher watcher;
+  watcher.Attach(options);
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats;
+  std::thread runner([&] { stats = dispatcher.Run(fixture.Rows()); });
+  auto refuse_all = [&](const absl::Status& refusal) {
+    EXPECT_TRUE(client.WaitForPending(16));
+    EXPECT_EQ(client.pending(), 16);
+    const int64_t seen = watcher.reports();
+    client.CompleteAll([&](const GradeItemRequest&) { return refusal; });
+    // Every refused row waits for its retry delay, and dispatch is held as long (the delay
+    // comes with every refusal): nothing is sent until the clock moves.
+    const DispatchStats idle =
+        watcher.AwaitIdle([](const DispatchStats& s) { return s.in_flight == 0; }, seen);
+    EXPECT_GE(idle.waiting_retry, 16);
+    EXPECT_EQ(client.pending(), 0);
+  };
+
+  refuse_all(ServerBusyRefusal());
+  EXPECT_EQ(dispatcher.Stats().window, 16);
+  EXPECT_EQ(dispatcher.Stats().rate_limited_replies, 0);
+  scheduler.AdvanceAndRun(absl::Seconds(1));  // the retries and the end of the hold
+  refuse_all(UpstreamRateLimit());            // whichever rows the window took: 16 of them
+  EXPECT_EQ(dispatcher.Stats().window, 8);
+  EXPECT_EQ(dispatcher.Stats().rate_limited_replies, 16);
+
+  client.set_responder(EvenIsMet);
+  scheduler.AdvanceAndRun(absl::Seconds(1));
+  runner.join();
+  EXPECT_EQ(stats.ok_rows, 100);
+  EXPECT_EQ(stats.failed_rows, 0);
+  EXPECT_EQ(stats.retries, 32);
 }
 
 // A response carrying the upstream's request budget.

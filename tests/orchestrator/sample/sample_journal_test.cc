@@ -1,4 +1,5 @@
-// The sampling journal: round trip, a torn last line, refusal of another job's journal.
+// The sampling journal: round trip, a torn last line, refusal of another job's journal, and
+// Replies read back from the file (the journal keeps no reply in memory).
 #include "orchestrator/sample/sample_journal.h"
 
 #include <memory>
@@ -16,7 +17,10 @@ namespace hb {
 namespace {
 
 using ::hb::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 SampledReply Reply(const std::string& id) {
   SampledReply reply;
@@ -53,25 +57,54 @@ TEST(SampleJournalTest, ReplaysWhatWasAppendedAndDropsATornLastLine) {
   {
     absl::StatusOr<std::unique_ptr<SampleJournal>> journal = SampleJournal::Open(path, header);
     ASSERT_TRUE(journal.ok()) << journal.status();
-    EXPECT_TRUE((*journal)->replies().empty());
+    EXPECT_TRUE((*journal)->TakeReplayed().empty());
     ASSERT_TRUE(AppendAndWait(**journal, {Reply("a"), Reply("b")}).ok());
-    HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> records, (*journal)->Replies(""));
-    ASSERT_EQ(records.size(), 2u);
-    EXPECT_EQ(records[1].reply, FormatSampledReply(Reply("b")));
   }
   absl::StatusOr<std::string> text = ReadFile(path);
   ASSERT_TRUE(text.ok());
   ASSERT_TRUE(WriteFileAtomically(path, *text + R"({"prompt_id":"c","respo)").ok());
   HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> journal,
                           SampleJournal::Open(path, header));
-  ASSERT_EQ(journal->replies().size(), 2u);
-  EXPECT_EQ(journal->replies()[1].prompt_id, "b");
-  EXPECT_EQ(journal->replies()[1].finish_reason, "length");
-  EXPECT_EQ(journal->replies()[1].usage.completion_tokens, 4);
+  const std::vector<SampledReply> replayed = journal->TakeReplayed();
+  ASSERT_EQ(replayed.size(), 2u);
+  EXPECT_EQ(replayed[1].prompt_id, "b");
+  EXPECT_EQ(replayed[1].finish_reason, "length");
+  EXPECT_EQ(replayed[1].usage.completion_tokens, 4);
   ASSERT_TRUE(AppendAndWait(*journal, {Reply("c")}).ok());
   journal.reset();
   HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> again, SampleJournal::Open(path, header));
-  EXPECT_EQ(again->replies().size(), 3u);
+  EXPECT_EQ(again->TakeReplayed().size(), 3u);
+}
+
+std::vector<std::string> PromptIds(const std::vector<ReplyRecord>& records) {
+  std::vector<std::string> ids;
+  for (const ReplyRecord& record : records) ids.push_back(record.prompt_id);
+  return ids;
+}
+
+TEST(SampleJournalTest, RepliesAreReadBackFromTheFileOnePerTaskByPromptId) {
+  const std::string path = ::hb::testing::MakeTempDir() + "/out.jsonl.journal";
+  const SampleJournalHeader header{"abc", -1, R"({"model":"m"})"};
+  {
+    HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> journal,
+                            SampleJournal::Open(path, header));
+    ASSERT_TRUE(AppendAndWait(*journal, {Reply("b"), Reply("a")}).ok());
+    HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> records, journal->Replies(""));
+    EXPECT_THAT(PromptIds(records), ElementsAre("a", "b"));
+    EXPECT_EQ(records[1].reply, FormatSampledReply(Reply("b")));
+    EXPECT_EQ(records[1].checkpoint, "");
+  }
+  HB_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SampleJournal> journal,
+                          SampleJournal::Open(path, header));
+  // The replayed replies went to the caller; Replies still has them, from the file.
+  EXPECT_THAT(journal->TakeReplayed(), SizeIs(2));
+  EXPECT_THAT(journal->TakeReplayed(), IsEmpty());
+  SampledReply second_a = Reply("a");
+  second_a.response = "a later reply";
+  ASSERT_TRUE(AppendAndWait(*journal, {Reply("c"), second_a}).ok());
+  HB_ASSERT_OK_AND_ASSIGN(std::vector<ReplyRecord> records, journal->Replies(""));
+  EXPECT_THAT(PromptIds(records), ElementsAre("a", "b", "c"));
+  EXPECT_EQ(records[0].reply, FormatSampledReply(Reply("a")));  // the first one wins
 }
 
 TEST(SampleJournalTest, RefusesAJournalOfOtherSettings) {
