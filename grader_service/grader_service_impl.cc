@@ -45,8 +45,10 @@ size_t ConversationBytes(const google::protobuf::RepeatedPtrField<grader_v1::Mes
 
 namespace grader_service_internal {
 
-// A unary reactor whose cancellation reaches the grading work through a token. It deletes
-// itself when gRPC is done with it, releasing its admission permits then.
+// A unary reactor whose cancellation reaches the grading work through a token. It releases its
+// admission permits when it completes, just before the reply goes out (a client that starts its
+// next RPC the moment this reply arrives must find the slot free, as hb-env's service does), and
+// deletes itself when gRPC is done with it.
 class GraderReactor final : public grpc::ServerUnaryReactor {
  public:
   GraderReactor(const char* method, Clock& clock, GraderMetrics* metrics,
@@ -61,12 +63,13 @@ class GraderReactor final : public grpc::ServerUnaryReactor {
 
   const std::shared_ptr<CancellationToken>& token() const { return token_; }
 
-  // Keeps `permit` until gRPC is done with the RPC.
+  // Keeps `permit` until the RPC completes.
   void Hold(ConcurrencyLimit::Permit permit) { permits_.push_back(std::move(permit)); }
 
   // Finishes the RPC. Called once; nothing of `this` may be touched after Finish.
   void Complete(const absl::Status& status) {
     if (metrics_ != nullptr) metrics_->RpcFinished(method_, status.code(), clock_.Now() - start_);
+    permits_.clear();
     Finish(ToGrpcStatus(status));
   }
 
