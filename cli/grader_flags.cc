@@ -82,7 +82,8 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
                "upstream requests in flight at once; more wait in a queue");
   command.Flag("upstream-loops", &stack.llm.upstream_loops, "N",
                "threads driving the upstream HTTP client (1-64): each sends its share of the "
-               "requests and parses their replies; one tops out near 10,000 requests/s");
+               "requests and parses their replies; more help only when one thread is saturated "
+               "and cores are spare");
   command.Flag("max-message-bytes", &stack.limits.max_message_bytes, "N",
                "largest message content, reply or criterion accepted, in bytes");
   command.Flag("max-conversation-messages", &stack.limits.max_conversation_messages, "N",
