@@ -86,16 +86,16 @@ TEST(CurlHttpClientGroupTest, CancelReachesTheLoopHoldingTheCall) {
   // Two calls land on different loops; cancel each and expect both cancelled.
   absl::Notification first_done, second_done;
   absl::StatusOr<HttpResponse> first, second;
-  HttpClient::CallId a = group->Post(Post((*server)->base_url() + "/a", "{}"),
-                                     [&](absl::StatusOr<HttpResponse> r) {
-                                       first = std::move(r);
-                                       first_done.Notify();
-                                     });
-  HttpClient::CallId b = group->Post(Post((*server)->base_url() + "/b", "{}"),
-                                     [&](absl::StatusOr<HttpResponse> r) {
-                                       second = std::move(r);
-                                       second_done.Notify();
-                                     });
+  HttpClient::CallId a =
+      group->Post(Post((*server)->base_url() + "/a", "{}"), [&](absl::StatusOr<HttpResponse> r) {
+        first = std::move(r);
+        first_done.Notify();
+      });
+  HttpClient::CallId b =
+      group->Post(Post((*server)->base_url() + "/b", "{}"), [&](absl::StatusOr<HttpResponse> r) {
+        second = std::move(r);
+        second_done.Notify();
+      });
   EXPECT_NE(a, b);
   ASSERT_TRUE((*server)->WaitForRequests(2, absl::Seconds(10)));
   group->Cancel(b);
