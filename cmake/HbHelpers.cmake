@@ -23,11 +23,11 @@ function(hb_link_tsan_shim target)
   endif()
 endfunction()
 
-# Links the project's allocator (tcmalloc, see HB_TCMALLOC) into executable `target` when it
-# was found; glibc's malloc otherwise.
+# Links the project's allocator (tcmalloc with its settings, see HB_TCMALLOC) into executable
+# `target` when it was found; glibc's malloc otherwise.
 function(hb_link_allocator target)
-  if(TARGET PkgConfig::TCMALLOC)
-    target_link_libraries(${target} PRIVATE PkgConfig::TCMALLOC)
+  if(TARGET hb_tcmalloc_tuning)
+    target_link_libraries(${target} PRIVATE hb_tcmalloc_tuning PkgConfig::TCMALLOC)
   endif()
 endfunction()
 
