@@ -4,9 +4,9 @@
 // peaked at 142-145 MB in the memory benchmark (goal 150), with 8 MB at 129-130 MB and the
 // same CPU per row (BENCHMARKS.md). TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES in the environment
 // still decides when it is set.
-#include <cstdlib>
-
 #include <gperftools/malloc_extension.h>
+
+#include <cstdlib>
 
 namespace {
 
