@@ -181,6 +181,40 @@ TEST(CurlHttpClientTest, GetSendsNoBody) {
   EXPECT_EQ(server->requests()[0].body, "");
 }
 
+// One request at a time, so each reuses the easy handle the previous one left (reset): nothing
+// of a request (method, body, headers) may reach the next.
+TEST(CurlHttpClientTest, AReusedHandleCarriesNothingOverFromTheRequestBefore) {
+  auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "ok"}; });
+  auto client = MakeClient();
+  auto send = [&client](HttpRequest request) {
+    Waiter w;
+    client->Post(std::move(request), w.Callback());
+    ASSERT_TRUE(w.Wait());
+    ASSERT_TRUE(w.result.ok()) << w.result.status();
+  };
+  HttpRequest first = Post(server->base_url() + "/first", std::string(3000, 'a'));
+  first.headers.push_back({"X-Only-First", "1"});
+  send(std::move(first));
+  HttpRequest get;
+  get.method = "GET";
+  get.url = server->base_url() + "/second";
+  send(std::move(get));
+  send(Post(server->base_url() + "/third", "{}"));
+  const std::vector<LoopbackRequest> seen = server->requests();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].method, "POST");
+  EXPECT_EQ(seen[0].Header("X-Only-First"), "1");
+  EXPECT_EQ(seen[1].method, "GET");
+  EXPECT_EQ(seen[1].uri, "/second");
+  EXPECT_EQ(seen[1].body, "");
+  EXPECT_EQ(seen[1].Header("X-Only-First"), "");
+  EXPECT_EQ(seen[2].method, "POST");
+  EXPECT_EQ(seen[2].body, "{}");
+  EXPECT_EQ(seen[2].Header("Content-Type"), "application/json");
+  EXPECT_EQ(seen[2].Header("X-Only-First"), "");
+  EXPECT_EQ(client->stats().requests_completed, 3);
+}
+
 // Body parts go out in order, a file part read from disk while sending (a multipart upload).
 TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
   char path[] = "/tmp/hb_body_part_XXXXXX";
