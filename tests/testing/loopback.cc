@@ -355,21 +355,19 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector
 
 int HalfClosedConnections(int port) {
   constexpr absl::string_view kCloseWait = "08";
+  constexpr absl::string_view kLoopback = "0100007F";  // 127.0.0.1 as /proc/net/tcp writes it
+  absl::StatusOr<std::string> text = ReadFile("/proc/net/tcp");
+  if (!text.ok()) return 0;
   int count = 0;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    absl::StatusOr<std::string> text = ReadFile(table);
-    if (!text.ok()) continue;
-    // "  sl  local_address rem_address   st ...", addresses as HEXIP:HEXPORT.
-    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
-      const std::vector<absl::string_view> fields =
-          absl::StrSplit(line, ' ', absl::SkipWhitespace());
-      if (fields.size() < 4 || fields[3] != kCloseWait) continue;
-      const size_t colon = fields[1].rfind(':');
-      int local_port = 0;
-      if (colon != absl::string_view::npos &&
-          absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) && local_port == port) {
-        ++count;
-      }
+  // "  sl  local_address rem_address   st ...", addresses as HEXIP:HEXPORT.
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (fields.size() < 4 || fields[3] != kCloseWait) continue;
+    const size_t colon = fields[1].rfind(':');
+    int local_port = 0;
+    if (colon != absl::string_view::npos && fields[1].substr(0, colon) == kLoopback &&
+        absl::SimpleHexAtoi(fields[1].substr(colon + 1), &local_port) && local_port == port) {
+      ++count;
     }
   }
   return count;

@@ -128,8 +128,9 @@ struct LlmSim {
 };
 absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
 
-// Connections to local port `port` that the client closed and the server has not closed yet
-// (TCP CLOSE_WAIT, read from /proc/net/tcp and tcp6). After a client is killed, 0 means the
+// Connections to 127.0.0.1:`port` that the client closed and the server has not closed yet
+// (TCP CLOSE_WAIT, read from /proc/net/tcp; another test's IPv6 server on the same port number
+// is not counted: ctest runs tests side by side). After a client is killed, 0 means the
 // server has read everything the client sent: it reads a connection to its end before closing
 // it, and on loopback the client's bytes are in the server's buffer when the client dies.
 int HalfClosedConnections(int port);
