@@ -65,6 +65,8 @@ namespace {
 // epoll_event.data.u64 carries the shard index in the high half and the fd in the low half;
 // the eventfd is marked with this shard index.
 constexpr uint32_t kWakeIndex = 0xffffffffu;
+// ... and PlainHttp1Pool's sockets with this one.
+constexpr uint32_t kPlainIndex = 0xfffffffeu;
 constexpr int kMaxShards = 16;
 
 uint64_t EpollKey(uint32_t shard, int fd) {
@@ -254,6 +256,18 @@ absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> CurlMultiHttpClient::Create
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &CurlMultiHttpClient::OnCurlTimer);
     curl_multi_setopt(multi, CURLMOPT_TIMERDATA, client->shards_.back().get());
   }
+  if (options.plain_http1 && !PlainHttp1Pool::ProxyInEnvironment()) {
+    PlainHttp1Options plain;
+    plain.connect_timeout = std::chrono::milliseconds(
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(options.connect_timeout)));
+    plain.user_agent = options.user_agent;
+    plain.max_idle_connections = static_cast<size_t>(cached);
+    client->plain_ = std::make_unique<PlainHttp1Pool>(
+        client->epoll_fd_, kPlainIndex, plain,
+        [c = client.get()](uint64_t id, absl::StatusOr<HttpResponse> result, int opened) {
+          c->FinishPlain(id, std::move(result), opened);
+        });
+  }
   client->thread_ = std::thread([c = client.get()] { c->Loop(); });
   return client;
 }
@@ -285,10 +299,11 @@ CurlMultiHttpClient::~CurlMultiHttpClient() {
   for (auto& t : waiting_) leftovers.push_back(std::move(t));
   waiting_.clear();
   for (auto& [id, t] : active_) {
-    curl_multi_remove_handle(t->shard->multi, t->easy);
+    if (t->shard != nullptr) curl_multi_remove_handle(t->shard->multi, t->easy);
     leftovers.push_back(std::move(t));
   }
   active_.clear();
+  plain_.reset();  // closes its sockets; its exchanges are among the leftovers
   for (auto& t : leftovers) {
     HttpCallback done = std::move(t->done);
     t.reset();
@@ -436,7 +451,40 @@ int CurlMultiHttpClient::OnCurlTimer(void* /*multi*/, long timeout_ms, void* sha
   return 0;
 }
 
+void CurlMultiHttpClient::StartPlain(std::unique_ptr<Transfer> t) {
+  Transfer& transfer = *t;
+  const size_t max_body = t->request.max_response_body_bytes > 0
+                              ? t->request.max_response_body_bytes
+                              : options_.max_response_body_bytes;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(
+                                             1, absl::ToInt64Milliseconds(t->request.timeout)));
+  requests_started_.fetch_add(1, std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  const CallId id = t->id;
+  active_.emplace(id, std::move(t));
+  // The pool may finish the exchange (FinishPlain) before Start returns.
+  absl::Status started = plain_->Start(id, transfer.request, max_body, deadline);
+  if (!started.ok()) FinishPlain(id, std::move(started), 0);
+}
+
+void CurlMultiHttpClient::FinishPlain(CallId id, absl::StatusOr<HttpResponse> result,
+                                      int connections_opened) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  std::unique_ptr<Transfer> t = std::move(it->second);
+  active_.erase(it);
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  connections_opened_.fetch_add(connections_opened, std::memory_order_relaxed);
+  if (result.ok()) result->latency = clock_.Now() - t->submitted;
+  Finish(std::move(t), std::move(result));
+}
+
 void CurlMultiHttpClient::AddHandle(std::unique_ptr<Transfer> t) {
+  if (plain_ != nullptr && PlainHttp1Pool::Accepts(t->request)) {
+    StartPlain(std::move(t));
+    return;
+  }
   CURL* easy = nullptr;
   if (spare_easies_.empty()) {
     easy = curl_easy_init();
@@ -547,8 +595,12 @@ void CurlMultiHttpClient::CancelTransfer(CallId id) {
   if (it != active_.end()) {
     std::unique_ptr<Transfer> t = std::move(it->second);
     active_.erase(it);
-    curl_multi_remove_handle(t->shard->multi, t->easy);
-    --t->shard->active;
+    if (t->shard != nullptr) {
+      curl_multi_remove_handle(t->shard->multi, t->easy);
+      --t->shard->active;
+    } else if (plain_ != nullptr) {
+      plain_->Abort(id);
+    }
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     Finish(std::move(t), absl::CancelledError("HTTP request cancelled"));
     return;
@@ -593,9 +645,7 @@ void CurlMultiHttpClient::DrainCompleted(Shard& shard) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     connections_opened_.fetch_add(connects, std::memory_order_relaxed);
     if (t->body_over_limit) {
-      Finish(std::move(t), absl::FailedPreconditionError(absl::StrCat(
-                               "HTTP transport: response body over the ", t->max_body_bytes,
-                               "-byte limit (max_response_body_bytes); not read further")));
+      Finish(std::move(t), BodyOverLimitError(t->max_body_bytes));
       continue;
     }
     if (code != CURLE_OK) {
@@ -667,6 +717,7 @@ void CurlMultiHttpClient::Loop() {
         SocketAction(*shard, CURL_SOCKET_TIMEOUT, 0);
       }
     }
+    if (plain_ != nullptr) plain_->ExpireDue(now);
     StartWaiting();
     RunDueTimers();
 
@@ -675,6 +726,7 @@ void CurlMultiHttpClient::Loop() {
     int64_t wait_ms = 1000;
     auto curl_due = std::chrono::steady_clock::time_point::max();
     for (auto& shard : shards_) curl_due = std::min(curl_due, shard->curl_due);
+    if (plain_ != nullptr) curl_due = std::min(curl_due, plain_->NextDeadline());
     if (curl_due != std::chrono::steady_clock::time_point::max()) {
       auto until = curl_due - std::chrono::steady_clock::now();
       wait_ms = std::min<int64_t>(
@@ -703,6 +755,10 @@ void CurlMultiHttpClient::Loop() {
         if (read(wake_fd_, &count, sizeof(count)) < 0) {
           // EAGAIN: already consumed.
         }
+        continue;
+      }
+      if (index == kPlainIndex) {
+        plain_->OnEvent(fd, events[i].events);
         continue;
       }
       if (static_cast<size_t>(fd) < parked_.size() && parked_[fd] != 0) {

@@ -1,6 +1,8 @@
 // CurlMultiHttpClient against a real loopback HTTP server: what goes on the wire, keep-alive
 // reuse, error mapping, timeouts, cancellation, queueing, timers, several multi handles on one
-// loop and wakeups from the loop's own callbacks.
+// loop and wakeups from the loop's own callbacks. Every test runs twice: with http:// requests
+// sent by libcurl (plain_http1 off) and by PlainHttp1Pool (on, the default); the pool's own
+// corner cases are in plain_http1_test.cc.
 #include "http/curl_http_client.h"
 
 #include <netinet/in.h>
@@ -52,11 +54,21 @@ std::unique_ptr<LoopbackHttpServer> StartServer(LoopbackHttpServer::Handler hand
   return *std::move(server);
 }
 
-std::unique_ptr<CurlMultiHttpClient> MakeClient(CurlHttpClientOptions options = {}) {
-  auto client = CurlMultiHttpClient::Create(options);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return *std::move(client);
-}
+// The parameter: whether http:// requests go through PlainHttp1Pool.
+class CurlHttpClientTest : public ::testing::TestWithParam<bool> {
+ protected:
+  std::unique_ptr<CurlMultiHttpClient> MakeClient(CurlHttpClientOptions options = {}) {
+    options.plain_http1 = GetParam();
+    auto client = CurlMultiHttpClient::Create(options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return *std::move(client);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, CurlHttpClientTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "PlainHttp1" : "Libcurl";
+                         });
 
 HttpRequest Post(const std::string& url, std::string body,
                  absl::Duration timeout = absl::Seconds(10)) {
@@ -68,7 +80,7 @@ HttpRequest Post(const std::string& url, std::string body,
   return request;
 }
 
-TEST(CurlHttpClientTest, SendsThePostAndReturnsTheWholeResponse) {
+TEST_P(CurlHttpClientTest, SendsThePostAndReturnsTheWholeResponse) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.status = 200;
@@ -95,7 +107,7 @@ TEST(CurlHttpClientTest, SendsThePostAndReturnsTheWholeResponse) {
   EXPECT_EQ(seen[0].Header("Expect"), "");
 }
 
-TEST(CurlHttpClientTest, HttpErrorsAreResponsesNotTransportErrors) {
+TEST_P(CurlHttpClientTest, HttpErrorsAreResponsesNotTransportErrors) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.status = 503;
@@ -135,15 +147,15 @@ auto StartBigBodyServer() {
     return r;
   });
 }
-auto MakeClientWith64KiBLimit() {
+CurlHttpClientOptions With64KiBLimit() {
   CurlHttpClientOptions options;
   options.max_response_body_bytes = 64 * 1024;
-  return MakeClient(options);
+  return options;
 }
 
-TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
+TEST_P(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
   auto server = StartBigBodyServer();
-  auto client = MakeClientWith64KiBLimit();
+  auto client = MakeClient(With64KiBLimit());
   Waiter w;
   client->Post(Post(server->base_url() + "/big", "{}"), w.Callback());
   ASSERT_TRUE(w.Wait());
@@ -152,9 +164,9 @@ TEST(CurlHttpClientTest, ABodyOverTheLimitIsAFinalErrorNamingTheLimit) {
 }
 
 // A request may allow a larger body than the client's default (a file download).
-TEST(CurlHttpClientTest, ARequestMayRaiseTheBodyLimit) {
+TEST_P(CurlHttpClientTest, ARequestMayRaiseTheBodyLimit) {
   auto server = StartBigBodyServer();
-  auto client = MakeClientWith64KiBLimit();
+  auto client = MakeClient(With64KiBLimit());
   HttpRequest request = Post(server->base_url() + "/big", "{}");
   request.max_response_body_bytes = 128 * 1024;
   Waiter w;
@@ -164,7 +176,7 @@ TEST(CurlHttpClientTest, ARequestMayRaiseTheBodyLimit) {
   EXPECT_EQ(w.result->body.size(), 100u * 1024);
 }
 
-TEST(CurlHttpClientTest, GetSendsNoBody) {
+TEST_P(CurlHttpClientTest, GetSendsNoBody) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "ok"}; });
   auto client = MakeClient();
   HttpRequest request;
@@ -183,7 +195,7 @@ TEST(CurlHttpClientTest, GetSendsNoBody) {
 
 // One request at a time, so each reuses the easy handle the previous one left (reset): nothing
 // of a request (method, body, headers) may reach the next.
-TEST(CurlHttpClientTest, AReusedHandleCarriesNothingOverFromTheRequestBefore) {
+TEST_P(CurlHttpClientTest, AReusedHandleCarriesNothingOverFromTheRequestBefore) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "ok"}; });
   auto client = MakeClient();
   auto send = [&client](HttpRequest request) {
@@ -216,7 +228,7 @@ TEST(CurlHttpClientTest, AReusedHandleCarriesNothingOverFromTheRequestBefore) {
 }
 
 // Body parts go out in order, a file part read from disk while sending (a multipart upload).
-TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
+TEST_P(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
   char path[] = "/tmp/hb_body_part_XXXXXX";
   const int fd = ::mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -250,7 +262,7 @@ TEST(CurlHttpClientTest, BodyPartsAreStreamedInOrderFromMemoryAndFiles) {
 // Shared in-memory parts (the grader's conversation, sent for every rubric item): a small body
 // is joined and sent at once, a large one streamed; either way the bytes arrive in order, and
 // the parts are not consumed (the next request sends them again).
-TEST(CurlHttpClientTest, SharedPartsArriveInOrderWhateverTheirSize) {
+TEST_P(CurlHttpClientTest, SharedPartsArriveInOrderWhateverTheirSize) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{200, {}, "{}"}; });
   auto client = MakeClient();
   for (const size_t middle_size : {size_t{10}, size_t{200} << 10}) {
@@ -280,7 +292,7 @@ TEST(CurlHttpClientTest, SharedPartsArriveInOrderWhateverTheirSize) {
   EXPECT_EQ(server->requests()[3].body, large);
 }
 
-TEST(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {
+TEST_P(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {
   const std::string bomb = Gzip(std::string(1 << 20, '\0'));
   ASSERT_LT(bomb.size(), 64u * 1024);
   auto server = StartServer([&bomb](const LoopbackRequest&) {
@@ -299,7 +311,7 @@ TEST(CurlHttpClientTest, TheLimitAppliesAfterDecompression) {
                                  HasSubstr("over the 65536-byte limit")));
 }
 
-TEST(CurlHttpClientTest, RedirectsAreReturnedNotFollowed) {
+TEST_P(CurlHttpClientTest, RedirectsAreReturnedNotFollowed) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.status = 302;
@@ -315,7 +327,7 @@ TEST(CurlHttpClientTest, RedirectsAreReturnedNotFollowed) {
   EXPECT_EQ(server->requests().size(), 1u);
 }
 
-TEST(CurlHttpClientTest, OnlyHttpAndHttpsUrlsAreAccepted) {
+TEST_P(CurlHttpClientTest, OnlyHttpAndHttpsUrlsAreAccepted) {
   auto client = MakeClient();
   for (const char* url : {"file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/"}) {
     Waiter w;
@@ -325,7 +337,7 @@ TEST(CurlHttpClientTest, OnlyHttpAndHttpsUrlsAreAccepted) {
   }
 }
 
-TEST(CurlHttpClientTest, ReusesOneKeepAliveConnectionForSequentialRequests) {
+TEST_P(CurlHttpClientTest, ReusesOneKeepAliveConnectionForSequentialRequests) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{}; });
   auto client = MakeClient();
   for (int i = 0; i < 20; ++i) {
@@ -341,7 +353,7 @@ TEST(CurlHttpClientTest, ReusesOneKeepAliveConnectionForSequentialRequests) {
   EXPECT_EQ(client->stats().requests_completed, 20);
 }
 
-TEST(CurlHttpClientTest, NewConnectionsAfterClosedOnesAreWatchedAgain) {
+TEST_P(CurlHttpClientTest, NewConnectionsAfterClosedOnesAreWatchedAgain) {
   // "Connection: close" makes every request open a fresh socket, usually with the number the
   // previous one had: the loop must register it afresh rather than trust what it knew about
   // the old socket. If it did not, each request would only progress on libcurl's timeouts
@@ -366,7 +378,7 @@ TEST(CurlHttpClientTest, NewConnectionsAfterClosedOnesAreWatchedAgain) {
   EXPECT_EQ(client->stats().connections_opened, kRequests);
 }
 
-TEST(CurlHttpClientTest, ManyConcurrentRequestsOnOneLoopWithABoundedQueue) {
+TEST_P(CurlHttpClientTest, ManyConcurrentRequestsOnOneLoopWithABoundedQueue) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.delay = absl::Milliseconds(20);
@@ -394,7 +406,7 @@ TEST(CurlHttpClientTest, ManyConcurrentRequestsOnOneLoopWithABoundedQueue) {
   EXPECT_EQ(client->stats().queued, 0);
 }
 
-TEST(CurlHttpClientTest, ConnectionRefusedIsUnavailable) {
+TEST_P(CurlHttpClientTest, ConnectionRefusedIsUnavailable) {
   // A port that was free a moment ago and has no listener.
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -412,7 +424,7 @@ TEST(CurlHttpClientTest, ConnectionRefusedIsUnavailable) {
   EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connect")));
 }
 
-TEST(CurlHttpClientTest, TimeoutIsDeadlineExceeded) {
+TEST_P(CurlHttpClientTest, TimeoutIsDeadlineExceeded) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.hang = true;
@@ -425,7 +437,7 @@ TEST(CurlHttpClientTest, TimeoutIsDeadlineExceeded) {
   EXPECT_THAT(w.result, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("imeout")));
 }
 
-TEST(CurlHttpClientTest, CancelAbortsARequestInFlight) {
+TEST_P(CurlHttpClientTest, CancelAbortsARequestInFlight) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.hang = true;
@@ -442,7 +454,7 @@ TEST(CurlHttpClientTest, CancelAbortsARequestInFlight) {
   EXPECT_EQ(client->stats().in_flight, 0);
 }
 
-TEST(CurlHttpClientTest, ShutdownCompletesEverythingWithCancelled) {
+TEST_P(CurlHttpClientTest, ShutdownCompletesEverythingWithCancelled) {
   auto server = StartServer([](const LoopbackRequest&) {
     LoopbackResponse r;
     r.hang = true;
@@ -460,7 +472,7 @@ TEST(CurlHttpClientTest, ShutdownCompletesEverythingWithCancelled) {
   EXPECT_TRUE(timer_ran);  // pending work is run, never silently dropped
 }
 
-TEST(CurlHttpClientTest, TimersFireInOrderNotEarlyAndCanBeCancelled) {
+TEST_P(CurlHttpClientTest, TimersFireInOrderNotEarlyAndCanBeCancelled) {
   auto client = MakeClient();
   absl::Mutex mu;
   std::vector<int> order;
@@ -490,7 +502,7 @@ TEST(CurlHttpClientTest, TimersFireInOrderNotEarlyAndCanBeCancelled) {
   EXPECT_GE(first_fired - start, absl::Milliseconds(30));
 }
 
-TEST(CurlHttpClientTest, SpreadsRequestsOverSeveralMultiHandlesWithoutMixingThemUp) {
+TEST_P(CurlHttpClientTest, SpreadsRequestsOverSeveralMultiHandlesWithoutMixingThemUp) {
   // Each reply echoes its request body, so a response delivered to the wrong caller (e.g. a
   // socket event dispatched to the wrong multi handle) shows up as a mismatch.
   auto server = StartServer([](const LoopbackRequest& request) {
@@ -529,7 +541,7 @@ TEST(CurlHttpClientTest, SpreadsRequestsOverSeveralMultiHandlesWithoutMixingThem
   EXPECT_EQ(client->stats().in_flight, 0);
 }
 
-TEST(CurlHttpClientTest, ALightlyLoadedClientUsesOneConnectionEvenWithSeveralMultiHandles) {
+TEST_P(CurlHttpClientTest, ALightlyLoadedClientUsesOneConnectionEvenWithSeveralMultiHandles) {
   auto server = StartServer([](const LoopbackRequest&) { return LoopbackResponse{}; });
   CurlHttpClientOptions options;
   options.max_in_flight = 8;
@@ -544,7 +556,7 @@ TEST(CurlHttpClientTest, ALightlyLoadedClientUsesOneConnectionEvenWithSeveralMul
   EXPECT_EQ(client->stats().connections_opened, 1);
 }
 
-TEST(CurlHttpClientTest, PostsAndTimersFromTheLoopsOwnCallbacksRunPromptly) {
+TEST_P(CurlHttpClientTest, PostsAndTimersFromTheLoopsOwnCallbacksRunPromptly) {
   // Work submitted from a callback (on the loop thread) does not write the wakeup eventfd; the
   // loop must still pick it up before it sleeps. If it did not, each link of these chains
   // would wait for one of the loop's idle timeouts (measured: about 0.45 s a link), and 50

@@ -1,0 +1,737 @@
+#include "http/plain_http1.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
+namespace hb {
+
+absl::Status BodyOverLimitError(size_t limit) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("HTTP transport: response body over the ", limit,
+                   "-byte limit (max_response_body_bytes); not read further"));
+}
+
+namespace {
+
+constexpr size_t kMaxHeadBytes = 64 << 10;
+constexpr size_t kMaxLineBytes = 1024;
+constexpr size_t kReadBytes = 64 << 10;
+constexpr auto kAddressTtl = std::chrono::seconds(60);
+
+absl::Status Unavailable(absl::string_view what, absl::string_view origin) {
+  return absl::UnavailableError(absl::StrCat("HTTP transport: ", what, " (", origin, ")"));
+}
+
+// Where an http:// URL points.
+struct Target {
+  std::string host;         // for getaddrinfo (no brackets)
+  std::string port;         // digits
+  std::string origin;       // host:port, the idle pool's key
+  std::string host_header;  // host, or host:port when the port is not 80
+  std::string path;         // path and query, starting with '/'
+};
+
+absl::StatusOr<Target> ParseTarget(absl::string_view url) {
+  auto malformed = [&url](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("HTTP transport: URL malformed (", why, ")"));
+  };
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return malformed("a space or control");
+  }
+  absl::string_view rest = url.substr(7);  // after "http://" (Accepts checked it)
+  const size_t end = rest.find_first_of("/?#");
+  absl::string_view authority = rest.substr(0, end);
+  absl::string_view tail = end == absl::string_view::npos ? "" : rest.substr(end);
+  tail = tail.substr(0, tail.find('#'));
+  Target t;
+  t.path = tail.empty() || tail[0] == '?' ? absl::StrCat("/", tail) : std::string(tail);
+  absl::string_view host = authority, port;
+  if (absl::StartsWith(authority, "[")) {
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos) return malformed("unclosed [");
+    host = authority.substr(1, close - 1);
+    absl::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !absl::ConsumePrefix(&after, ":")) return malformed("after ]");
+    port = after;
+  } else if (const size_t colon = authority.rfind(':'); colon != absl::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return malformed("no host");
+  int number = 80;
+  if (!port.empty() && (!absl::SimpleAtoi(port, &number) || number < 1 || number > 65535)) {
+    return malformed("bad port");
+  }
+  const std::string bracketed =
+      absl::StartsWith(authority, "[") ? absl::StrCat("[", host, "]") : std::string(host);
+  t.host = std::string(host);
+  t.port = std::to_string(number);
+  t.origin = absl::StrCat(bracketed, ":", number);
+  t.host_header = number == 80 ? bracketed : t.origin;
+  return t;
+}
+
+bool HasHeader(const HttpRequest& request, absl::string_view name) {
+  for (const auto& [key, value] : request.headers) {
+    if (absl::EqualsIgnoreCase(key, name)) return true;
+  }
+  return false;
+}
+
+// The request line and headers; kInvalidArgument for a header with CR or LF in it.
+absl::StatusOr<std::string> RequestHead(const Target& target, const HttpRequest& request,
+                                        size_t body_bytes, const std::string& user_agent) {
+  const bool get = request.method == "GET";
+  std::string head = absl::StrCat(get ? "GET " : "POST ", target.path, " HTTP/1.1\r\n");
+  if (!HasHeader(request, "Host")) absl::StrAppend(&head, "Host: ", target.host_header, "\r\n");
+  if (!HasHeader(request, "User-Agent") && !user_agent.empty()) {
+    absl::StrAppend(&head, "User-Agent: ", user_agent, "\r\n");
+  }
+  if (!HasHeader(request, "Accept")) head += "Accept: */*\r\n";
+  for (const auto& [name, value] : request.headers) {
+    if (name.find_first_of("\r\n:") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HTTP transport: header ", absl::CEscape(name), " has CR, LF or ':'"));
+    }
+    if (value.empty() || absl::EqualsIgnoreCase(name, "Content-Length") ||
+        absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      continue;
+    }
+    absl::StrAppend(&head, name, ": ", value, "\r\n");
+  }
+  if (!get) absl::StrAppend(&head, "Content-Length: ", body_bytes, "\r\n");
+  head += "\r\n";
+  return head;
+}
+
+// Inflates a gzip, zlib or raw deflate body; the limit applies to what comes out.
+absl::StatusOr<std::string> Inflate(const std::string& in, size_t limit, bool raw) {
+  z_stream zs{};
+  if (inflateInit2(&zs, raw ? -MAX_WBITS : MAX_WBITS + 32) != Z_OK) {
+    return absl::InternalError("HTTP transport: inflateInit2 failed");
+  }
+  std::string out;
+  char buffer[16 << 10];
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(buffer);
+    zs.avail_out = sizeof(buffer);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    const size_t produced = sizeof(buffer) - zs.avail_out;
+    if (out.size() + produced > limit) {
+      inflateEnd(&zs);
+      return BodyOverLimitError(limit);
+    }
+    out.append(buffer, produced);
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;  // truncated input
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END) {
+    return absl::UnavailableError("HTTP transport: the response body does not inflate");
+  }
+  return out;
+}
+
+}  // namespace
+
+// Reads one response incrementally.
+class ResponseParser {
+ public:
+  void Reset(size_t max_body) {
+    *this = ResponseParser();
+    max_body_ = max_body;
+  }
+  bool done() const { return state_ == State::kDone; }
+  bool keep_alive() const { return keep_alive_ && !extra_bytes_; }
+  HttpResponse& response() { return response_; }
+  const std::string& content_encoding() const { return content_encoding_; }
+  size_t max_body() const { return max_body_; }
+
+  absl::Status Feed(const char* p, size_t n);
+  // The connection ended: completes a body framed by the end of the connection.
+  absl::Status Eof(bool anything_received);
+
+ private:
+  enum class State {
+    kHead,
+    kFixed,
+    kUntilClose,
+    kChunkSize,
+    kChunkData,
+    kChunkEnd,
+    kTrailer,
+    kDone
+  };
+  absl::Status ParseHead(absl::string_view head);
+  absl::Status Body(const char* p, size_t n);
+  // Appends to line_ up to a '\n'; the number of bytes taken and whether the line ended.
+  absl::StatusOr<std::pair<size_t, bool>> Line(const char* p, size_t n);
+
+  State state_ = State::kHead;
+  HttpResponse response_;
+  std::string head_;
+  std::string line_;
+  std::string content_encoding_;
+  size_t remaining_ = 0;
+  size_t max_body_ = 0;
+  bool keep_alive_ = true;
+  bool extra_bytes_ = false;
+};
+
+absl::Status ResponseParser::Feed(const char* p, size_t n) {
+  std::string carry;  // bytes after a skipped 1xx head
+  while (n > 0) {
+    switch (state_) {
+      case State::kHead: {
+        const size_t scan_from = head_.size() < 3 ? 0 : head_.size() - 3;
+        head_.append(p, n);
+        n = 0;
+        const size_t end = head_.find("\r\n\r\n", scan_from);
+        if (end == std::string::npos) {
+          if (head_.size() > kMaxHeadBytes) {
+            return absl::UnavailableError("HTTP transport: response headers over 64 KiB");
+          }
+          break;
+        }
+        carry = head_.substr(end + 4);
+        head_.resize(end);
+        if (absl::Status s = ParseHead(head_); !s.ok()) return s;
+        head_.clear();
+        p = carry.data();
+        n = carry.size();
+        break;
+      }
+      case State::kFixed:
+      case State::kChunkData: {
+        const size_t take = std::min(n, remaining_);
+        if (absl::Status s = Body(p, take); !s.ok()) return s;
+        p += take, n -= take, remaining_ -= take;
+        if (remaining_ == 0) state_ = state_ == State::kFixed ? State::kDone : State::kChunkEnd;
+        break;
+      }
+      case State::kUntilClose:
+        if (absl::Status s = Body(p, n); !s.ok()) return s;
+        n = 0;
+        break;
+      case State::kChunkSize:
+      case State::kChunkEnd:
+      case State::kTrailer: {
+        absl::StatusOr<std::pair<size_t, bool>> taken = Line(p, n);
+        if (!taken.ok()) return taken.status();
+        p += taken->first, n -= taken->first;
+        if (!taken->second) break;
+        absl::string_view line = absl::StripAsciiWhitespace(line_);
+        if (state_ == State::kChunkEnd) {
+          state_ = State::kChunkSize;
+        } else if (state_ == State::kTrailer) {
+          if (line.empty()) state_ = State::kDone;
+        } else {
+          line = line.substr(0, line.find(';'));
+          uint64_t size = 0;
+          if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line), &size)) {
+            return absl::UnavailableError("HTTP transport: malformed chunk size");
+          }
+          remaining_ = size;
+          state_ = size == 0 ? State::kTrailer : State::kChunkData;
+        }
+        line_.clear();
+        break;
+      }
+      case State::kDone:
+        extra_bytes_ = true;  // the server sent more than one answer: do not reuse
+        n = 0;
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<size_t, bool>> ResponseParser::Line(const char* p, size_t n) {
+  const char* newline = static_cast<const char*>(std::memchr(p, '\n', n));
+  const size_t take = newline == nullptr ? n : static_cast<size_t>(newline - p) + 1;
+  line_.append(p, take);
+  if (line_.size() > kMaxLineBytes) {
+    return absl::UnavailableError("HTTP transport: malformed chunked body");
+  }
+  return std::make_pair(take, newline != nullptr);
+}
+
+absl::Status ResponseParser::Body(const char* p, size_t n) {
+  if (response_.body.size() + n > max_body_) return BodyOverLimitError(max_body_);
+  response_.body.append(p, n);
+  return absl::OkStatus();
+}
+
+absl::Status ResponseParser::ParseHead(absl::string_view head) {
+  std::vector<absl::string_view> lines = absl::StrSplit(head, '\n');
+  absl::string_view status_line = absl::StripTrailingAsciiWhitespace(lines[0]);
+  int status = 0;
+  if (!absl::ConsumePrefix(&status_line, "HTTP/1.") || status_line.size() < 5 ||
+      status_line[1] != ' ' || !absl::SimpleAtoi(status_line.substr(2, 3), &status) ||
+      status < 100 || status > 999) {
+    return absl::UnavailableError("HTTP transport: malformed response status line");
+  }
+  const bool http10 = status_line[0] == '0';
+  response_.headers.clear();
+  for (size_t i = 1; i < lines.size(); ++i) {
+    absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i]);
+    if (!line.empty() && (line[0] == ' ' || line[0] == '\t') && !response_.headers.empty()) {
+      absl::StrAppend(&response_.headers.back().second, " ", absl::StripAsciiWhitespace(line));
+      continue;
+    }
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    response_.headers.emplace_back(
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(0, colon))),
+        std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
+  }
+  if (status < 200) return absl::OkStatus();  // 1xx: the real answer follows
+  response_.status_code = status;
+  const std::string* connection = response_.Header("connection");
+  const std::string lower_connection =
+      connection == nullptr ? "" : absl::AsciiStrToLower(*connection);
+  keep_alive_ = http10 ? absl::StrContains(lower_connection, "keep-alive")
+                       : !absl::StrContains(lower_connection, "close");
+  if (const std::string* encoding = response_.Header("content-encoding")) {
+    content_encoding_ = absl::AsciiStrToLower(*encoding);
+  }
+  const std::string* chunked = response_.Header("transfer-encoding");
+  const std::string* length = response_.Header("content-length");
+  if (status == 204 || status == 304) {
+    state_ = State::kDone;
+  } else if (chunked != nullptr && absl::EndsWithIgnoreCase(*chunked, "chunked")) {
+    state_ = State::kChunkSize;
+  } else if (length != nullptr) {
+    uint64_t bytes = 0;
+    if (!absl::SimpleAtoi(*length, &bytes)) {
+      return absl::UnavailableError("HTTP transport: malformed Content-Length");
+    }
+    if (bytes > max_body_) return BodyOverLimitError(max_body_);
+    remaining_ = bytes;
+    response_.body.reserve(bytes);
+    state_ = bytes == 0 ? State::kDone : State::kFixed;
+  } else {
+    state_ = State::kUntilClose;
+    keep_alive_ = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResponseParser::Eof(bool anything_received) {
+  if (state_ == State::kUntilClose) state_ = State::kDone;
+  if (state_ == State::kDone) return absl::OkStatus();
+  return absl::UnavailableError(anything_received
+                                    ? "HTTP transport: connection closed before the response ended"
+                                    : "HTTP transport: Empty reply from server");
+}
+
+// What one request needs wherever it is sent (moved to a new connection on a retry).
+struct Exchange {
+  uint64_t id = 0;
+  const HttpRequest* request = nullptr;
+  std::string head;
+  PlainHttp1Pool::SteadyTime deadline{};
+  int opened = 0;
+};
+
+struct PlainHttp1Pool::Conn {
+  int fd = -1;
+  std::string origin;
+  Exchange ex;  // ex.id == 0: idle
+  bool connecting = false;
+  bool reused = false;
+  bool answered = false;
+  bool watching_out = false;
+  bool has_deadline = false;
+  SteadyTime deadline_key{};
+  std::vector<iovec> iov;  // what is left to send
+  size_t iov_next = 0;
+  ResponseParser parser;
+};
+
+PlainHttp1Pool::PlainHttp1Pool(int epoll_fd, uint32_t epoll_tag, PlainHttp1Options options,
+                               Done done)
+    : epoll_fd_(epoll_fd),
+      epoll_tag_(epoll_tag),
+      options_(std::move(options)),
+      done_(std::move(done)),
+      read_buffer_(new char[kReadBytes]) {}
+
+PlainHttp1Pool::~PlainHttp1Pool() {
+  for (auto& conn : conns_) {
+    if (conn != nullptr) close(conn->fd);
+  }
+}
+
+bool PlainHttp1Pool::Accepts(const HttpRequest& request) {
+  if (request.url.size() < 7 || !absl::StartsWithIgnoreCase(request.url, "http://")) return false;
+  const absl::string_view rest = absl::string_view(request.url).substr(7);
+  if (rest.substr(0, rest.find_first_of("/?#")).find('@') != absl::string_view::npos) {
+    return false;  // user info: libcurl turns it into basic auth
+  }
+  for (const HttpBodyPart& part : request.body_parts) {
+    if (!part.file_path.empty()) return false;
+  }
+  return true;
+}
+
+bool PlainHttp1Pool::ProxyInEnvironment() {
+  for (const char* name : {"http_proxy", "all_proxy", "ALL_PROXY"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && value[0] != '\0') return true;
+  }
+  return false;
+}
+
+absl::StatusOr<const PlainHttp1Pool::Address*> PlainHttp1Pool::Resolve(const std::string& host,
+                                                                       const std::string& port,
+                                                                       const std::string& origin) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  auto it = addresses_.find(origin);
+  if (it != addresses_.end() && now - it->second.resolved < kAddressTtl) return &it->second;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return Unavailable(absl::StrCat("Could not resolve host: ", gai_strerror(rc)), origin);
+  }
+  Address& address = addresses_[origin];
+  std::memcpy(&address.addr, found->ai_addr, found->ai_addrlen);
+  address.len = found->ai_addrlen;
+  address.resolved = now;
+  freeaddrinfo(found);
+  return &address;
+}
+
+absl::StatusOr<PlainHttp1Pool::Conn*> PlainHttp1Pool::Connection(const std::string& origin,
+                                                                 const std::string& host,
+                                                                 const std::string& port,
+                                                                 int* opened) {
+  auto idle = idle_.find(origin);
+  if (idle != idle_.end() && !idle->second.empty()) {
+    Conn* conn = idle->second.back();
+    idle->second.pop_back();
+    --idle_count_;
+    conn->reused = true;
+    return conn;
+  }
+  absl::StatusOr<const Address*> address = Resolve(host, port, origin);
+  if (!address.ok()) return address.status();
+  const int fd = socket((*address)->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Unavailable(absl::StrCat("socket: ", std::strerror(errno)), origin);
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  const bool connecting =
+      connect(fd, reinterpret_cast<const sockaddr*>(&(*address)->addr), (*address)->len) != 0;
+  if (connecting && errno != EINPROGRESS) {
+    const int error = errno;
+    close(fd);
+    addresses_.erase(origin);
+    return Unavailable(absl::StrCat("Failed to connect: ", std::strerror(error)), origin);
+  }
+  auto conn = std::make_unique<Conn>();
+  conn->fd = fd;
+  conn->origin = origin;
+  conn->connecting = connecting;
+  conn->watching_out = connecting;
+  epoll_event ev{};
+  ev.events = EPOLLIN | (connecting ? uint32_t{EPOLLOUT} : 0u);
+  ev.data.u64 = (static_cast<uint64_t>(epoll_tag_) << 32) | static_cast<uint32_t>(fd);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  if (static_cast<size_t>(fd) >= conns_.size()) conns_.resize(fd + 1);
+  conns_[fd] = std::move(conn);
+  ++*opened;
+  return conns_[fd].get();
+}
+
+absl::Status PlainHttp1Pool::Start(uint64_t id, const HttpRequest& request, size_t max_body_bytes,
+                                   SteadyTime deadline) {
+  absl::StatusOr<Target> target = ParseTarget(request.url);
+  if (!target.ok()) return target.status();
+  size_t body_bytes = request.body.size();
+  if (!request.body_parts.empty()) {
+    body_bytes = 0;
+    for (const HttpBodyPart& part : request.body_parts) {
+      if (part.data != nullptr) body_bytes += part.data->size();
+    }
+  }
+  absl::StatusOr<std::string> head = RequestHead(*target, request, body_bytes, options_.user_agent);
+  if (!head.ok()) return head.status();
+  Exchange ex{id, &request, *std::move(head), deadline, 0};
+  absl::StatusOr<Conn*> conn = Connection(target->origin, target->host, target->port, &ex.opened);
+  if (!conn.ok()) return conn.status();
+  (*conn)->ex = std::move(ex);
+  (*conn)->parser.Reset(max_body_bytes);
+  busy_[id] = *conn;
+  SetDeadline(**conn, deadline);
+  Send(**conn);
+  return absl::OkStatus();
+}
+
+void PlainHttp1Pool::SetDeadline(Conn& conn, SteadyTime deadline) {
+  if (conn.has_deadline) deadlines_.erase({conn.deadline_key, &conn});
+  conn.deadline_key = deadline;
+  conn.has_deadline = true;
+  deadlines_.emplace(deadline, &conn);
+}
+
+void PlainHttp1Pool::Watch(Conn& conn, bool out) {
+  if (conn.watching_out == out) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | (out ? uint32_t{EPOLLOUT} : 0u);
+  ev.data.u64 = (static_cast<uint64_t>(epoll_tag_) << 32) | static_cast<uint32_t>(conn.fd);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn.fd, &ev);
+  conn.watching_out = out;
+}
+
+void PlainHttp1Pool::Send(Conn& conn) {
+  if (conn.connecting) {
+    // Until the connect ends: the sooner of the request's deadline and the connect timeout.
+    SetDeadline(conn, std::min(conn.ex.deadline,
+                               std::chrono::steady_clock::now() + options_.connect_timeout));
+    return;
+  }
+  if (conn.iov.empty()) {
+    const HttpRequest& request = *conn.ex.request;
+    conn.iov.push_back({const_cast<char*>(conn.ex.head.data()), conn.ex.head.size()});
+    if (request.method != "GET") {
+      if (request.body_parts.empty() && !request.body.empty()) {
+        conn.iov.push_back({const_cast<char*>(request.body.data()), request.body.size()});
+      }
+      for (const HttpBodyPart& part : request.body_parts) {
+        if (part.data != nullptr && !part.data->empty()) {
+          conn.iov.push_back({const_cast<char*>(part.data->data()), part.data->size()});
+        }
+      }
+    }
+    conn.iov_next = 0;
+  }
+  while (conn.iov_next < conn.iov.size()) {
+    msghdr msg{};
+    msg.msg_iov = conn.iov.data() + conn.iov_next;
+    msg.msg_iovlen = std::min<size_t>(conn.iov.size() - conn.iov_next, IOV_MAX);
+    const ssize_t sent = sendmsg(conn.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        Watch(conn, true);
+        return;
+      }
+      Fail(conn, Unavailable(absl::StrCat("Send failure: ", std::strerror(errno)), conn.origin));
+      return;
+    }
+    // Every iovec is non-empty, so each sendmsg that sends anything moves iov_next or the
+    // offset in the current one.
+    size_t left = static_cast<size_t>(sent);
+    while (left > 0) {
+      iovec& v = conn.iov[conn.iov_next];
+      const size_t take = std::min(left, v.iov_len);
+      v.iov_base = static_cast<char*>(v.iov_base) + take;
+      v.iov_len -= take;
+      left -= take;
+      if (v.iov_len == 0) ++conn.iov_next;
+    }
+  }
+  Watch(conn, false);
+}
+
+void PlainHttp1Pool::OnEvent(int fd, uint32_t events) {
+  Conn* conn = static_cast<size_t>(fd) < conns_.size() ? conns_[fd].get() : nullptr;
+  if (conn == nullptr) return;
+  if (conn->ex.id == 0) {
+    Close(*conn);  // idle and readable: closed by the server (or it spoke out of turn)
+    return;
+  }
+  if (conn->connecting) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+    int error = 0;
+    socklen_t len = sizeof(error);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0) {
+      addresses_.erase(conn->origin);
+      Fail(*conn,
+           Unavailable(absl::StrCat("Failed to connect: ", std::strerror(error)), conn->origin));
+      return;
+    }
+    conn->connecting = false;
+    SetDeadline(*conn, conn->ex.deadline);
+    Send(*conn);
+    return;  // the answer comes with a later event
+  }
+  const uint64_t id = conn->ex.id;
+  if ((events & EPOLLOUT) != 0 && conn->iov_next < conn->iov.size()) {
+    Send(*conn);
+    if (conns_[fd] == nullptr || conns_[fd]->ex.id != id) return;
+  }
+  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) OnReadable(*conns_[fd]);
+}
+
+void PlainHttp1Pool::OnReadable(Conn& conn) {
+  char* buffer = read_buffer_.get();
+  while (true) {
+    const ssize_t n = recv(conn.fd, buffer, kReadBytes, MSG_DONTWAIT);
+    if (n > 0) {
+      conn.answered = true;
+      if (absl::Status s = conn.parser.Feed(buffer, static_cast<size_t>(n)); !s.ok()) {
+        Fail(conn, s);
+        return;
+      }
+      if (conn.parser.done()) {
+        Complete(conn);
+        return;
+      }
+      if (static_cast<size_t>(n) < kReadBytes) return;  // drained; saves a recv for EAGAIN
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n == 0) {
+      absl::Status s = conn.parser.Eof(conn.answered);
+      if (s.ok()) {
+        Complete(conn);
+      } else {
+        Fail(conn, absl::UnavailableError(absl::StrCat(s.message(), " (", conn.origin, ")")));
+      }
+      return;
+    }
+    Fail(conn, Unavailable(absl::StrCat("Recv failure: ", std::strerror(errno)), conn.origin));
+    return;
+  }
+}
+
+void PlainHttp1Pool::Complete(Conn& conn) {
+  HttpResponse response = std::move(conn.parser.response());
+  const std::string& encoding = conn.parser.content_encoding();
+  absl::StatusOr<HttpResponse> result = std::move(response);
+  if (encoding == "gzip" || encoding == "x-gzip" || encoding == "deflate") {
+    absl::StatusOr<std::string> body = Inflate(result->body, conn.parser.max_body(), false);
+    if (!body.ok() && encoding == "deflate") {
+      body = Inflate(result->body, conn.parser.max_body(), true);
+    }
+    if (body.ok()) {
+      result->body = *std::move(body);
+    } else {
+      result = body.status();
+    }
+  }
+  const uint64_t id = conn.ex.id;
+  const int opened = conn.ex.opened;
+  Release(conn);
+  done_(id, std::move(result), opened);
+}
+
+void PlainHttp1Pool::Fail(Conn& conn, absl::Status status) {
+  Exchange ex = std::move(conn.ex);
+  const bool stale = conn.reused && !conn.answered;
+  const std::string origin = conn.origin;
+  const size_t max_body = conn.parser.max_body();
+  Close(conn);
+  if (stale) {
+    // A kept-alive connection the server had closed: once more on a new one.
+    absl::string_view host_port = origin;
+    const size_t colon = host_port.rfind(':');
+    std::string host(absl::StripSuffix(absl::StripPrefix(host_port.substr(0, colon), "["), "]"));
+    absl::StatusOr<Conn*> fresh =
+        Connection(origin, host, std::string(host_port.substr(colon + 1)), &ex.opened);
+    if (fresh.ok()) {
+      // Connection prefers another idle one: it may be stale too, and may be retried in turn.
+      const uint64_t id = ex.id;
+      (*fresh)->ex = std::move(ex);
+      (*fresh)->parser.Reset(max_body);
+      busy_[id] = *fresh;
+      SetDeadline(**fresh, (*fresh)->ex.deadline);
+      Send(**fresh);
+      return;
+    }
+    status = fresh.status();
+  }
+  done_(ex.id, std::move(status), ex.opened);
+}
+
+void PlainHttp1Pool::Release(Conn& conn) {
+  if (!conn.parser.keep_alive() || idle_count_ >= options_.max_idle_connections) {
+    Close(conn);
+    return;
+  }
+  busy_.erase(conn.ex.id);
+  if (conn.has_deadline) deadlines_.erase({conn.deadline_key, &conn});
+  conn.has_deadline = false;
+  conn.ex = Exchange();
+  conn.iov.clear();
+  conn.answered = false;
+  Watch(conn, false);
+  idle_[conn.origin].push_back(&conn);
+  ++idle_count_;
+}
+
+void PlainHttp1Pool::Close(Conn& conn) {
+  if (conn.has_deadline) deadlines_.erase({conn.deadline_key, &conn});
+  if (conn.ex.id != 0) {
+    auto it = busy_.find(conn.ex.id);
+    if (it != busy_.end() && it->second == &conn) busy_.erase(it);
+  } else {
+    std::vector<Conn*>& idle = idle_[conn.origin];
+    auto it = std::find(idle.begin(), idle.end(), &conn);
+    if (it != idle.end()) {
+      idle.erase(it);
+      --idle_count_;
+    }
+  }
+  const int fd = conn.fd;
+  close(fd);  // leaves the epoll set with it
+  conns_[fd].reset();
+}
+
+bool PlainHttp1Pool::Abort(uint64_t id) {
+  auto it = busy_.find(id);
+  if (it == busy_.end()) return false;
+  Close(*it->second);
+  return true;
+}
+
+PlainHttp1Pool::SteadyTime PlainHttp1Pool::NextDeadline() const {
+  return deadlines_.empty() ? SteadyTime::max() : deadlines_.begin()->first;
+}
+
+void PlainHttp1Pool::ExpireDue(SteadyTime now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    Conn& conn = *deadlines_.begin()->second;
+    const uint64_t id = conn.ex.id;
+    const int opened = conn.ex.opened;
+    absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+        "HTTP transport: Timeout was reached (",
+        conn.connecting ? "connect timed out" : "no complete answer before the request's timeout",
+        ", ", conn.origin, ")"));
+    Close(conn);
+    done_(id, std::move(status), opened);
+  }
+}
+
+}  // namespace hb
