@@ -198,29 +198,36 @@ background:#fafafa;overflow-wrap:anywhere}.msg.reply{border-left-color:#1a73e8}
 )css";
 
 std::string HtmlEscape(absl::string_view text) {
+  // Plain runs are copied whole: a report escapes every conversation and reply (tens of MB).
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
+  out.reserve(text.size() + text.size() / 16);
+  size_t plain_from = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    absl::string_view entity;
+    switch (text[i]) {
       case '&':
-        out += "&amp;";
+        entity = "&amp;";
         break;
       case '<':
-        out += "&lt;";
+        entity = "&lt;";
         break;
       case '>':
-        out += "&gt;";
+        entity = "&gt;";
         break;
       case '"':
-        out += "&quot;";
+        entity = "&quot;";
         break;
       case '\'':
-        out += "&#39;";
+        entity = "&#39;";
         break;
       default:
-        out.push_back(c);
+        continue;
     }
+    out.append(text.data() + plain_from, i - plain_from);
+    out.append(entity.data(), entity.size());
+    plain_from = i + 1;
   }
+  out.append(text.data() + plain_from, text.size() - plain_from);
   return out;
 }
 

@@ -329,6 +329,41 @@ TEST_F(DatasetTest, SkipInvalidRecordsEveryRejectedLine) {
   EXPECT_THAT(LoadDataset(path, {}), StatusIs(kInvalid, HasSubstr("mixed.jsonl:2: ")));
 }
 
+// A file large enough to be parsed on several threads (common/base/parallel.h) reads exactly
+// as one pass would: examples in file order, the first bad line the error, duplicates found
+// across the parts.
+TEST_F(DatasetTest, ALargeFileParsedInPartsKeepsFileOrderAndTheFirstError) {
+  std::string contents;
+  for (int i = 1; i <= 2000; ++i) {
+    if (i == 700 || i == 1500) {
+      contents += "not json\n";
+    } else if (i == 1800) {
+      contents += Record("id-10") + "\n";
+    } else {
+      contents += Record(absl::StrCat("id-", i)) + "\n";
+    }
+  }
+  const std::string path = Write("large.jsonl", contents);
+  EXPECT_THAT(LoadDataset(path, {}),
+              StatusIs(kInvalid, HasSubstr("large.jsonl:700: invalid JSON")));
+  LoadOptions options;
+  options.skip_invalid = true;
+  HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(path, options));
+  ASSERT_THAT(dataset.examples, SizeIs(1997));
+  for (size_t i = 1; i < dataset.examples.size(); ++i) {
+    ASSERT_LT(dataset.examples[i - 1].line, dataset.examples[i].line);
+  }
+  EXPECT_EQ(dataset.examples.back().prompt_id, "id-2000");
+  ASSERT_THAT(dataset.skipped, SizeIs(3));
+  EXPECT_EQ(dataset.skipped[0].line, 700);
+  EXPECT_EQ(dataset.skipped[1].line, 1500);
+  EXPECT_EQ(dataset.skipped[2].line, 1800);
+  EXPECT_THAT(dataset.skipped[2].error,
+              HasSubstr("duplicate prompt_id 'id-10' (first on line 10)"));
+  ASSERT_NE(dataset.Find("id-1999"), nullptr);
+  EXPECT_EQ(dataset.Find("id-1999")->line, 1999);
+}
+
 TEST_F(DatasetTest, ReadErrorsKeepTheirCodes) {
   EXPECT_THAT(LoadDataset(dir_ + "/absent.jsonl", {}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("absent.jsonl")));
