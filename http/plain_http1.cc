@@ -588,7 +588,9 @@ void PlainHttp1Pool::OnEvent(int fd, uint32_t events) {
   const uint64_t id = conn->ex.id;
   if ((events & EPOLLOUT) != 0 && conn->iov_next < conn->iov.size()) {
     Send(*conn);
-    if (conns_[fd] == nullptr || conns_[fd]->ex.id != id) return;
+    // Send may have failed the exchange, or sent it again on a new connection (which can
+    // have the same fd and is still connecting).
+    if (conns_[fd] == nullptr || conns_[fd]->ex.id != id || conns_[fd]->connecting) return;
   }
   if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) OnReadable(*conns_[fd]);
 }
