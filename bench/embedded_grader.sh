@@ -8,7 +8,7 @@
 # The workload cycles the real records (scripts/make_workload.py) into N tasks (default 1000,
 # ~11,700 rows). Needs the simulator and template of this tree (build/, data/). The simulator
 # runs with SIM_THREADS threads (default 2, as bench/sim_ceiling.sh measures its ceiling), and the
-# orchestrator gets ORCH_ARGS (extra flags, e.g. "--upstream-loops 1"). Each round also
+# orchestrator gets ORCH_ARGS (extra flags, e.g. "--max-upstream-in-flight 1024"). Each round also
 # measures the simulator's own ceiling on the same request bodies (wrk -t2 -c64 for 5 s with
 # bench/sim_bodies.lua over 3,000 bodies dumped by hb-workload-stats, a fresh simulator with the
 # same threads) and prints every run's rows/s over it: issue 20's overhead ratio.

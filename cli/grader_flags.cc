@@ -80,10 +80,6 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
                "timeout of one upstream attempt");
   command.Flag("max-upstream-in-flight", &stack.llm.max_upstream_in_flight, "N",
                "upstream requests in flight at once; more wait in a queue");
-  command.Flag("upstream-loops", &stack.llm.upstream_loops, "N",
-               "threads driving the upstream HTTP client (1-64): each sends its share of the "
-               "requests and parses their replies; more help only when one thread is saturated "
-               "and cores are spare");
   command.Flag("max-message-bytes", &stack.limits.max_message_bytes, "N",
                "largest message content, reply or criterion accepted, in bytes");
   command.Flag("max-conversation-messages", &stack.limits.max_conversation_messages, "N",

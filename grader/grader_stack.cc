@@ -10,19 +10,19 @@
 #include "grader/grader_info.h"
 #include "grader/grader_settings.h"
 #include "grader/sqlite_verdict_cache.h"
-#include "http/curl_http_client_group.h"
+#include "http/curl_http_client.h"
 #include "http/url_redaction.h"
 #include "llm/openai_llm_client.h"
 
 namespace hb {
 namespace {
 
-absl::StatusOr<std::unique_ptr<CurlHttpClientGroup>> StartHttp(const LlmOptions& llm) {
+absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> StartHttp(const LlmOptions& llm) {
   CurlHttpClientOptions http_options;
   http_options.max_in_flight = llm.max_upstream_in_flight;
   http_options.verify_tls = llm.verify_tls;
   http_options.ca_file = llm.ca_file;
-  return CurlHttpClientGroup::Create(http_options, llm.upstream_loops);
+  return CurlMultiHttpClient::Create(http_options);
 }
 
 GraderConfig ConfigOf(const GraderStackOptions& options) {

@@ -18,7 +18,7 @@
 
 namespace hb {
 
-class CurlHttpClientGroup;
+class CurlMultiHttpClient;
 class OpenAiLlmClient;
 class SqliteVerdictCache;
 
@@ -52,7 +52,7 @@ class GraderStack {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<GraderMetrics> metrics_;
   std::unique_ptr<SqliteVerdictCache> cache_;
-  std::unique_ptr<CurlHttpClientGroup> http_;
+  std::unique_ptr<CurlMultiHttpClient> http_;
   std::unique_ptr<OpenAiLlmClient> llm_;
   std::unique_ptr<hb::Grader> grader_;
   healthbench::grader::v1::GraderInfo info_;

@@ -53,9 +53,6 @@ absl::StatusOr<GraderStackOptions> CompleteGraderStackOptions(GraderStackOptions
   if (options.llm.max_upstream_in_flight < 1) {
     return absl::InvalidArgumentError("--max-upstream-in-flight must be at least 1");
   }
-  if (options.llm.upstream_loops < 1 || options.llm.upstream_loops > 64) {
-    return absl::InvalidArgumentError("--upstream-loops must be between 1 and 64");
-  }
   const GraderLimits& limits = options.limits;
   if (limits.max_message_bytes < 1 || limits.max_conversation_messages < 1 ||
       limits.max_rubric_items < 1) {

@@ -28,11 +28,6 @@ struct LlmOptions {
   absl::Duration attempt_timeout = absl::Seconds(120);
   // Upstream requests in flight at once; more wait in a queue.
   int max_upstream_in_flight = 2048;
-  // Threads driving the upstream HTTP client (CurlHttpClientGroup's event loops): each sends
-  // its share of the requests, parses their replies and runs their completions. One loop
-  // tops out near 20,000 requests/s on one core; more help only with cores to spare (on the
-  // 2-core benchmark machine, where the simulator takes one, 2 measured no faster than 1).
-  int upstream_loops = 1;
   bool verify_tls = true;
   std::string ca_file;
   // base_url was chosen on purpose (--llm-base-url given): only for ApiKeyWarnings.

@@ -79,7 +79,10 @@ struct CurlHttpClientOptions {
   std::string user_agent = "hb-grader/0.1";
   // Send http:// requests (bodies in memory, no proxy in the environment) through
   // PlainHttp1Pool rather than libcurl: the same requests and answers at about half the CPU
-  // (BENCHMARKS.md). https:// always goes through libcurl. Off: libcurl for everything.
+  // (BENCHMARKS.md). https:// always goes through libcurl. Off: libcurl for everything. Of the
+  // options above, that path uses max_in_flight, max_cached_connections (its idle
+  // connections), max_response_body_bytes, connect_timeout and user_agent; the rest are
+  // libcurl's (it reads with one 64 KiB buffer and opens a connection per request in flight).
   bool plain_http1 = true;
   // Clock for timers and latency; Clock::Real() when null. Not owned.
   Clock* clock = nullptr;

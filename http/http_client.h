@@ -1,5 +1,6 @@
-// HttpClient: the asynchronous HTTP transport under the LLM client. One implementation links
-// libcurl (curl_http_client.h); tests use hb::testing::FakeHttpClient.
+// HttpClient: the asynchronous HTTP transport under the LLM client. The implementation is
+// CurlMultiHttpClient (curl_http_client.h: libcurl, with plain http:// through its own HTTP/1.1
+// path, plain_http1.h); tests use hb::testing::FakeHttpClient.
 #pragma once
 
 #include <cstdint>

@@ -331,7 +331,8 @@ absl::Status ResponseParser::ParseHead(absl::string_view head) {
     }
     if (bytes > max_body_) return BodyOverLimitError(max_body_);
     remaining_ = bytes;
-    response_.body.reserve(bytes);
+    // A declared length is not trusted with memory: the body grows as it arrives.
+    response_.body.reserve(std::min<uint64_t>(bytes, kReadBytes));
     state_ = bytes == 0 ? State::kDone : State::kFixed;
   } else {
     state_ = State::kUntilClose;
