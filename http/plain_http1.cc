@@ -52,7 +52,7 @@ struct Target {
 };
 
 absl::StatusOr<Target> ParseTarget(absl::string_view url) {
-  auto malformed = [&url](absl::string_view why) {
+  auto malformed = [](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("HTTP transport: URL malformed (", why, ")"));
   };
   for (char c : url) {
