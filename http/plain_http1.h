@@ -40,6 +40,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "http/http1_response_parser.h"
 #include "http/http_client.h"
 
 namespace hb {
@@ -132,9 +133,5 @@ class PlainHttp1Pool {
   std::set<std::pair<SteadyTime, Conn*>> deadlines_;
   std::unique_ptr<char[]> read_buffer_;
 };
-
-// The error of a response body over `limit` bytes (kFailedPrecondition naming the limit), for
-// every HttpClient implementation.
-absl::Status BodyOverLimitError(size_t limit);
 
 }  // namespace hb
