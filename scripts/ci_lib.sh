@@ -40,8 +40,10 @@ ci_build() {
 }
 
 # ci_test_targets DIR: every test executable target of the tree (tests/.../*_test), one a line.
+# Any name: a narrower pattern ([a-z_/]) once skipped utf8_test and the HTTP/1.1 tests, which
+# then vanished from the sanitizer runs without a failure.
 ci_test_targets() {
-  ninja -C "$1" -t targets all | sed -n 's|^\(tests/[a-z_/]*_test\): .*|\1|p'
+  ninja -C "$1" -t targets all | sed -n 's|^\(tests/[^: ]*_test\): .*|\1|p'
 }
 
 # ci_check_tests_built DIR: fails, naming them, when a test executable of DIR was not built
