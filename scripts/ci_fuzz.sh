@@ -12,7 +12,7 @@ dir=${HB_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${HB_FUZZ_SECONDS:-30}
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  mapfile -t targets < <(sed -n 's/^hb_cc_fuzzer(NAME \([a-z_]*\).*/\1/p' "$root/fuzz/CMakeLists.txt")
+  mapfile -t targets < <(sed -n 's/^hb_cc_fuzzer(NAME \([^ )]*\).*/\1/p' "$root/fuzz/CMakeLists.txt")
 fi
 ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DHB_BUILD_TESTS=OFF -DHB_BUILD_FUZZERS=ON
