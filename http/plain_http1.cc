@@ -117,6 +117,23 @@ absl::StatusOr<std::string> RequestHead(const Target& target, const HttpRequest&
   return head;
 }
 
+// Appends the request's body to `iov` (nothing for a GET; no empty iovec, so that a sendmsg
+// that sends anything always moves) and returns its size.
+size_t AppendBody(const HttpRequest& request, std::vector<iovec>* iov) {
+  if (request.method == "GET") return 0;
+  size_t bytes = 0;
+  auto append = [&](const std::string& data) {
+    if (data.empty()) return;
+    iov->push_back({const_cast<char*>(data.data()), data.size()});
+    bytes += data.size();
+  };
+  if (request.body_parts.empty()) append(request.body);
+  for (const HttpBodyPart& part : request.body_parts) {
+    if (part.data != nullptr) append(*part.data);
+  }
+  return bytes;
+}
+
 // Inflates a gzip, zlib or raw deflate body; the limit applies to what comes out.
 absl::StatusOr<std::string> Inflate(const std::string& in, size_t limit, bool raw) {
   z_stream zs{};
@@ -153,9 +170,12 @@ absl::StatusOr<std::string> Inflate(const std::string& in, size_t limit, bool ra
 struct Exchange {
   uint64_t id = 0;
   const HttpRequest* request = nullptr;
+  Target target;
   std::string head;
   PlainHttp1Pool::SteadyTime deadline{};
   int opened = 0;
+  std::vector<iovec> iov;  // [0] the head, then the body; what is left to send
+  size_t iov_next = 0;
 };
 
 struct PlainHttp1Pool::Conn {
@@ -168,8 +188,6 @@ struct PlainHttp1Pool::Conn {
   bool watching_out = false;
   bool has_deadline = false;
   SteadyTime deadline_key{};
-  std::vector<iovec> iov;  // what is left to send
-  size_t iov_next = 0;
   Http1ResponseParser parser;
 };
 
@@ -276,24 +294,32 @@ absl::Status PlainHttp1Pool::Start(uint64_t id, const HttpRequest& request, size
                                    SteadyTime deadline) {
   absl::StatusOr<Target> target = ParseTarget(request.url);
   if (!target.ok()) return target.status();
-  size_t body_bytes = request.body.size();
-  if (!request.body_parts.empty()) {
-    body_bytes = 0;
-    for (const HttpBodyPart& part : request.body_parts) {
-      if (part.data != nullptr) body_bytes += part.data->size();
-    }
-  }
+  Exchange ex;
+  ex.iov.push_back({});  // the head, pointed at in Begin
+  const size_t body_bytes = AppendBody(request, &ex.iov);
   absl::StatusOr<std::string> head = RequestHead(*target, request, body_bytes, options_.user_agent);
   if (!head.ok()) return head.status();
-  Exchange ex{id, &request, *std::move(head), deadline, 0};
-  absl::StatusOr<Conn*> conn = Connection(target->origin, target->host, target->port, &ex.opened);
+  ex.id = id;
+  ex.request = &request;
+  ex.target = *std::move(target);
+  ex.head = *std::move(head);
+  ex.deadline = deadline;
+  absl::StatusOr<Conn*> conn =
+      Connection(ex.target.origin, ex.target.host, ex.target.port, &ex.opened);
   if (!conn.ok()) return conn.status();
   (*conn)->ex = std::move(ex);
-  (*conn)->parser.Reset(max_body_bytes);
-  busy_[id] = *conn;
-  SetDeadline(**conn, deadline);
-  Send(**conn);
+  Begin(**conn, max_body_bytes);
   return absl::OkStatus();
+}
+
+void PlainHttp1Pool::Begin(Conn& conn, size_t max_body_bytes) {
+  Exchange& ex = conn.ex;
+  ex.iov[0] = {const_cast<char*>(ex.head.data()), ex.head.size()};
+  ex.iov_next = 0;
+  conn.parser.Reset(max_body_bytes);
+  busy_[ex.id] = &conn;
+  SetDeadline(conn, ex.deadline);
+  Send(conn);
 }
 
 void PlainHttp1Pool::SetDeadline(Conn& conn, SteadyTime deadline) {
@@ -319,25 +345,12 @@ void PlainHttp1Pool::Send(Conn& conn) {
                                std::chrono::steady_clock::now() + options_.connect_timeout));
     return;
   }
-  if (conn.iov.empty()) {
-    const HttpRequest& request = *conn.ex.request;
-    conn.iov.push_back({const_cast<char*>(conn.ex.head.data()), conn.ex.head.size()});
-    if (request.method != "GET") {
-      if (request.body_parts.empty() && !request.body.empty()) {
-        conn.iov.push_back({const_cast<char*>(request.body.data()), request.body.size()});
-      }
-      for (const HttpBodyPart& part : request.body_parts) {
-        if (part.data != nullptr && !part.data->empty()) {
-          conn.iov.push_back({const_cast<char*>(part.data->data()), part.data->size()});
-        }
-      }
-    }
-    conn.iov_next = 0;
-  }
-  while (conn.iov_next < conn.iov.size()) {
+  std::vector<iovec>& iov = conn.ex.iov;
+  size_t& next = conn.ex.iov_next;
+  while (next < iov.size()) {
     msghdr msg{};
-    msg.msg_iov = conn.iov.data() + conn.iov_next;
-    msg.msg_iovlen = std::min<size_t>(conn.iov.size() - conn.iov_next, IOV_MAX);
+    msg.msg_iov = iov.data() + next;
+    msg.msg_iovlen = std::min<size_t>(iov.size() - next, IOV_MAX);
     const ssize_t sent = sendmsg(conn.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0) {
       if (errno == EINTR) continue;
@@ -348,16 +361,16 @@ void PlainHttp1Pool::Send(Conn& conn) {
       Fail(conn, Unavailable(absl::StrCat("Send failure: ", std::strerror(errno)), conn.origin));
       return;
     }
-    // Every iovec is non-empty, so each sendmsg that sends anything moves iov_next or the
+    // Every iovec is non-empty, so each sendmsg that sends anything moves `next` or the
     // offset in the current one.
     size_t left = static_cast<size_t>(sent);
     while (left > 0) {
-      iovec& v = conn.iov[conn.iov_next];
+      iovec& v = iov[next];
       const size_t take = std::min(left, v.iov_len);
       v.iov_base = static_cast<char*>(v.iov_base) + take;
       v.iov_len -= take;
       left -= take;
-      if (v.iov_len == 0) ++conn.iov_next;
+      if (v.iov_len == 0) ++next;
     }
   }
   Watch(conn, false);
@@ -387,7 +400,7 @@ void PlainHttp1Pool::OnEvent(int fd, uint32_t events) {
     return;  // the answer comes with a later event
   }
   const uint64_t id = conn->ex.id;
-  if ((events & EPOLLOUT) != 0 && conn->iov_next < conn->iov.size()) {
+  if ((events & EPOLLOUT) != 0 && conn->ex.iov_next < conn->ex.iov.size()) {
     Send(*conn);
     // Send may have failed the exchange, or sent it again on a new connection (which can
     // have the same fd and is still connecting).
@@ -453,24 +466,19 @@ void PlainHttp1Pool::Complete(Conn& conn) {
 void PlainHttp1Pool::Fail(Conn& conn, absl::Status status) {
   Exchange ex = std::move(conn.ex);
   const bool stale = conn.reused && !conn.answered;
-  const std::string origin = conn.origin;
   const size_t max_body = conn.parser.max_body();
   Close(conn);
   if (stale) {
-    // A kept-alive connection the server had closed: once more on a new one.
-    absl::string_view host_port = origin;
-    const size_t colon = host_port.rfind(':');
-    std::string host(absl::StripSuffix(absl::StripPrefix(host_port.substr(0, colon), "["), "]"));
+    // A kept-alive connection the server had closed: once more, from the first byte, on a new
+    // one.
+    ex.iov.resize(1);
+    AppendBody(*ex.request, &ex.iov);
     absl::StatusOr<Conn*> fresh =
-        Connection(origin, host, std::string(host_port.substr(colon + 1)), &ex.opened);
+        Connection(ex.target.origin, ex.target.host, ex.target.port, &ex.opened);
     if (fresh.ok()) {
       // Connection prefers another idle one: it may be stale too, and may be retried in turn.
-      const uint64_t id = ex.id;
       (*fresh)->ex = std::move(ex);
-      (*fresh)->parser.Reset(max_body);
-      busy_[id] = *fresh;
-      SetDeadline(**fresh, (*fresh)->ex.deadline);
-      Send(**fresh);
+      Begin(**fresh, max_body);
       return;
     }
     status = fresh.status();
@@ -487,7 +495,6 @@ void PlainHttp1Pool::Release(Conn& conn) {
   if (conn.has_deadline) deadlines_.erase({conn.deadline_key, &conn});
   conn.has_deadline = false;
   conn.ex = Exchange();
-  conn.iov.clear();
   conn.answered = false;
   Watch(conn, false);
   idle_[conn.origin].push_back(&conn);

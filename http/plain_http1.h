@@ -105,6 +105,8 @@ class PlainHttp1Pool {
 
   absl::StatusOr<const Address*> Resolve(const std::string& host, const std::string& port,
                                          const std::string& origin);
+  // Starts the exchange just placed on `conn` (its head, deadline, parser; then Send).
+  void Begin(Conn& conn, size_t max_body_bytes);
   // Sends (the rest of) the exchange's request on `conn`; on failure `conn` is gone.
   void Send(Conn& conn);
   void OnReadable(Conn& conn);
