@@ -21,8 +21,13 @@ std::string ReferenceTemplatePath();
 std::string SourceDir();
 // The build folder, where the binaries are: HB_BINARY_DIR when set, else this build's folder.
 std::string BinaryDir();
-// A fresh, empty temporary directory for this test, under TEST_TMPDIR or /tmp.
+// A fresh, empty temporary directory for this test, under TEST_TMPDIR or /tmp. It is removed
+// when the test binary exits (RemoveAtExit).
 std::string MakeTempDir();
+// Removes `dir` and everything under it when this process exits normally, unless a test of the
+// binary failed or HB_KEEP_TEST_TMPDIR is set (then its path is printed to stderr and it stays
+// for inspection). A forked child that exits removes nothing. Thread-safe.
+void RemoveAtExit(const std::string& dir);
 
 inline constexpr char kMainHead30[] = "2025-05-07-06-14-12_oss_eval.head30.jsonl";
 inline constexpr char kHardHead4[] = "hard_2025-05-08-21-00-10.head4.jsonl";

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "tests/testing/shared_data.h"
 
 namespace hb::testing {
 namespace {
@@ -23,6 +24,7 @@ absl::Status Run(const std::string& command) {
 absl::StatusOr<TestPki> MakeTestPki() {
   char dir_template[] = "/tmp/hb-test-pki-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
+  RemoveAtExit(dir_template);
   TestPki pki;
   pki.dir = dir_template;
   const std::string& d = pki.dir;
