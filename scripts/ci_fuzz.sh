@@ -14,7 +14,7 @@ targets=("$@")
 if ((${#targets[@]} == 0)); then
   mapfile -t targets < <(sed -n 's/^hb_cc_fuzzer(NAME \([^ )]*\).*/\1/p' "$root/fuzz/CMakeLists.txt")
 fi
-ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+ci_configure "$dir" 400 -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DCMAKE_CXX_COMPILER=clang++-14 -DHB_BUILD_TESTS=OFF -DHB_BUILD_FUZZERS=ON
 ci_step "fuzz build" ci_build "$dir" "${targets[@]}"
 mkdir -p "$dir/artifacts"

@@ -18,11 +18,28 @@ ci_step() {
   return $status
 }
 
-# ci_configure DIR CMAKE_ARGS...: configures DIR (once) with Ninja, no benchmarks, and the
-# ccache launcher when ccache is installed.
+# ci_check_disk DIR NEED_MB: fails in seconds, saying what to do, when the disk holding DIR
+# cannot take a build tree of about NEED_MB (counting what DIR already holds), instead of a
+# compiler or linker failing on "No space left on device" minutes later.
+ci_check_disk() {
+  local dir=$1 need_mb=$2 have_mb=0 avail_mb probe
+  probe=$dir
+  while [ ! -d "$probe" ]; do probe=$(dirname "$probe"); done
+  if [ -d "$dir" ]; then have_mb=$(du -sm "$dir" | cut -f1); fi
+  avail_mb=$(df -Pm "$probe" | awk 'NR==2 {print $4}')
+  if ((avail_mb + have_mb < need_mb)); then
+    echo "ci: $dir needs about $need_mb MB of disk and only $avail_mb MB are free (it holds" \
+      "$have_mb MB): free some space (old build trees, /tmp) and run again" >&2
+    return 1
+  fi
+}
+
+# ci_configure DIR NEED_MB CMAKE_ARGS...: checks the disk (ci_check_disk), then configures DIR
+# (once) with Ninja, no benchmarks, and the ccache launcher when ccache is installed.
 ci_configure() {
   local dir=$1
-  shift
+  ci_check_disk "$dir" "$2"
+  shift 2
   if [ -f "$dir/build.ninja" ]; then return 0; fi
   local launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi

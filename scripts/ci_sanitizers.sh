@@ -14,7 +14,9 @@ case $kind in
   *) echo "ci_sanitizers.sh: unknown sanitizer '$kind' (asan or tsan)" >&2; exit 2 ;;
 esac
 dir=$root/build-$kind
-ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+# Disk (MB), measured on a fresh clone with some room: ASan+UBSan ~X, TSan ~Y.
+case $kind in asan) need_mb=1500 ;; *) need_mb=900 ;; esac
+ci_configure "$dir" "$need_mb" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DHB_SANITIZE=$sanitize
 # Only what the tests run: the test executables and the binaries the integration and docs
 # tests start (no benchmarks, no load generator).

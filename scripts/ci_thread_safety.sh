@@ -6,6 +6,6 @@
 set -euo pipefail
 source "$(dirname "$0")/ci_lib.sh"
 dir=${HB_TSA_BUILD_DIR:-$root/build-tsa}
-ci_configure "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+ci_configure "$dir" 400 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DHB_BUILD_TESTS=OFF
 ci_step "thread-safety build (clang++-14 -Wthread-safety -Werror)" ci_build "$dir"
