@@ -55,19 +55,24 @@ measure_ceiling() {
 }
 
 one_run() {  # one_run LABEL ORCH
-  local label=$1 orch=$2 dir="$work/$1" sim_pid addr rows wall user sys
+  local label=$1 orch=$2 dir="$work/$1" sim_pid addr rows wall user sys status=0
   rm -rf "$dir" && mkdir -p "$dir"
   start_sim "$dir"
   /usr/bin/time -f '%e %U %S' -o "$dir/time" "$orch" run --dataset "$work/w.jsonl" \
     --responses "b=$work/r.jsonl" --out "$dir/out" --grader embedded \
     --llm-base-url "http://$addr/v1" --grader-template "$template" --max-in-flight 512 \
-    --progress off --simulated-verdicts ${ORCH_ARGS:-} >/dev/null 2>"$dir/orch.err" || true
+    --progress off --simulated-verdicts ${ORCH_ARGS:-} >/dev/null 2>"$dir/orch.err" || status=$?
   kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+  if ((status)); then  # a failed run would only show as fewer rows: say so, keep its stderr
+    echo "$label: hb-orchestrator exited $status; the end of its stderr:" >&2
+    tail -5 "$dir/orch.err" >&2
+  fi
   rows=$(sqlite3 "$dir/out/journal.sqlite" "select count(*) from rows where status='ok'")
-  read -r wall user sys <"$dir/time"
-  awk -v l="$label" -v r="$rows" -v w="$wall" -v u="$user" -v s="$sys" -v c="$ceiling" 'BEGIN {
-    printf "%s rows=%d wall_s=%.2f rows_per_s=%.0f cpu_s=%.2f cpu_s_per_1000_rows=%.3f " \
-      "ratio=%.3f\n", l, r, w, r / w, u + s, 1000 * (u + s) / r, r / w / c }'
+  # GNU time writes "Command exited with non-zero status N" before its line when it fails.
+  read -r wall user sys < <(tail -1 "$dir/time")
+  awk -v l="$label" -v x="$status" -v r="$rows" -v w="$wall" -v u="$user" -v s="$sys" -v c="$ceiling" 'BEGIN {
+    printf "%s exit=%d rows=%d wall_s=%.2f rows_per_s=%.0f cpu_s=%.2f cpu_s_per_1000_rows=%.3f " \
+      "ratio=%.3f\n", l, x, r, w, r / w, u + s, 1000 * (u + s) / r, r / w / c }'
 }
 
 for ((run = 1; run <= runs; run++)); do
