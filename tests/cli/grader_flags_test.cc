@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb::cli {
@@ -94,7 +95,7 @@ TEST_F(GraderFlagsTest, BadExtraBodyAndHeadersAreRefusedNamingTheFlag) {
 }
 
 TEST_F(GraderFlagsTest, TheKeyComesFromTheFileTrimmedElseTheEnvironment) {
-  const std::string path = ::testing::TempDir() + "/grader_flags_test_key";
+  const std::string path = ::hb::testing::MakeTempDir() + "/key";
   std::ofstream(path) << "  sk-from-file \n";
   ::setenv("OPENAI_API_KEY", "sk-from-env", 1);
   HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options, Resolve({"--llm-api-key-file=" + path}));

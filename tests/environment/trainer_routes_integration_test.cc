@@ -116,7 +116,7 @@ class TrainerRoutesIntegrationTest : public ::testing::Test {
     absl::StatusOr<testing::LlmSim> bad_sim = testing::StartLlmSim({"--fault-500=1"});
     ASSERT_TRUE(bad_sim.ok()) << bad_sim.status();
     bad_sim_ = new testing::LlmSim(*std::move(bad_sim));
-    token_file_ = new std::string(::testing::TempDir() + "/trainer_routes_tokens");
+    token_file_ = new std::string(testing::MakeTempDir() + "/tokens");
     std::ofstream(*token_file_) << "# test\n" << kToken << "\n";
 
     absl::StatusOr<HbEnv> fresh =

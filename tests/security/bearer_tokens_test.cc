@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
@@ -18,8 +19,7 @@ constexpr char kTokenA[] = "0123456789abcdef0123456789abcdef";
 constexpr char kTokenB[] = "fedcba9876543210fedcba9876543210";
 
 std::string WriteTemp(const std::string& contents) {
-  std::string path = ::testing::TempDir() + "/tokens-" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string path = ::hb::testing::MakeTempDir() + "/tokens";
   std::ofstream(path) << contents;
   return path;
 }

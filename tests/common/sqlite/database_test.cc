@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
@@ -15,8 +16,10 @@ using ::hb::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
+// A path in this process's temporary directory (removed when the binary exits).
 std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/database_test_" + name;
+  static const std::string* const dir = new std::string(::hb::testing::MakeTempDir());
+  return *dir + "/" + name;
 }
 
 int ScalarInt(Database& db, const char* sql) {
