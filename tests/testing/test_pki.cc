@@ -1,7 +1,5 @@
 #include "tests/testing/test_pki.h"
 
-#include <stdlib.h>
-
 #include <cstdlib>
 #include <string>
 
@@ -22,11 +20,8 @@ absl::Status Run(const std::string& command) {
 }  // namespace
 
 absl::StatusOr<TestPki> MakeTestPki() {
-  char dir_template[] = "/tmp/hb-test-pki-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) return absl::InternalError("mkdtemp failed");
-  RemoveAtExit(dir_template);
   TestPki pki;
-  pki.dir = dir_template;
+  pki.dir = MakeTempDir();  // removed when the test binary exits
   const std::string& d = pki.dir;
   pki.ca_cert = d + "/ca.pem";
   pki.other_ca_cert = d + "/other-ca.pem";
