@@ -1,5 +1,5 @@
-# Sourced by scripts/ci_*.sh: the repository root, a timed-step helper and a CMake configure
-# shared by the extra build trees. Not a script of its own.
+# Sourced by scripts/ci_*.sh and scripts/setup.sh: the repository root, a timed-step helper,
+# the disk check, and the configure and build of the build trees. Not a script of its own.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export HB_SHARED_DIR=${HB_SHARED_DIR:-$root/../shared}
 jobs=${HB_BUILD_JOBS:-$(nproc)}

@@ -35,7 +35,5 @@ ci_check_disk "$build_dir" 1200
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
 fi
-jobs=${HB_BUILD_JOBS:-$(nproc)}
-# Progress lines dropped, errors kept; with pipefail a failed build fails the script (the
-# filter's own status never decides it).
-ninja -C "$build_dir" -j "$jobs" | { grep -v '^\[' || true; }
+# Progress lines dropped, errors kept; ninja's status decides (ci_build).
+ci_build "$build_dir"
