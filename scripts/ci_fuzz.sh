@@ -11,6 +11,13 @@ set -euo pipefail
 source "$(dirname "$0")/ci_lib.sh"
 dir=${HB_FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${HB_FUZZ_SECONDS:-30}
+# Targets run HB_FUZZ_JOBS at a time (default: one per core; each still gets its full time, and
+# its report is printed in order once its batch is done).
+fuzz_jobs=${HB_FUZZ_JOBS:-$jobs}
+if ! [[ $fuzz_jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "ci_fuzz.sh: HB_FUZZ_JOBS must be a whole number >= 1 (got '$fuzz_jobs')" >&2
+  exit 2
+fi
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   mapfile -t targets < <(sed -n 's/^hb_cc_fuzzer(NAME \([^ )]*\).*/\1/p' "$root/fuzz/CMakeLists.txt")
@@ -31,9 +38,6 @@ run_fuzzer() {
     -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "$corpus" \
     >"$dir/artifacts/$target.log" 2>&1
 }
-# Targets run HB_FUZZ_JOBS at a time (default: one per core; each still gets its full time, and
-# its report is printed in order once its batch is done).
-fuzz_jobs=${HB_FUZZ_JOBS:-$jobs}
 status=0
 for ((first = 0; first < ${#targets[@]}; first += fuzz_jobs)); do
   batch=("${targets[@]:first:fuzz_jobs}")
@@ -44,11 +48,12 @@ for ((first = 0; first < ${#targets[@]}; first += fuzz_jobs)); do
   done
   for k in "${!batch[@]}"; do
     target=${batch[k]}
-    if wait "${pids[k]}"; then
-      cat "$dir/artifacts/$target.step"
+    target_status=0
+    wait "${pids[k]}" || target_status=$?
+    cat "$dir/artifacts/$target.step"
+    if ((target_status == 0)); then
       grep -E '^(Done |stat::new_units_added)' "$dir/artifacts/$target.log" || true
     else
-      cat "$dir/artifacts/$target.step"
       echo "fuzz: $target failed; the end of its log ($dir/artifacts/$target.log):" >&2
       tail -n 60 "$dir/artifacts/$target.log" >&2
       status=1
