@@ -1,6 +1,6 @@
 // Trainer protocols: the request and answer shapes of the RL trainers that post to a reward URL,
-// as their own code sends and reads them (see README.md, "Training with hb-env rewards"), turned
-// into (task id, reply) pairs for Environment::Submit and back. Logic only: no sockets, no
+// as their own code sends and reads them (see docs/environment.md, "Training with hb-env rewards"),
+// turned into (task id, reply) pairs for Environment::Submit and back. Logic only: no sockets, no
 // Environment calls; the HTTP routes that use it live with the transport.
 //
 //   OpenRLHF  POST /get_reward  {"query": [str], "prompts": [str], "labels": [str]}

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Drive an hb-env ORS server with the unmodified Open Reward Standard Python client.
 
-By hand, not in CI (see environment/ors/README.md):
+By hand, not in CI (see docs/environment.md, "Using it from Python"):
   apt-get install -y python3-aiohttp python3-structlog python3-tenacity python3-typing-extensions
   build/tests/environment/ors/ors_fake_server 8765 &     # or hb-env
   /usr/bin/python3 scripts/ors_client_check.py http://127.0.0.1:8765 /work/ors-sdk/src

@@ -1,5 +1,5 @@
 // The exit codes of every binary, and the one mapping from an error status to an exit code.
-// README.md "Exit codes" documents them; binaries may use a subset.
+// docs/running.md ("Exit codes of `run`") and docs/cli.md document them; binaries may use a subset.
 #pragma once
 
 #include "absl/status/status.h"

@@ -1,7 +1,7 @@
 // hb-env's trainer routes against hb-llm-sim on loopback, each driven with the request its
 // trainer sends (OpenRLHF /get_reward, slime /reward, NeMo-Gym /seed_session, /verify,
-// /aggregate_metrics; shapes from their code, see README "Training with hb-env rewards"):
-// the reward equals what gRPC Submit returns for the same reply (graded anew each time:
+// /aggregate_metrics; shapes from their code, see docs/environment.md "Training with hb-env
+// rewards"): the reward equals what gRPC Submit returns for the same reply (graded anew each time:
 // --cache-entries=0), a reply that could not be graded never comes back as a reward, the routes
 // refuse a request without the token (and take it as HTTP Basic auth from a URL's userinfo, as
 // the trainers' aiohttp clients send it), --strip-suffix and --reward length_adjusted apply, and
