@@ -1,28 +1,15 @@
 #!/usr/bin/env bash
-# Set-up (packages + build), the whole test suite, then the CI checks. This is what CI runs.
+# The README's test command: set-up (packages + build into build/), then every test of the
+# suite (ctest), closing with one line `N passed, N failed`; exits non-zero when any failed.
+# The CI steps (format, thread-safety, ASan+UBSan, TSan, fuzz) are not run here: `.ci/run`
+# runs this command and then them (docs/development.md, "Which command is which").
 #
-#   scripts/test.sh              # everything: format, build, tests, then the CI steps below
-#   scripts/test.sh -L unit      # extra arguments go to ctest, and the CI steps are skipped
-#   HB_CI_STEPS="asan fuzz" scripts/test.sh   # the main suite plus only these steps
-#   HB_CI_STEPS= scripts/test.sh              # the main suite only
-#
-# CI steps (each also runs on its own, see README.md "Building and testing by hand"):
-#   format         scripts/ci_format.sh          clang-format-14 --dry-run --Werror
-#   thread-safety  scripts/ci_thread_safety.sh   clang++-14 -Wthread-safety -Werror, build-tsa
-#   asan           scripts/ci_sanitizers.sh asan unit+integration under ASan+UBSan, build-asan
-#   tsan           scripts/ci_sanitizers.sh tsan unit+integration under TSan, build-tsan
-#   fuzz           scripts/ci_fuzz.sh            each libFuzzer target for 30 s, build-fuzz
+#   scripts/test.sh              # set-up, build, the whole suite
+#   scripts/test.sh -L unit      # extra arguments go to ctest
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-if (($#)); then
-  steps=${HB_CI_STEPS-}
-else
-  steps=${HB_CI_STEPS-format thread-safety asan tsan fuzz}
-fi
-has_step() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 "$root/scripts/setup.sh" --no-build
-if has_step format; then "$root/scripts/ci_format.sh"; fi
 start=$SECONDS
 "$root/scripts/setup.sh"
 echo "== build: $((SECONDS - start)) s"
@@ -34,13 +21,20 @@ if [ ! -d "$HB_SHARED_DIR/data/healthbench" ]; then
 fi
 source "$root/scripts/ci_lib.sh"
 ci_check_tests_built "$build_dir"
-start=$SECONDS
-(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" "$@")
-echo "== tests: $((SECONDS - start)) s"
 
-# The sanitizer and clang trees build one after another: on 2 cores, building two at once
-# only makes both slower (and doubles peak memory).
-if has_step thread-safety; then "$root/scripts/ci_thread_safety.sh"; fi
-if has_step asan; then "$root/scripts/ci_sanitizers.sh" asan; fi
-if has_step tsan; then "$root/scripts/ci_sanitizers.sh" tsan; fi
-if has_step fuzz; then "$root/scripts/ci_fuzz.sh"; fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+start=$SECONDS
+status=0
+(cd "$build_dir" && ctest --output-on-failure --no-tests=error -j "$(nproc)" "$@") 2>&1 |
+  tee "$log" || status=$?
+echo "== tests: $((SECONDS - start)) s"
+# ctest's own count: "97% tests passed, 3 tests failed out of 899".
+counts=$(sed -nE 's/^[0-9]+% tests passed, ([0-9]+) tests? failed out of ([0-9]+)$/\1 \2/p' "$log" | tail -n 1)
+if [ -z "$counts" ]; then
+  echo "test: ctest printed no result line (exit $status): see its output above" >&2
+  exit $((status ? status : 1))
+fi
+read -r failed total <<<"$counts"
+echo "$((total - failed)) passed, $failed failed"
+if ((failed || status)); then exit $((status ? status : 1)); fi
