@@ -219,15 +219,32 @@ absl::StatusOr<std::string> ChildProcess::ReadFirstLine(absl::Duration timeout) 
 
 absl::StatusOr<std::vector<std::string>> ChildProcess::ReadFirstLines(size_t n,
                                                                       absl::Duration timeout) {
+  return ReadLines([n](const std::vector<std::string>& lines) { return lines.size() == n; },
+                   timeout);
+}
+
+absl::StatusOr<std::string> ChildProcess::ReadUntilLineContaining(absl::string_view needle,
+                                                                  absl::Duration timeout) {
+  absl::StatusOr<std::vector<std::string>> lines = ReadLines(
+      [needle](const std::vector<std::string>& read) {
+        return !read.empty() && absl::StrContains(read.back(), needle);
+      },
+      timeout);
+  if (!lines.ok()) return lines.status();
+  return lines->back();
+}
+
+absl::StatusOr<std::vector<std::string>> ChildProcess::ReadLines(
+    const std::function<bool(const std::vector<std::string>&)>& enough, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   std::vector<std::string> lines;
   while (true) {
     size_t newline;
-    while (lines.size() < n && (newline = buffered_.find('\n')) != std::string::npos) {
+    while (!enough(lines) && (newline = buffered_.find('\n')) != std::string::npos) {
       lines.push_back(buffered_.substr(0, newline));
       buffered_.erase(0, newline + 1);
     }
-    if (lines.size() == n) {
+    if (enough(lines)) {
       // Keep draining stdout so the child never blocks on a full pipe.
       if (!drain_.joinable()) {
         drain_ = std::thread([fd = stdout_fd_] {

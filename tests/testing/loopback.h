@@ -92,12 +92,19 @@ class ChildProcess {
   // The first `n` lines of stdout (e.g. hb-env's "grpc listening on" and "http listening on");
   // errors as ReadFirstLine. Call once, instead of ReadFirstLine.
   absl::StatusOr<std::vector<std::string>> ReadFirstLines(size_t n, absl::Duration timeout);
+  // Reads stdout up to the first line containing `needle` and returns it (then keeps draining);
+  // errors as ReadFirstLine. Call once, instead of ReadFirstLine.
+  absl::StatusOr<std::string> ReadUntilLineContaining(absl::string_view needle,
+                                                      absl::Duration timeout);
   // Sends `signal` and waits up to `timeout` for the exit; returns the wait status or -1.
   int Stop(int signal, absl::Duration timeout);
   pid_t pid() const { return pid_; }
 
  private:
   ChildProcess() = default;
+  // Reads lines until `enough(lines)`, then drains stdout on a thread.
+  absl::StatusOr<std::vector<std::string>> ReadLines(
+      const std::function<bool(const std::vector<std::string>&)>& enough, absl::Duration timeout);
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   std::string buffered_;
