@@ -41,14 +41,13 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictCache>> SqliteVerdictCache::Open(
   }
   std::unique_ptr<SqliteVerdictCache> cache(new SqliteVerdictCache(*std::move(db)));
   absl::MutexLock lock(&cache->mu_);
-  sqlite3* const raw = cache->db_->get();
-  int rc = sqlite3_prepare_v2(raw, kLookup, -1, &cache->lookup_, nullptr);
-  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(raw, kStore, -1, &cache->store_, nullptr);
-  if (rc != SQLITE_OK) {
+  cache->lookup_ = std::make_unique<Statement>(*cache->db_, kLookup);
+  cache->store_ = std::make_unique<Statement>(*cache->db_, kStore);
+  if (cache->lookup_->rc() != SQLITE_OK || cache->store_->rc() != SQLITE_OK) {
     // The table exists with other columns: someone else's file.
     return absl::FailedPreconditionError(
         absl::StrCat("--verdict-cache ", path, ": its `verdicts` table is not a verdict cache's (",
-                     sqlite3_errmsg(raw), "); give another path"));
+                     sqlite3_errmsg(cache->db_->get()), "); give another path"));
   }
   return cache;
 }
@@ -65,54 +64,52 @@ void SqliteVerdictCache::LogError(absl::string_view what, int rc) {
 
 SqliteVerdictCache::~SqliteVerdictCache() {
   absl::MutexLock lock(&mu_);
-  sqlite3_finalize(lookup_);
-  sqlite3_finalize(store_);
+  lookup_.reset();
+  store_.reset();
 }
 
 std::optional<CachedVerdict> SqliteVerdictCache::Lookup(const std::string& key) {
   absl::MutexLock lock(&mu_);
-  sqlite3_reset(lookup_);
-  sqlite3_bind_text(lookup_, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  const int rc = sqlite3_step(lookup_);
+  Statement& lookup = *lookup_;
+  sqlite3_stmt* const stmt = lookup.get();
+  sqlite3_reset(stmt);
+  lookup.BindText(1, key);
+  const int rc = sqlite3_step(stmt);
   std::optional<CachedVerdict> out;
   if (rc == SQLITE_ROW) {
     CachedVerdict v;
-    v.raw_reply.assign(reinterpret_cast<const char*>(sqlite3_column_text(lookup_, 0)),
-                       sqlite3_column_bytes(lookup_, 0));
-    v.model.assign(reinterpret_cast<const char*>(sqlite3_column_text(lookup_, 1)),
-                   sqlite3_column_bytes(lookup_, 1));
-    v.usage.prompt_tokens = sqlite3_column_int64(lookup_, 2);
-    v.usage.cached_tokens = sqlite3_column_int64(lookup_, 3);
-    v.usage.completion_tokens = sqlite3_column_int64(lookup_, 4);
+    v.raw_reply = lookup.ColumnText(0);
+    v.model = lookup.ColumnText(1);
+    v.usage.prompt_tokens = sqlite3_column_int64(stmt, 2);
+    v.usage.cached_tokens = sqlite3_column_int64(stmt, 3);
+    v.usage.completion_tokens = sqlite3_column_int64(stmt, 4);
     out = std::move(v);
   } else if (rc != SQLITE_DONE) {
     LogError("read", rc);
   }
-  sqlite3_reset(lookup_);
-  sqlite3_clear_bindings(lookup_);
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
   return out;
 }
 
 void SqliteVerdictCache::Store(const std::string& key, const CachedVerdict& verdict) {
   absl::MutexLock lock(&mu_);
-  sqlite3_reset(store_);
-  sqlite3_stmt* const stmt = store_;
-  auto text = [stmt](int index, const std::string& value) {
-    sqlite3_bind_text(stmt, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  };
-  text(1, key);
-  text(2, verdict.raw_reply);
-  text(3, verdict.model);
-  sqlite3_bind_int64(store_, 4, verdict.usage.prompt_tokens);
-  sqlite3_bind_int64(store_, 5, verdict.usage.cached_tokens);
-  sqlite3_bind_int64(store_, 6, verdict.usage.completion_tokens);
-  sqlite3_bind_int64(store_, 7, absl::ToUnixMillis(absl::Now()));
-  const int rc = sqlite3_step(store_);
+  Statement& store = *store_;
+  sqlite3_stmt* const stmt = store.get();
+  sqlite3_reset(stmt);
+  store.BindText(1, key);
+  store.BindText(2, verdict.raw_reply);
+  store.BindText(3, verdict.model);
+  sqlite3_bind_int64(stmt, 4, verdict.usage.prompt_tokens);
+  sqlite3_bind_int64(stmt, 5, verdict.usage.cached_tokens);
+  sqlite3_bind_int64(stmt, 6, verdict.usage.completion_tokens);
+  sqlite3_bind_int64(stmt, 7, absl::ToUnixMillis(absl::Now()));
+  const int rc = sqlite3_step(stmt);
   if (rc != SQLITE_DONE) {
     LogError("write", rc);
   }
-  sqlite3_reset(store_);
-  sqlite3_clear_bindings(store_);
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
 }
 
 }  // namespace hb

@@ -50,8 +50,9 @@ class SqliteVerdictCache final : public VerdictCache {
 
   absl::Mutex mu_;
   const std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
-  sqlite3_stmt* lookup_ ABSL_GUARDED_BY(mu_) = nullptr;
-  sqlite3_stmt* store_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Prepared once at Open; finalized before db_ closes (declared after it).
+  std::unique_ptr<Statement> lookup_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Statement> store_ ABSL_GUARDED_BY(mu_);
   const std::string path_;
   RateLimitedLog log_;
 };

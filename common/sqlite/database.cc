@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/base/sqlite_status.h"
 #include "common/base/status_macros.h"
+#include "common/sqlite/sqlite_status.h"
 
 namespace hb {
 namespace {
@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                     (options.serialized ? SQLITE_OPEN_FULLMUTEX : SQLITE_OPEN_NOMUTEX);
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  std::unique_ptr<Database> db(new Database(raw, path, options.what));
+  std::unique_ptr<Database> db(new Database(raw, path, options.what, options.lock_hint));
   if (rc != SQLITE_OK) return db->Error(rc, "open");
   const int busy_ms = static_cast<int>(absl::ToInt64Milliseconds(options.busy_timeout));
   sqlite3_busy_timeout(raw, busy_ms);
@@ -64,8 +64,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   return db;
 }
 
-Database::Database(sqlite3* db, std::string path, std::string what)
-    : db_(db), path_(std::move(path)), what_(std::move(what)) {}
+Database::Database(sqlite3* db, std::string path, std::string what, std::string lock_hint)
+    : db_(db), path_(std::move(path)), what_(std::move(what)), lock_hint_(std::move(lock_hint)) {}
 
 Database::~Database() { sqlite3_close(db_); }
 
@@ -76,8 +76,11 @@ absl::Status Database::Exec(absl::string_view sql) {
 }
 
 absl::Status Database::Error(int rc, absl::string_view step) const {
-  return SqliteStatus(rc, absl::StrCat(what_, " ", path_, ": ", step, ": ",
-                                       db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)));
+  std::string text = absl::StrCat(what_, " ", path_, ": ", step, ": ",
+                                  db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
+    absl::StrAppend(&text, lock_hint_);
+  return SqliteStatus(rc, std::move(text));
 }
 
 Statement::Statement(const Database& db, const char* sql) : Statement(db.get(), sql) {}

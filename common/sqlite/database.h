@@ -30,6 +30,9 @@ class Database;
 struct DatabaseOptions {
   // How errors name the file, e.g. "journal", "--verdict-cache", "cache db".
   std::string what = "database";
+  // Appended to the message of an error that means another connection holds a lock
+  // (SQLITE_BUSY, SQLITE_LOCKED), e.g. " (is another hb-orchestrator using this --out folder?)".
+  std::string lock_hint;
   absl::Duration busy_timeout = absl::Seconds(5);
   // `CREATE TABLE IF NOT EXISTS ...` statements, run at every open.
   std::string schema;
@@ -62,18 +65,19 @@ class Database {
   // Runs `sql` (one or more statements).
   absl::Status Exec(absl::string_view sql);
   // The status for a failed call with result code `rc` while doing `step`: "<what> <path>:
-  // <step>: <sqlite's message>".
+  // <step>: <sqlite's message>", then options.lock_hint when `rc` is a lock error.
   absl::Status Error(int rc, absl::string_view step) const;
 
   sqlite3* get() const { return db_; }
   const std::string& path() const { return path_; }
 
  private:
-  Database(sqlite3* db, std::string path, std::string what);
+  Database(sqlite3* db, std::string path, std::string what, std::string lock_hint);
 
   sqlite3* db_;
   const std::string path_;
   const std::string what_;
+  const std::string lock_hint_;
 };
 
 // A prepared statement, finalized when it goes out of scope. Not thread-safe.

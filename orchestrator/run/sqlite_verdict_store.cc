@@ -13,7 +13,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/base/json.h"
-#include "common/base/sqlite_status.h"
 #include "common/base/status_macros.h"
 
 namespace hb {
@@ -47,36 +46,12 @@ constexpr char kJournalSchema[] =
     "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
     " wall_ms INTEGER NOT NULL);";
 
-absl::Status SqliteError(sqlite3* db, int rc, const std::string& path, absl::string_view what) {
-  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  std::string text = absl::StrCat("journal ", path, ": ", what, ": ", msg);
-  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
-    absl::StrAppend(&text, " (is another hb-orchestrator using this --out folder?)");
-  }
-  return SqliteStatus(rc, std::move(text));
-}
-
-absl::Status Exec(sqlite3* db, const std::string& path, const char* sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  if (rc != SQLITE_OK) {
-    absl::Status status = SqliteError(db, rc, path, sql);
-    sqlite3_free(err);
-    return status;
-  }
-  return absl::OkStatus();
-}
-
 // Journals written before the verdict cache (resp. batch grading) have no rows.from_cache
 // (resp. rows.batch): add it (their rows were all graded online, hence the default 0).
-absl::Status AddFlagColumn(sqlite3* db, const std::string& path, const std::string& column) {
-  sqlite3_stmt* probe = nullptr;
+absl::Status AddFlagColumn(Database& db, const std::string& column) {
   const std::string select = "SELECT " + column + " FROM rows LIMIT 0";
-  const int rc = sqlite3_prepare_v2(db, select.c_str(), -1, &probe, nullptr);
-  sqlite3_finalize(probe);
-  if (rc == SQLITE_OK) return absl::OkStatus();
-  const std::string alter = "ALTER TABLE rows ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
-  return Exec(db, path, alter.c_str());
+  if (Statement(db, select.c_str()).rc() == SQLITE_OK) return absl::OkStatus();
+  return db.Exec("ALTER TABLE rows ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0");
 }
 
 // The journal file with the project's SQLite policy (common/sqlite/database.h), its schema
@@ -84,23 +59,13 @@ absl::Status AddFlagColumn(sqlite3* db, const std::string& path, const std::stri
 absl::StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& path) {
   DatabaseOptions options;
   options.what = "journal";
+  options.lock_hint = " (is another hb-orchestrator using this --out folder?)";
   options.busy_timeout = absl::Seconds(5);
   options.schema = kJournalSchema;
   for (const char* column : {"from_cache", "batch"}) {
-    options.migrations.push_back(
-        [column](Database& db) { return AddFlagColumn(db.get(), db.path(), column); });
+    options.migrations.push_back([column](Database& db) { return AddFlagColumn(db, column); });
   }
   return Database::Open(path, options);
-}
-
-void BindText(sqlite3_stmt* stmt, int index, const std::string& text) {
-  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-}
-
-std::string ColumnText(sqlite3_stmt* stmt, int index) {
-  const unsigned char* text = sqlite3_column_text(stmt, index);
-  const int size = sqlite3_column_bytes(stmt, index);
-  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
 }
 
 bool FileExists(const std::string& path) {
@@ -124,29 +89,28 @@ std::vector<std::pair<std::string, std::string>> MetaPairs(const JournalMeta& me
   return pairs;
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadMeta(sqlite3* db,
-                                                                          const std::string& path) {
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadMeta(Database& db) {
   std::vector<std::pair<std::string, std::string>> out;
   Statement stmt(db, "SELECT key, value FROM meta");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db, stmt.rc(), path, "reading meta");
+  if (stmt.rc() != SQLITE_OK) return db.Error(stmt.rc(), "reading meta");
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
-    out.emplace_back(ColumnText(stmt.get(), 0), ColumnText(stmt.get(), 1));
+    out.emplace_back(stmt.ColumnText(0), stmt.ColumnText(1));
   }
-  if (rc != SQLITE_DONE) return SqliteError(db, rc, path, "reading meta");
+  if (rc != SQLITE_DONE) return db.Error(rc, "reading meta");
   return out;
 }
 
-absl::Status WriteMeta(sqlite3* db, const std::string& path,
+absl::Status WriteMeta(Database& db,
                        const std::vector<std::pair<std::string, std::string>>& pairs) {
   Statement stmt(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db, stmt.rc(), path, "writing meta");
+  if (stmt.rc() != SQLITE_OK) return db.Error(stmt.rc(), "writing meta");
   for (const auto& [key, value] : pairs) {
     sqlite3_reset(stmt.get());
-    BindText(stmt.get(), 1, key);
-    BindText(stmt.get(), 2, value);
+    stmt.BindText(1, key);
+    stmt.BindText(2, value);
     const int rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_DONE) return SqliteError(db, rc, path, "writing meta");
+    if (rc != SQLITE_DONE) return db.Error(rc, "writing meta");
   }
   return absl::OkStatus();
 }
@@ -229,8 +193,7 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
 
   for (int round = 0; round < 2; ++round) {
     HB_ASSIGN_OR_RETURN(std::unique_ptr<Database> database, OpenDatabase(path));
-    sqlite3* const db = database->get();
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(db, path);
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> existing = ReadMeta(*database);
     if (!existing.ok()) return existing.status();
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> to_add =
         CheckMeta(path, *existing, wanted);
@@ -252,7 +215,7 @@ absl::StatusOr<std::unique_ptr<SqliteVerdictStore>> SqliteVerdictStore::Open(
       }
       continue;
     }
-    if (!to_add->empty()) HB_RETURN_IF_ERROR(WriteMeta(db, path, *to_add));
+    if (!to_add->empty()) HB_RETURN_IF_ERROR(WriteMeta(*database, *to_add));
     auto store = std::unique_ptr<SqliteVerdictStore>(
         new SqliteVerdictStore(path, std::move(database), options));
     store->moved_aside_path_ = moved_aside;
@@ -379,52 +342,54 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
                            "INSERT OR IGNORE INTO replies(checkpoint, prompt_id, reply,"
                            " time_unix_ms) VALUES (?1, ?2, ?3, ?4)");
     if (insert_row.rc() != SQLITE_OK) {
-      return SqliteError(db_, insert_row.rc(), path_, "preparing insert");
+      return database_->Error(insert_row.rc(), "preparing insert");
     }
     if (insert_reply.rc() != SQLITE_OK) {
-      return SqliteError(db_, insert_reply.rc(), path_, "preparing reply insert");
+      return database_->Error(insert_reply.rc(), "preparing reply insert");
     }
     for (const Queued& entry : batch) {
-      HB_RETURN_IF_ERROR(entry.row.has_value() ? WriteRow(insert_row.get(), *entry.row)
-                                               : WriteReply(insert_reply.get(), *entry.reply));
+      HB_RETURN_IF_ERROR(entry.row.has_value() ? WriteRow(insert_row, *entry.row)
+                                               : WriteReply(insert_reply, *entry.reply));
     }
     return absl::OkStatus();
   });
 }
 
-absl::Status SqliteVerdictStore::WriteReply(sqlite3_stmt* s, const ReplyRecord& reply) {
+absl::Status SqliteVerdictStore::WriteReply(Statement& insert, const ReplyRecord& reply) {
+  sqlite3_stmt* const s = insert.get();
   sqlite3_reset(s);
-  BindText(s, 1, reply.checkpoint);
-  BindText(s, 2, reply.prompt_id);
-  BindText(s, 3, reply.reply);
+  insert.BindText(1, reply.checkpoint);
+  insert.BindText(2, reply.prompt_id);
+  insert.BindText(3, reply.reply);
   sqlite3_bind_int64(s, 4, absl::ToUnixMillis(reply.time));
   const int rc = sqlite3_step(s);
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a reply");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "inserting a reply");
   return absl::OkStatus();
 }
 
-absl::Status SqliteVerdictStore::WriteRow(sqlite3_stmt* s, const RowRecord& row) {
+absl::Status SqliteVerdictStore::WriteRow(Statement& insert, const RowRecord& row) {
+  sqlite3_stmt* const s = insert.get();
   sqlite3_reset(s);
-  BindText(s, 1, row.key.checkpoint);
-  BindText(s, 2, row.key.prompt_id);
+  insert.BindText(1, row.key.checkpoint);
+  insert.BindText(2, row.key.prompt_id);
   sqlite3_bind_int(s, 3, row.key.rubric_index);
-  BindText(s, 4, row.ok ? "ok" : "failed");
+  insert.BindText(4, row.ok ? "ok" : "failed");
   if (row.ok) {
     sqlite3_bind_int(s, 5, row.criteria_met ? 1 : 0);
   } else {
     sqlite3_bind_null(s, 5);
   }
-  BindText(s, 6, row.explanation);
+  insert.BindText(6, row.explanation);
   sqlite3_bind_int(s, 7, row.attempts);
   sqlite3_bind_int64(s, 8, row.prompt_tokens);
   sqlite3_bind_int64(s, 9, row.cached_tokens);
   sqlite3_bind_int64(s, 10, row.completion_tokens);
-  BindText(s, 11, row.error);
+  insert.BindText(11, row.error);
   sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
   sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
   sqlite3_bind_int(s, 14, row.batch ? 1 : 0);
   const int rc = sqlite3_step(s);
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "inserting a row");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "inserting a row");
   return absl::OkStatus();
 }
 
@@ -435,41 +400,41 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
                  " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,"
                  " from_cache, batch FROM rows WHERE checkpoint = ?1"
                  " ORDER BY prompt_id, rubric_index");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading rows");
-  BindText(stmt.get(), 1, checkpoint);
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading rows");
+  stmt.BindText(1, checkpoint);
   std::vector<RowRecord> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
     sqlite3_stmt* s = stmt.get();
     RowRecord row;
     row.key.checkpoint = checkpoint;
-    row.key.prompt_id = ColumnText(s, 0);
+    row.key.prompt_id = stmt.ColumnText(0);
     row.key.rubric_index = sqlite3_column_int(s, 1);
-    row.ok = ColumnText(s, 2) == "ok";
+    row.ok = stmt.ColumnText(2) == "ok";
     row.criteria_met = sqlite3_column_int(s, 3) != 0;
-    row.explanation = ColumnText(s, 4);
+    row.explanation = stmt.ColumnText(4);
     row.attempts = sqlite3_column_int(s, 5);
     row.prompt_tokens = sqlite3_column_int64(s, 6);
     row.cached_tokens = sqlite3_column_int64(s, 7);
     row.completion_tokens = sqlite3_column_int64(s, 8);
-    row.error = ColumnText(s, 9);
+    row.error = stmt.ColumnText(9);
     row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
     row.from_cache = sqlite3_column_int(s, 11) != 0;
     row.batch = sqlite3_column_int(s, 12) != 0;
     out.push_back(std::move(row));
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading rows");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "reading rows");
   return out;
 }
 
 absl::Status SqliteVerdictStore::InTransaction(const std::function<absl::Status()>& body) {
-  HB_RETURN_IF_ERROR(Exec(db_, path_, "BEGIN IMMEDIATE"));
+  HB_RETURN_IF_ERROR(database_->Exec("BEGIN IMMEDIATE"));
   absl::Status status = body();
   if (!status.ok()) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     return status;
   }
-  return Exec(db_, path_, "COMMIT");
+  return database_->Exec("COMMIT");
 }
 
 absl::StatusOr<std::vector<BatchRecord>> SqliteVerdictStore::Batches() {
@@ -477,15 +442,15 @@ absl::StatusOr<std::vector<BatchRecord>> SqliteVerdictStore::Batches() {
   Statement stmt(db_,
                  "SELECT name, input_path, requests, file_id, batch_id, state FROM batches"
                  " ORDER BY name");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batches");
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading batches");
   std::vector<BatchRecord> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
     sqlite3_stmt* s = stmt.get();
-    out.push_back(BatchRecord{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int64(s, 2),
-                              ColumnText(s, 3), ColumnText(s, 4), ColumnText(s, 5)});
+    out.push_back(BatchRecord{stmt.ColumnText(0), stmt.ColumnText(1), sqlite3_column_int64(s, 2),
+                              stmt.ColumnText(3), stmt.ColumnText(4), stmt.ColumnText(5)});
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batches");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "reading batches");
   return out;
 }
 
@@ -496,29 +461,29 @@ absl::Status SqliteVerdictStore::SaveBatch(const BatchRecord& batch,
     Statement b(db_,
                 "INSERT OR REPLACE INTO batches(name, input_path, requests, file_id, batch_id,"
                 " state) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    if (b.rc() != SQLITE_OK) return SqliteError(db_, b.rc(), path_, "preparing a batch");
-    BindText(b.get(), 1, batch.name);
-    BindText(b.get(), 2, batch.input_path);
+    if (b.rc() != SQLITE_OK) return database_->Error(b.rc(), "preparing a batch");
+    b.BindText(1, batch.name);
+    b.BindText(2, batch.input_path);
     sqlite3_bind_int64(b.get(), 3, batch.requests);
-    BindText(b.get(), 4, batch.file_id);
-    BindText(b.get(), 5, batch.batch_id);
-    BindText(b.get(), 6, batch.state);
+    b.BindText(4, batch.file_id);
+    b.BindText(5, batch.batch_id);
+    b.BindText(6, batch.state);
     int rc = sqlite3_step(b.get());
-    if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving a batch");
+    if (rc != SQLITE_DONE) return database_->Error(rc, "saving a batch");
     Statement r(db_,
                 "INSERT OR REPLACE INTO batch_rows(checkpoint, prompt_id, rubric_index, batch,"
                 " attempts) VALUES (?1, ?2, ?3, ?4, ?5)");
-    if (r.rc() != SQLITE_OK) return SqliteError(db_, r.rc(), path_, "preparing batch rows");
+    if (r.rc() != SQLITE_OK) return database_->Error(r.rc(), "preparing batch rows");
     for (const BatchRowEntry& row : rows) {
       sqlite3_stmt* s = r.get();
       sqlite3_reset(s);
-      BindText(s, 1, row.key.checkpoint);
-      BindText(s, 2, row.key.prompt_id);
+      r.BindText(1, row.key.checkpoint);
+      r.BindText(2, row.key.prompt_id);
       sqlite3_bind_int(s, 3, row.key.rubric_index);
-      BindText(s, 4, row.batch);
+      r.BindText(4, row.batch);
       sqlite3_bind_int(s, 5, row.attempts);
       rc = sqlite3_step(s);
-      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "saving batch rows");
+      if (rc != SQLITE_DONE) return database_->Error(rc, "saving batch rows");
     }
     return absl::OkStatus();
   });
@@ -528,16 +493,16 @@ absl::StatusOr<std::vector<BatchRowEntry>> SqliteVerdictStore::BatchRows() {
   absl::MutexLock lock(&db_mu_);
   Statement stmt(db_,
                  "SELECT checkpoint, prompt_id, rubric_index, batch, attempts FROM batch_rows");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading batch rows");
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading batch rows");
   std::vector<BatchRowEntry> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
     sqlite3_stmt* s = stmt.get();
     out.push_back(
-        BatchRowEntry{RowKey{ColumnText(s, 0), ColumnText(s, 1), sqlite3_column_int(s, 2)},
-                      ColumnText(s, 3), sqlite3_column_int(s, 4)});
+        BatchRowEntry{RowKey{stmt.ColumnText(0), stmt.ColumnText(1), sqlite3_column_int(s, 2)},
+                      stmt.ColumnText(3), sqlite3_column_int(s, 4)});
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading batch rows");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "reading batch rows");
   return out;
 }
 
@@ -548,15 +513,15 @@ absl::Status SqliteVerdictStore::ForgetBatchRows(const std::vector<RowKey>& keys
     Statement d(db_,
                 "DELETE FROM batch_rows WHERE checkpoint = ?1 AND prompt_id = ?2 AND"
                 " rubric_index = ?3");
-    if (d.rc() != SQLITE_OK) return SqliteError(db_, d.rc(), path_, "preparing a delete");
+    if (d.rc() != SQLITE_OK) return database_->Error(d.rc(), "preparing a delete");
     for (const RowKey& key : keys) {
       sqlite3_stmt* s = d.get();
       sqlite3_reset(s);
-      BindText(s, 1, key.checkpoint);
-      BindText(s, 2, key.prompt_id);
+      d.BindText(1, key.checkpoint);
+      d.BindText(2, key.prompt_id);
       sqlite3_bind_int(s, 3, key.rubric_index);
       const int rc = sqlite3_step(s);
-      if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "forgetting batch rows");
+      if (rc != SQLITE_DONE) return database_->Error(rc, "forgetting batch rows");
     }
     return absl::OkStatus();
   });
@@ -568,32 +533,31 @@ absl::StatusOr<std::vector<ReplyRecord>> SqliteVerdictStore::Replies(
   Statement stmt(db_,
                  "SELECT prompt_id, reply, time_unix_ms FROM replies WHERE checkpoint = ?1"
                  " ORDER BY prompt_id");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading replies");
-  BindText(stmt.get(), 1, checkpoint);
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading replies");
+  stmt.BindText(1, checkpoint);
   std::vector<ReplyRecord> out;
   int rc;
   while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
-    out.push_back(ReplyRecord{checkpoint, ColumnText(stmt.get(), 0), ColumnText(stmt.get(), 1),
+    out.push_back(ReplyRecord{checkpoint, stmt.ColumnText(0), stmt.ColumnText(1),
                               absl::FromUnixMillis(sqlite3_column_int64(stmt.get(), 2))});
   }
-  if (rc != SQLITE_DONE) return SqliteError(db_, rc, path_, "reading replies");
+  if (rc != SQLITE_DONE) return database_->Error(rc, "reading replies");
   return out;
 }
 
 absl::Status SqliteVerdictStore::AddRunTime(absl::Time started, absl::Duration wall) {
   absl::MutexLock lock(&db_mu_);
-  return Exec(db_, path_,
-              absl::StrCat("INSERT INTO runs(started_unix_ms, wall_ms) VALUES (",
-                           absl::ToUnixMillis(started), ", ", absl::ToInt64Milliseconds(wall), ")")
-                  .c_str());
+  return database_->Exec(absl::StrCat("INSERT INTO runs(started_unix_ms, wall_ms) VALUES (",
+                                      absl::ToUnixMillis(started), ", ",
+                                      absl::ToInt64Milliseconds(wall), ")"));
 }
 
 absl::StatusOr<absl::Duration> SqliteVerdictStore::TotalRunTime() {
   absl::MutexLock lock(&db_mu_);
   Statement stmt(db_, "SELECT COALESCE(SUM(wall_ms), 0) FROM runs");
-  if (stmt.rc() != SQLITE_OK) return SqliteError(db_, stmt.rc(), path_, "reading run times");
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading run times");
   const int rc = sqlite3_step(stmt.get());
-  if (rc != SQLITE_ROW) return SqliteError(db_, rc, path_, "reading run times");
+  if (rc != SQLITE_ROW) return database_->Error(rc, "reading run times");
   return absl::Milliseconds(sqlite3_column_int64(stmt.get(), 0));
 }
 

@@ -48,7 +48,6 @@
 #include "orchestrator/run/verdict_store.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace hb {
 
@@ -124,9 +123,9 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, publi
   void Enqueue(Queued entry);
   void WriterLoop();
   absl::Status WriteBatch(const std::vector<Queued>& batch);
-  absl::Status WriteRow(sqlite3_stmt* insert, const RowRecord& row)
+  absl::Status WriteRow(Statement& insert, const RowRecord& row)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
-  absl::Status WriteReply(sqlite3_stmt* insert, const ReplyRecord& reply)
+  absl::Status WriteReply(Statement& insert, const ReplyRecord& reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   // Runs `body` (statements on db_) in one IMMEDIATE transaction; rolls back on error.
   absl::Status InTransaction(const std::function<absl::Status()>& body)

@@ -104,5 +104,23 @@ TEST(DatabaseTest, AnUnopenablePathIsPermissionDenied) {
       StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("/nonexistent-dir/x.sqlite")));
 }
 
+TEST(DatabaseTest, ALockErrorCarriesTheLockHintAndNoOtherErrorDoes) {
+  const std::string path = TempPath("locked.sqlite");
+  std::remove(path.c_str());
+  DatabaseOptions options;
+  options.what = "journal";
+  options.lock_hint = " (is another writer running?)";
+  options.busy_timeout = absl::Milliseconds(1);
+  HB_ASSERT_OK_AND_ASSIGN(auto holder, Database::Open(path, options));
+  HB_ASSERT_OK(holder->Exec("BEGIN IMMEDIATE"));
+  HB_ASSERT_OK_AND_ASSIGN(auto second, Database::Open(path, options));
+  EXPECT_THAT(second->Exec("BEGIN IMMEDIATE"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("journal " + path + ": BEGIN IMMEDIATE: "),
+                             HasSubstr("(is another writer running?)"))));
+  EXPECT_THAT(second->Exec("NOT SQL"),
+              StatusIs(absl::StatusCode::kInternal, ::testing::Not(HasSubstr("another writer"))));
+}
+
 }  // namespace
 }  // namespace hb

@@ -1,5 +1,6 @@
-// SqliteStatus: the absl::Status for a failed SQLite call, shared by every SQLite file the
-// project keeps (the orchestrator's journal, hb-env's result cache).
+// SqliteStatus: the absl::Status for a failed SQLite call. Database::Error (database.h beside
+// it) builds every SQLite error the project reports (run journal, verdict cache, hb-env's result
+// store) with it.
 #pragma once
 
 #include <sqlite3.h>
