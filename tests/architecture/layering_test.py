@@ -7,9 +7,12 @@ layer, never one of its own layer or above (so there is no cycle, and no upward 
     common, protos  <  security, http  <  llm  <  grader  <  grader_client  <  cli
                     <  grader_service, environment, orchestrator, simulator
 
-Inside orchestrator/ the rooms are layered the same way:
+Inside common/ and orchestrator/ the rooms (subfolders) are layered the same way:
 
-    report  <  policy  <  sample, run  <  commands  <  orchestrator/main.cc
+    common/:        base  <  retry  <  sqlite, flow, rpc, quota  <  healthbench  <  grading
+    orchestrator/:  report  <  policy  <  sample, run  <  commands  <  orchestrator/main.cc
+
+A new room fails the test until it is given a rank in ROOMS.
 
 Usage: layering_test.py [SOURCE_DIR]   (unittest; SOURCE_DIR defaults to the repository root)
 """
@@ -28,7 +31,11 @@ LAYERS = [
     ["cli"],
     ["grader_service", "environment", "orchestrator", "simulator"],
 ]
-ROOMS = [["report"], ["policy"], ["sample", "run"], ["commands"], ["main.cc"]]
+ROOMS = {
+    "common": [["base"], ["retry"], ["sqlite", "flow", "rpc", "quota"], ["healthbench"],
+               ["grading"]],
+    "orchestrator": [["report"], ["policy"], ["sample", "run"], ["commands"], ["main.cc"]],
+}
 # Not production code: tests, tools and generated trees.
 SKIPPED = {"tests", "bench", "fuzz", "scripts", "examples", "deploy", "clients", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -42,10 +49,10 @@ def rank_of(name, layers):
 
 
 def unit_of(path):
-    """(folder, room) of a repository-relative path; room only inside orchestrator/."""
+    """(folder, room) of a repository-relative path; room only inside a folder with ROOMS."""
     parts = path.split("/")
     room = None
-    if parts[0] == "orchestrator" and len(parts) > 1:
+    if parts[0] in ROOMS and len(parts) > 1:
         room = parts[1]
     return parts[0], room
 
@@ -83,11 +90,11 @@ def violations(root):
             if to_folder != folder and to >= own:
                 out.append(f"{where}: {folder}/ may include only lower layers, and "
                            f"{to_folder}/ is not below it")
-            elif folder == "orchestrator" == to_folder and room != to_room:
-                a, b = rank_of(room, ROOMS), rank_of(to_room, ROOMS)
+            elif folder == to_folder and folder in ROOMS and room != to_room:
+                a, b = rank_of(room, ROOMS[folder]), rank_of(to_room, ROOMS[folder])
                 if a is None or b is None or b >= a:
-                    out.append(f"{where}: orchestrator/{room} may include only lower rooms, and "
-                               f"orchestrator/{to_room} is not below it")
+                    out.append(f"{where}: {folder}/{room} may include only lower rooms, and "
+                               f"{folder}/{to_room} is not below it")
     return out
 
 
@@ -130,9 +137,43 @@ class LayeringTest(unittest.TestCase):
         self.assertIn("environment/e.cc:1", found[0])
         self.assertIn("orchestrator/report/r.h:1", found[1])
 
+    def test_rooms_inside_common_are_layered(self):
+        root = self._tree({
+            "common/base/clock.h": '#include "common/grading/scoring.h"\n',
+            "common/flow/q.h": '#include "common/retry/retry_policy.h"\n'
+                               '#include "common/rpc/status.h"\n',
+            "common/grading/scoring.h": '#include "common/healthbench/dataset.h"\n',
+            "common/healthbench/dataset.h": '#include "common/base/json.h"\n'})
+        self.assertEqual(sorted(violations(root)), [
+            'common/base/clock.h:1: includes "common/grading/scoring.h": common/base may include '
+            "only lower rooms, and common/grading is not below it",
+            'common/flow/q.h:2: includes "common/rpc/status.h": common/flow may include only '
+            "lower rooms, and common/rpc is not below it"])
+
+    def test_the_real_tree_fails_with_a_planted_upward_include(self):
+        # The rule applied to a copy of this tree's common/ with one upward include planted.
+        planted = {}
+        for rel, full in production_files(self.root):
+            if rel.startswith("common/"):
+                with open(full, encoding="utf-8", errors="replace") as f:
+                    planted[rel] = f.read()
+        self.assertIn("common/base/clock.h", planted)
+        self.assertEqual(violations(self._tree(planted)), [])
+        planted["common/base/clock.h"] += '#include "common/sqlite/database.h"\n'
+        found = violations(self._tree(planted))
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("common/base/clock.h", found[0])
+        self.assertIn("common/sqlite is not below it", found[0])
+
     def test_an_unknown_folder_is_reported(self):
         root = self._tree({"newthing/a.h": "\n"})
         self.assertIn("has no layer", violations(root)[0])
+
+    def test_an_unknown_room_is_reported(self):
+        root = self._tree({"common/newroom/a.h": '#include "common/base/json.h"\n',
+                           "common/base/b.h": '#include "common/newroom/a.h"\n'})
+        found = violations(root)
+        self.assertEqual(len(found), 2, found)
 
 
 if __name__ == "__main__":
