@@ -29,9 +29,12 @@ struct SplitInfo {
   int64_t task_count = 0;
 };
 
-// What an agent may know of a task without its rubric.
+// What an agent may know of a task without its rubric. A task is (split, task_id): the same
+// prompt_id may be in several splits (HealthBench's Hard and Consensus are subsets of the main
+// set by prompt_id, Consensus with its own rubric for the same conversation), each with the
+// rubric of its own file.
 struct TaskSummary {
-  // The record's prompt_id: unique across every split of one environment.
+  // The record's prompt_id: unique within its split.
   std::string task_id;
   std::string split;
   // 0-based position in the split's file order.
@@ -50,15 +53,29 @@ struct TaskPrompt {
   std::string prompt_text;
 };
 
-// Addresses a task either by id or by (split, index). Exactly one form is set.
+// Addresses a task in one of three forms:
+//   task_id + split   the task of that id in that split;
+//   split + index     the index-th task of the split (0-based, file order);
+//   task_id alone     the task of that id when exactly one split holds it. An id that several
+//                     splits hold is refused (kInvalidArgument listing them: the rubrics differ,
+//                     so no split is picked silently). An id no split holds but of the form
+//                     "SPLIT/ID", with SPLIT a loaded split holding ID, names ID in SPLIT (for
+//                     callers that can pass only one string, e.g. a trainer's label).
+// task_id and index together are kInvalidArgument.
 struct TaskRef {
   std::string task_id;
   std::string split;
   std::optional<int64_t> index;
 
   static TaskRef ById(std::string id) { return TaskRef{std::move(id), "", std::nullopt}; }
+  static TaskRef InSplit(std::string split, std::string id) {
+    return TaskRef{std::move(id), std::move(split), std::nullopt};
+  }
   static TaskRef ByIndex(std::string split, int64_t index) {
     return TaskRef{"", std::move(split), index};
+  }
+  bool operator==(const TaskRef& o) const {
+    return task_id == o.task_id && split == o.split && index == o.index;
   }
 };
 
@@ -80,6 +97,8 @@ struct TokenCounts {
 // the total positive points, unclipped (it can be negative).
 struct SubmitResult {
   std::string task_id;
+  // The split the task was resolved in (its rubric graded the reply).
+  std::string split;
   double reward = 0;
   // `reward` clipped to [0, 1].
   double reward_clipped = 0;
@@ -109,8 +128,10 @@ class Environment {
   virtual absl::StatusOr<std::vector<TaskSummary>> ListTasks(absl::string_view split, int64_t start,
                                                              int64_t stop) const = 0;
 
-  // kNotFound for an unknown task id or split; kOutOfRange for an index outside the split;
-  // kInvalidArgument when `ref` sets both forms or neither. Thread-safe.
+  // kNotFound for an unknown task id or split, or an id its split does not hold; kOutOfRange
+  // for an index outside the split; kInvalidArgument when `ref` sets task_id and index, or
+  // neither task_id nor split, or a bare task_id that several splits hold (the message lists
+  // them and how to name one). Thread-safe.
   virtual absl::StatusOr<TaskPrompt> GetTask(const TaskRef& ref) const = 0;
 
   using SubmitCallback = absl::AnyInvocable<void(absl::StatusOr<SubmitResult>)>;

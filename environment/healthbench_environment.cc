@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/json.h"
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
@@ -23,7 +24,6 @@ using healthbench::grader::v1::GradeItemResponse;
 
 absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs) {
   std::vector<Split> splits;
-  absl::flat_hash_map<std::string, size_t> owner;  // prompt_id -> split
   for (const SplitSpec& spec : specs) {
     if (spec.name.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("split for ", spec.path, " has no name"));
@@ -35,15 +35,6 @@ absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& spec
     }
     absl::StatusOr<Dataset> dataset = LoadDataset(spec.path, LoadOptions{});
     if (!dataset.ok()) return dataset.status();
-    for (const Example& example : dataset->examples) {
-      auto [it, inserted] = owner.emplace(example.prompt_id, splits.size());
-      if (!inserted) {
-        const Split& first = splits[it->second];
-        return absl::InvalidArgumentError(absl::StrCat(
-            "prompt_id '", example.prompt_id, "' is in both ", first.dataset.path, " (split '",
-            first.name, "') and ", spec.path, " (split '", spec.name, "')"));
-      }
-    }
     splits.push_back(Split{spec.name, *std::move(dataset)});
   }
   return splits;
@@ -54,6 +45,8 @@ struct HealthBenchEnvironment::Grading {
   struct Waiter {
     SubmitCallback done;
     absl::Time start;
+    // The split the waiter named (a grading is shared by every split holding the same record).
+    std::string split;
   };
   std::string key;
   // The group of its items in the dispatch queue.
@@ -89,9 +82,12 @@ HealthBenchEnvironment::HealthBenchEnvironment(std::vector<Split> splits, Grader
         queue.clock = &clock_;
         return queue;
       }()) {
+  cache_ids_.resize(splits_.size());
   for (size_t s = 0; s < splits_.size(); ++s) {
     for (size_t i = 0; i < splits_[s].dataset.examples.size(); ++i) {
-      by_id_.emplace(splits_[s].dataset.examples[i].prompt_id, TaskLocation{s, i});
+      const Example& example = splits_[s].dataset.examples[i];
+      by_id_[example.prompt_id].push_back(TaskLocation{s, i});
+      cache_ids_[s].push_back(TaskCacheId(example));
     }
   }
 }
@@ -119,48 +115,86 @@ std::vector<SplitInfo> HealthBenchEnvironment::ListSplits() const {
 absl::StatusOr<std::vector<TaskSummary>> HealthBenchEnvironment::ListTasks(absl::string_view split,
                                                                            int64_t start,
                                                                            int64_t stop) const {
-  for (size_t s = 0; s < splits_.size(); ++s) {
-    if (splits_[s].name != split) continue;
-    if (start < 0 || start > stop) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad range [", start, ", ", stop, "): need 0 <= start <= stop"));
-    }
-    const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
-    std::vector<TaskSummary> out;
-    for (int64_t i = start; i < std::min(stop, size); ++i) {
-      out.push_back(SummaryOf(TaskLocation{s, static_cast<size_t>(i)}));
-    }
-    return out;
+  HB_ASSIGN_OR_RETURN(const size_t s, SplitIndex(split));
+  if (start < 0 || start > stop) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad range [", start, ", ", stop, "): need 0 <= start <= stop"));
   }
-  return absl::NotFoundError(absl::StrCat("unknown split '", split, "'"));
+  const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
+  std::vector<TaskSummary> out;
+  for (int64_t i = start; i < std::min(stop, size); ++i) {
+    out.push_back(SummaryOf(TaskLocation{s, static_cast<size_t>(i)}));
+  }
+  return out;
+}
+
+absl::StatusOr<size_t> HealthBenchEnvironment::SplitIndex(absl::string_view name) const {
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    if (splits_[s].name == name) return s;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown split '", name, "'"));
+}
+
+std::string HealthBenchEnvironment::SplitNames(const std::vector<TaskLocation>& locations) const {
+  std::vector<std::string> names;
+  for (const TaskLocation& at : locations) {
+    names.push_back(absl::StrCat("'", splits_[at.split].name, "'"));
+  }
+  return absl::StrJoin(names, ", ");
 }
 
 absl::StatusOr<HealthBenchEnvironment::TaskLocation> HealthBenchEnvironment::Resolve(
     const TaskRef& ref) const {
-  const bool by_id = !ref.task_id.empty();
-  const bool by_index = !ref.split.empty() || ref.index.has_value();
-  if (by_id == by_index) {
+  if (!ref.task_id.empty() && ref.index.has_value()) {
     return absl::InvalidArgumentError(
-        "give a task either by task_id or by split and index, not both or neither");
+        "give a task by task_id (with its split when several splits hold it) or by split and "
+        "index, not by task_id and index");
   }
-  if (by_id) {
-    auto it = by_id_.find(ref.task_id);
+  if (ref.task_id.empty() && ref.split.empty()) {
+    return absl::InvalidArgumentError("give a task by task_id or by split and index");
+  }
+  if (!ref.task_id.empty()) return ResolveId(ref);
+  HB_ASSIGN_OR_RETURN(const size_t s, SplitIndex(ref.split));
+  const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
+  const int64_t index = ref.index.value_or(0);
+  if (index < 0 || index >= size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("index ", index, " is outside split '", ref.split, "' (", size, " tasks)"));
+  }
+  return TaskLocation{s, static_cast<size_t>(index)};
+}
+
+absl::StatusOr<HealthBenchEnvironment::TaskLocation> HealthBenchEnvironment::ResolveId(
+    const TaskRef& ref) const {
+  auto it = by_id_.find(ref.task_id);
+  if (!ref.split.empty()) {
+    HB_ASSIGN_OR_RETURN(const size_t s, SplitIndex(ref.split));
     if (it == by_id_.end()) {
       return absl::NotFoundError(absl::StrCat("unknown task id '", ref.task_id, "'"));
     }
-    return it->second;
-  }
-  for (size_t s = 0; s < splits_.size(); ++s) {
-    if (splits_[s].name != ref.split) continue;
-    const int64_t size = static_cast<int64_t>(splits_[s].dataset.examples.size());
-    const int64_t index = ref.index.value_or(0);
-    if (index < 0 || index >= size) {
-      return absl::OutOfRangeError(
-          absl::StrCat("index ", index, " is outside split '", ref.split, "' (", size, " tasks)"));
+    for (const TaskLocation& at : it->second) {
+      if (at.split == s) return at;
     }
-    return TaskLocation{s, static_cast<size_t>(index)};
+    return absl::NotFoundError(absl::StrCat("task id '", ref.task_id, "' is not in split '",
+                                            ref.split, "' (it is in ", SplitNames(it->second),
+                                            ")"));
   }
-  return absl::NotFoundError(absl::StrCat("unknown split '", ref.split, "'"));
+  if (it == by_id_.end()) {
+    // "SPLIT/ID": the one-string form of (split, id).
+    const size_t slash = ref.task_id.find('/');
+    if (slash != std::string::npos && SplitIndex(ref.task_id.substr(0, slash)).ok()) {
+      return ResolveId(
+          TaskRef::InSplit(ref.task_id.substr(0, slash), ref.task_id.substr(slash + 1)));
+    }
+    return absl::NotFoundError(absl::StrCat("unknown task id '", ref.task_id, "'"));
+  }
+  if (it->second.size() == 1) return it->second.front();
+  const std::string& first = splits_[it->second.front().split].name;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "task id '", ref.task_id, "' is in ", it->second.size(), " splits (", SplitNames(it->second),
+      "), each graded against its own rubric: name the split (gRPC "
+      "TaskRef.split, ORS task_spec {\"prompt_id\", \"split\"}, or the id '",
+      first, "/", ref.task_id, "' where only one string is taken)"));
 }
 
 const Example& HealthBenchEnvironment::ExampleAt(TaskLocation at) const {
@@ -197,8 +231,11 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
   // Raw bytes must never reach the judge's JSON request (every route and RPC lands here).
   if (absl::Status text = CheckUtf8("reply", reply); !text.ok()) return reject(std::move(text));
   const Example& example = ExampleAt(*at);
-  std::string key = SubmissionKey(example.prompt_id, reply, options_.grader_fingerprint);
+  const std::string& split = splits_[at->split].name;
+  std::string key =
+      SubmissionKey(cache_ids_[at->split][at->index], reply, options_.grader_fingerprint);
   if (std::optional<SubmitResult> hit = cache_.Find(key)) {
+    hit->split = split;  // the same record may have been graded through another split
     hit->from_cache = true;
     hit->usage = TokenCounts{};
     if (metrics_ != nullptr) {
@@ -215,7 +252,7 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
     if (shutting_down_) {
       refused = absl::CancelledError("the environment is shutting down");
     } else if (it != gradings_.end()) {
-      it->second->waiters.push_back(Grading::Waiter{std::move(done), start});
+      it->second->waiters.push_back(Grading::Waiter{std::move(done), start, split});
       if (metrics_ != nullptr) metrics_->SharedInFlight();
       return;
     } else if (static_cast<int64_t>(gradings_.size()) >= options_.max_pending) {
@@ -233,7 +270,7 @@ void HealthBenchEnvironment::Submit(const TaskRef& ref, std::string reply, absl:
       started->deadline = deadline;
       started->verdicts.resize(example.rubrics.size());
       started->outstanding = example.rubrics.size();
-      started->waiters.push_back(Grading::Waiter{std::move(done), start});
+      started->waiters.push_back(Grading::Waiter{std::move(done), start, split});
       gradings_.emplace(std::move(key), started);
     }
   }
@@ -337,7 +374,9 @@ void HealthBenchEnvironment::Complete(Grading& grading) {
     if (metrics_ != nullptr) {
       metrics_->SubmitFinished(outcome.status().code(), false, clock_.Now() - waiter.start);
     }
-    waiter.done(outcome);
+    absl::StatusOr<SubmitResult> answer = outcome;
+    if (answer.ok()) answer->split = waiter.split;
+    waiter.done(std::move(answer));
   }
 }
 

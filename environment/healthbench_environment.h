@@ -4,13 +4,17 @@
 // messages plus the reply, no system prompt added) and scored with the reference's per-task
 // score (common/grading/scoring.h).
 //
-// Retries are idempotent and cheap: results are cached by SubmissionKey (task, reply sha256,
-// grader fingerprint) in a bounded LRU, and identical submissions in flight at the same time
-// share one grading. Load is controlled globally: judge calls go through one PacedQueue
-// (common/flow), at most `max_upstream_in_flight` at once across every submission, paced by its
-// AdaptiveLimiter on the relayed rate-limit signals, and a submission that would push the backlog
-// past `max_pending` gradings is refused with kResourceExhausted (with a retry delay, marked
-// server-busy: common/retry/retry_status.h) instead of queueing.
+// Splits may overlap: a task is (split, prompt_id), graded against the rubric of its own split
+// (TaskRef in environment.h says how a request names one). Retries are idempotent and cheap:
+// results are cached by SubmissionKey (the task's TaskCacheId, which hashes its conversation
+// and rubric, the reply's sha256, the grader fingerprint) in a bounded LRU, so a reply graded
+// against one split's rubric never answers for another split's rubric of the same prompt_id;
+// identical submissions in flight at the same time share one grading. Load is controlled globally:
+// judge calls go through one PacedQueue (common/flow), at most `max_upstream_in_flight` at once
+// across every submission, paced by its AdaptiveLimiter on the relayed rate-limit signals, and a
+// submission that would push the backlog past `max_pending` gradings is refused with
+// kResourceExhausted (with a retry delay, marked server-busy: common/retry/retry_status.h) instead
+// of queueing.
 #pragma once
 
 #include <cstddef>
@@ -48,9 +52,10 @@ struct Split {
   Dataset dataset;
 };
 
-// Loads every split with the orchestrator's loader (LoadDataset, strict). Errors: the loader's
-// (kInvalidArgument "<path>:<line>: ..." and file errors); kInvalidArgument for an empty or
-// repeated split name, or a prompt_id present in two splits (naming both files).
+// Loads every split with the orchestrator's loader (LoadDataset, strict). A prompt_id may be in
+// several splits (each keeps its own record). Errors: the loader's (kInvalidArgument
+// "<path>:<line>: ..." and file errors, a prompt_id twice in one file); kInvalidArgument for an
+// empty or repeated split name.
 absl::StatusOr<std::vector<Split>> LoadSplits(const std::vector<SplitSpec>& specs);
 
 struct HealthBenchEnvironmentOptions {
@@ -128,6 +133,11 @@ class HealthBenchEnvironment final : public Environment {
   struct Grading;
 
   absl::StatusOr<TaskLocation> Resolve(const TaskRef& ref) const;
+  absl::StatusOr<TaskLocation> ResolveId(const TaskRef& ref) const;
+  // The position of split `name` in splits_, or kNotFound "unknown split 'name'".
+  absl::StatusOr<size_t> SplitIndex(absl::string_view name) const;
+  // "'a', 'b'": the splits of `locations`.
+  std::string SplitNames(const std::vector<TaskLocation>& locations) const;
   const Example& ExampleAt(TaskLocation at) const;
   TaskSummary SummaryOf(TaskLocation at) const;
   // The dispatch queue's item for rubric item `item` of `grading`: starts its judge call when
@@ -149,7 +159,10 @@ class HealthBenchEnvironment final : public Environment {
   absl::StatusOr<SubmitResult> Finish(const Grading& grading) const;
 
   const std::vector<Split> splits_;
-  absl::flat_hash_map<std::string, TaskLocation> by_id_;
+  // Every split's tasks of each prompt_id, in split order.
+  absl::flat_hash_map<std::string, std::vector<TaskLocation>> by_id_;
+  // TaskCacheId of every task, by split and index.
+  std::vector<std::vector<std::string>> cache_ids_;
   GraderClient& grader_;
   Clock& clock_;
   const HealthBenchEnvironmentOptions options_;

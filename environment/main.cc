@@ -55,7 +55,7 @@ Usage: hb-env --split test=data/oss_eval.jsonl [--grader embedded] [--listen 127
 constexpr char kFooter[] =
     "Exit status: 0 after a signal and a drain, 2 on bad usage, an embedded grader's upstream "
     "without API key or address, or --grader replicas that cannot answer or disagree on their "
-    "settings, 1 when the service cannot start.";
+    "settings, or a --listen/--http-listen address in use, 1 when the service cannot start.";
 
 // The ORS listener's request limits: BoundedEvhttp's, with OrsServerOptions' body limit.
 hb::HttpServerLimits OrsHttpLimits() {
@@ -88,7 +88,8 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   command.Group("environment");
   command.Repeated("split", &flags->splits, "NAME=PATH",
                    "a HealthBench JSONL file served as split NAME; repeat the flag for more "
-                   "splits (at least one); a prompt_id in two splits is a start-up error");
+                   "splits (at least one); splits may share prompt_ids (main, hard and "
+                   "consensus): a task is (split, prompt_id)");
   command.Flag("grader", &flags->grader, "TARGET",
                "'embedded' (grade in-process, configured by the --llm-* flags) or a gRPC target "
                "of hb-grader replicas (dns:///host:port, ipv4:a:p,b:p; round_robin)");
@@ -207,6 +208,17 @@ int Fail(const absl::Status& status) {
   return hb::ExitCodeFor(status);
 }
 
+// A server that cannot listen on `flag`'s `address`: named, and a bound address (kUnavailable:
+// in use, or not this host's) is the caller's to fix like any bad flag value (exit 2).
+int ListenFailed(const char* flag, const std::string& address, const absl::Status& status) {
+  HB_LOG_ERROR("hb-env: {}={}: {}{}", flag, address, status.ToString(),
+               status.code() == absl::StatusCode::kUnavailable
+                   ? absl::StrCat(" (is another process listening there? give ", flag,
+                                  " a free address; port 0 picks one)")
+                   : "");
+  return status.code() == absl::StatusCode::kUnavailable ? hb::kExitUsage : hb::ExitCodeFor(status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -311,7 +323,7 @@ int main(int argc, char** argv) {
   server_options.service.max_field_bytes = grader_options->limits.max_field_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return ListenFailed("--listen", listen, server.status());
   std::printf("grpc listening on %s:%d\n", HostOf(listen).c_str(), (*server)->port());
   const std::string& http_listen = flags.http_listen;
   hb::env::OrsServerOptions ors_options;
@@ -324,7 +336,7 @@ int main(int argc, char** argv) {
   ors_options.max_body_bytes = http_limits->max_body_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
-  if (!http.ok()) return Fail(http.status());
+  if (!http.ok()) return ListenFailed("--http-listen", http_listen, http.status());
   std::printf("http listening on %s:%d\n", HostOf(http_listen).c_str(), (*http)->port());
   std::fflush(stdout);
 

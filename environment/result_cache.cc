@@ -6,10 +6,36 @@
 
 namespace hb::env {
 
-std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
+namespace {
+
+// Appends `field` length-prefixed, so that no two field sequences serialize alike.
+void AppendField(std::string& out, absl::string_view field) {
+  absl::StrAppend(&out, field.size(), ":", field, ";");
+}
+
+}  // namespace
+
+std::string TaskCacheId(const Example& example) {
+  std::string content;
+  for (const Message& message : example.prompt) {
+    AppendField(content, message.role);
+    AppendField(content, message.content);
+  }
+  AppendField(content, "rubric");
+  for (const RubricItem& item : example.rubrics) {
+    AppendField(content, item.points_text);
+    AppendField(content, item.criterion);
+    AppendField(content, item.verbatim ? "verbatim" : "prefixed");
+    AppendField(content, absl::StrCat(item.tags.size()));
+    for (const std::string& tag : item.tags) AppendField(content, tag);
+  }
+  return absl::StrCat(example.prompt_id, "#", Sha256Hex(content));
+}
+
+std::string SubmissionKey(absl::string_view task, absl::string_view reply,
                           absl::string_view grader_fingerprint) {
   // Lengths first: ids may contain any byte.
-  return absl::StrCat(task_id.size(), ":", task_id, "|", Sha256Hex(reply), "|", grader_fingerprint);
+  return absl::StrCat(task.size(), ":", task, "|", Sha256Hex(reply), "|", grader_fingerprint);
 }
 
 std::optional<SubmitResult> ResultCache::Find(const std::string& key) {

@@ -1,5 +1,5 @@
-// ResultCache: graded results by submission key (task id, sha256 of the reply, grader
-// fingerprint), bounded in entries with least-recently-used eviction, so a resubmitted reply
+// ResultCache: graded results by submission key (the task's TaskCacheId, sha256 of the reply,
+// grader fingerprint), bounded in entries with least-recently-used eviction, so a resubmitted reply
 // is answered without calling the judge again.
 #pragma once
 
@@ -19,10 +19,16 @@
 
 namespace hb::env {
 
-// The cache key of one submission: `task_id`, sha256 of `reply` and `grader_fingerprint`
-// (IdentityFingerprint of the grader, grader/grader_identity.h), joined so that no two
-// different triples collide.
-std::string SubmissionKey(absl::string_view task_id, absl::string_view reply,
+// What a task is graded on: "<prompt_id>#<sha256 of its conversation and rubric>" (every
+// message's role and content; every rubric item's points as printed, criterion, tags and
+// rendering), so that two splits holding one prompt_id with different rubrics (HealthBench's
+// main and Consensus) have different ids, and splits holding the same record share one.
+std::string TaskCacheId(const Example& example);
+
+// The cache key of one submission: `task` (TaskCacheId), sha256 of `reply` and
+// `grader_fingerprint` (IdentityFingerprint of the grader, grader/grader_identity.h), joined so
+// that no two different triples collide.
+std::string SubmissionKey(absl::string_view task, absl::string_view reply,
                           absl::string_view grader_fingerprint);
 
 // Where cached results outlive the process (SqliteResultStore), written through by ResultCache.

@@ -325,9 +325,10 @@ absl::StatusOr<std::string> NemoGymAggregateMetrics(absl::string_view body) {
     const rapidjson::Value* index = Find(row, "_ng_task_index");
     const int64_t task = index != nullptr && index->IsInt64() ? index->GetInt64() : 0;
     std::vector<std::pair<std::string, double>> values = {{"reward", reward->GetDouble()}};
-    const rapidjson::Value* clipped = Find(row, "reward_clipped");
-    if (clipped != nullptr && clipped->IsNumber()) {
-      values.emplace_back("reward_clipped", clipped->GetDouble());
+    // The other top-level numbers /verify answers with (README: profiled as usual).
+    for (const char* field : {"reward_clipped", "points_met", "points_possible"}) {
+      const rapidjson::Value* value = Find(row, field);
+      if (value != nullptr && value->IsNumber()) values.emplace_back(field, value->GetDouble());
     }
     const rapidjson::Value* components = Find(row, "reward_components");
     if (components != nullptr && components->IsObject()) {

@@ -95,10 +95,10 @@ std::string FormatNemoGymVerifyAnswer(const NemoGymVerifyRequest& request,
 std::string FormatNemoGymJudgeFailure(const NemoGymVerifyRequest& request,
                                       const absl::Status& status);
 
-// POST /aggregate_metrics: the mean, min and max of "reward" and "reward_clipped" over the
-// verify responses (rows with "_ng_failure_class" left out, as NeMo-Gym's collection does),
-// the mean of each "theme:" component over the rows that have it, and per "_ng_task_index"
-// the same means. key_metrics holds the agent-level "mean/..." entries.
+// POST /aggregate_metrics: the mean, min and max of "reward", "reward_clipped", "points_met" and
+// "points_possible" over the verify responses (rows with "_ng_failure_class" left out, as
+// NeMo-Gym's collection does), the mean of each "theme:" component over the rows that have it, and
+// per "_ng_task_index" the same means. key_metrics holds the agent-level "mean/..." entries.
 absl::StatusOr<std::string> NemoGymAggregateMetrics(absl::string_view body);
 
 }  // namespace hb::env

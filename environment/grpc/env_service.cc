@@ -63,12 +63,17 @@ TaskRef TaskRefFromProto(const env_v1::TaskRef& ref) {
   TaskRef out;
   out.task_id = ref.task_id();
   out.split = ref.split();
-  if (!ref.split().empty()) out.index = ref.index();
+  // The index is read only with a split (as before splits could overlap). proto3 cannot tell
+  // index 0 from none: beside a task_id only a non-zero index is read (and refused).
+  if (!ref.split().empty() && (ref.task_id().empty() || ref.index() != 0)) {
+    out.index = ref.index();
+  }
   return out;
 }
 
 void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out) {
   out->set_task_id(result.task_id);
+  out->set_split(result.split);
   out->set_reward(result.reward);
   out->set_reward_clipped(result.reward_clipped);
   out->set_points_met(result.points_met);
@@ -90,6 +95,7 @@ void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out
 SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto) {
   SubmitResult result;
   result.task_id = proto.task_id();
+  result.split = proto.split();
   result.reward = proto.reward();
   result.reward_clipped = proto.reward_clipped();
   result.points_met = proto.points_met();

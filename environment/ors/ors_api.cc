@@ -80,8 +80,9 @@ std::string SpecJson(const TaskSummary& task) {
   std::vector<std::string> tags;
   tags.reserve(task.tags.size());
   for (const std::string& tag : task.tags) tags.push_back(JsonQuote(tag));
-  return absl::StrCat("{\"prompt_id\":", JsonQuote(task.task_id), ",\"tags\":[",
-                      absl::StrJoin(tags, ","), "]}");
+  return absl::StrCat("{\"prompt_id\":", JsonQuote(task.task_id),
+                      ",\"split\":", JsonQuote(task.split), ",\"tags\":[", absl::StrJoin(tags, ","),
+                      "]}");
 }
 
 std::string SpecsJson(const std::vector<TaskSummary>& tasks) {
@@ -218,7 +219,7 @@ absl::StatusOr<std::string> OrsApi::TaskRange(absl::string_view body) const {
   return absl::StrCat("{\"tasks\":", SpecsJson(tasks), "}");
 }
 
-absl::StatusOr<std::string> OrsApi::ResolveCreate(absl::string_view body) const {
+absl::StatusOr<TaskRef> OrsApi::ResolveCreate(absl::string_view body) const {
   HB_ASSIGN_OR_RETURN(rapidjson::Document doc,
                       ParseObject(body, {"env_name", "task_spec", "split", "index", "secrets"}));
   HB_ASSIGN_OR_RETURN(std::optional<std::string> env_name, OptionalString(doc, "env_name"));
@@ -235,17 +236,25 @@ absl::StatusOr<std::string> OrsApi::ResolveCreate(absl::string_view body) const 
   }
   if (split.has_value()) {
     HB_ASSIGN_OR_RETURN(TaskPrompt task, TaskAtIndex(*split, *index));
-    return task.task.task_id;
+    return TaskRef::InSplit(task.task.split, task.task.task_id);
   }
   if (!spec->IsObject()) return FieldError("task_spec", "an object");
   HB_ASSIGN_OR_RETURN(std::optional<std::string> id, OptionalString(*spec, "prompt_id"));
   if (!id.has_value()) return FieldError("task_spec.prompt_id", "a string");
-  HB_ASSIGN_OR_RETURN(TaskPrompt task, env_.GetTask(TaskRef::ById(*id)));
-  return task.task.task_id;
+  // The spec's split (as /tasks gave it) picks among splits that hold the same prompt_id.
+  const rapidjson::Value* in_split = Member(*spec, "split");
+  if (in_split != nullptr && !in_split->IsString())
+    return FieldError("task_spec.split", "a string");
+  std::string spec_split =
+      in_split == nullptr ? "" : std::string(in_split->GetString(), in_split->GetStringLength());
+  if (!spec_split.empty()) HB_RETURN_IF_ERROR(SplitSize(spec_split).status());
+  HB_ASSIGN_OR_RETURN(TaskPrompt task,
+                      env_.GetTask(TaskRef::InSplit(std::move(spec_split), *std::move(id))));
+  return TaskRef::InSplit(task.task.split, task.task.task_id);
 }
 
-absl::StatusOr<std::string> OrsApi::Prompt(const std::string& task_id) const {
-  HB_ASSIGN_OR_RETURN(TaskPrompt task, env_.GetTask(TaskRef::ById(task_id)));
+absl::StatusOr<std::string> OrsApi::Prompt(const TaskRef& ref) const {
+  HB_ASSIGN_OR_RETURN(TaskPrompt task, env_.GetTask(ref));
   return absl::StrCat("[{\"text\":", JsonQuote(task.prompt_text),
                       ",\"detail\":null,\"type\":\"text\"}]");
 }
@@ -259,7 +268,8 @@ absl::StatusOr<OrsToolCall> OrsApi::ParseToolCall(absl::string_view body) {
   const rapidjson::Value* input = Member(doc, "input");
   if (input == nullptr || !input->IsObject()) return FieldError("input", "an object");
   if (call.name != kAnswerTool) {
-    call.tool_error = absl::StrCat("'", call.name, "' is not a valid tool");
+    call.tool_error =
+        absl::StrCat("'", call.name, "' is not a valid tool (available tools: ", kAnswerTool, ")");
     return call;
   }
   auto answer = OptionalString(*input, "answer");

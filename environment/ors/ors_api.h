@@ -5,9 +5,12 @@
 //
 // One environment (named by `env_name`, "healthbench" in hb-env) with one tool:
 //   answer  input {"answer": string}: the agent's reply, graded as the next assistant turn.
-// A task spec is {"prompt_id": <task id>, "tags": [<example tags>]}; it never carries the
-// rubric. Splits are reported as {"name", "type"} with type "train"/"validation"/"test" for
-// splits of those names and "validation" otherwise (as the reference server does).
+// A task spec is {"prompt_id": <task id>, "split": <its split>, "tags": [<example tags>]}; it
+// never carries the rubric. A spec given back to /create is resolved within its "split" (the
+// same prompt_id may be in several splits, each with its own rubric); without one, a prompt_id
+// that several splits hold is refused (kInvalidArgument listing them, see TaskRef). Splits are
+// reported as {"name", "type"} with type "train"/"validation"/"test" for splits of those names and
+// "validation" otherwise (as the reference server does).
 //
 // Error messages (codes per ors_wire.h):
 //   malformed JSON             kInvalidArgument "malformed JSON request body at offset N: <why>"
@@ -69,12 +72,13 @@ class OrsApi {
   // semantics (None, negative and out-of-range bounds are clamped, never an error).
   absl::StatusOr<std::string> TaskRange(absl::string_view body) const;
 
-  // POST /create {"env_name"?, "task_spec"?: {"prompt_id"}, "split"?, "index"?, "secrets"?}:
-  // the id of the task the session is for. Exactly one of task_spec and (split, index).
-  absl::StatusOr<std::string> ResolveCreate(absl::string_view body) const;
+  // POST /create {"env_name"?, "task_spec"?: {"prompt_id", "split"?}, "split"?, "index"?,
+  // "secrets"?}: the task the session is for, with its split always set. Exactly one of
+  // task_spec and (split, index).
+  absl::StatusOr<TaskRef> ResolveCreate(absl::string_view body) const;
 
   // GET /{env}/prompt: [{"type": "text", "text": <prompt_text>, "detail": null}].
-  absl::StatusOr<std::string> Prompt(const std::string& task_id) const;
+  absl::StatusOr<std::string> Prompt(const TaskRef& task) const;
 
   // POST /{env}/call {"name", "input", "task_id"?}. kInvalidArgument only for a body that is
   // not a ToolCall; an unknown tool or bad input is an OrsToolCall with `tool_error`.

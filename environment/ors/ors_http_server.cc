@@ -145,6 +145,12 @@ void SendError(evhttp_request* req, int code, absl::string_view message) {
   Send(req, code, "application/json", ErrorBody(message));
 }
 
+// 405 with the Allow header RFC 9110 requires: the one method `post` or GET serves the route.
+void SendMethodNotAllowed(evhttp_request* req, bool post) {
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", post ? "POST" : "GET");
+  SendError(req, 405, "Method Not Allowed");
+}
+
 void SendStatus(evhttp_request* req, const absl::Status& status) {
   if (status.code() == absl::StatusCode::kResourceExhausted) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
@@ -242,7 +248,7 @@ class OrsHttpServer::Impl {
   void CountTrainerRequest(const TrainerRouteInfo& info, int http_code, absl::Duration latency);
   void RouteEnv(evhttp_request* req, absl::string_view route, absl::string_view body);
   void Create(evhttp_request* req, const std::string& sid, absl::string_view body);
-  void Call(evhttp_request* req, const std::string& sid, const std::string& task_id,
+  void Call(evhttp_request* req, const std::string& sid, const TaskRef& task,
             absl::string_view body);
   // Streams call `call_id`'s result to `req` (session `sid`'s calls only).
   void Attach(evhttp_request* req, const std::string& call_id, const std::string& sid);
@@ -434,7 +440,8 @@ void OrsHttpServer::Impl::Route(evhttp_request* req, absl::string_view path,
   const bool post = evhttp_request_get_command(req) == EVHTTP_REQ_POST;
   auto route = [&](absl::string_view name, bool method_ok) {
     if (path != name) return false;
-    if (!method_ok) SendError(req, 405, "Method Not Allowed");
+    if (!method_ok)
+      SendMethodNotAllowed(req, /*post=*/name != "/health" && name != "/list_environments");
     return true;
   };
   if (route("/health", get)) {
@@ -465,7 +472,7 @@ void OrsHttpServer::Impl::Route(evhttp_request* req, absl::string_view path,
   } else if (const TrainerRouteInfo* trainer = FindTrainerRoute(path)) {
     if ((evhttp_request_get_command(req) == EVHTTP_REQ_POST) != trainer->post ||
         (!trainer->post && !get)) {
-      return SendError(req, 405, "Method Not Allowed");
+      return SendMethodNotAllowed(req, trainer->post);
     }
     RouteTrainer(req, *trainer, body);
   } else {
@@ -544,7 +551,7 @@ void OrsHttpServer::Impl::RouteEnv(evhttp_request* req, absl::string_view path,
   if (match == nullptr) return SendError(req, 404, "Not Found");
   if ((evhttp_request_get_command(req) == EVHTTP_REQ_POST) != match->post ||
       (!match->post && evhttp_request_get_command(req) != EVHTTP_REQ_GET)) {
-    return SendError(req, 405, "Method Not Allowed");
+    return SendMethodNotAllowed(req, match->post);
   }
   if (absl::Status known = api_.CheckEnvName(env); !known.ok()) return SendStatus(req, known);
   if (route == "splits") return SendJson(req, api_.Splits());
@@ -556,11 +563,11 @@ void OrsHttpServer::Impl::RouteEnv(evhttp_request* req, absl::string_view path,
   // The rest need a live session.
   absl::StatusOr<std::string> sid = SessionHeader(req);
   if (!sid.ok()) return SendStatus(req, sid.status());
-  absl::StatusOr<std::string> task_id = sessions_.Touch(*sid);
-  if (!task_id.ok()) return SendStatus(req, task_id.status());
+  absl::StatusOr<TaskRef> task = sessions_.Touch(*sid);
+  if (!task.ok()) return SendStatus(req, task.status());
   if (route == "task_tools") return SendJson(req, OrsApi::Tools());
-  if (route == "prompt") return SendResult(req, api_.Prompt(*task_id));
-  Call(req, *sid, *task_id, body);
+  if (route == "prompt") return SendResult(req, api_.Prompt(*task));
+  Call(req, *sid, *task, body);
 }
 
 void OrsHttpServer::Impl::Create(evhttp_request* req, const std::string& sid,
@@ -571,16 +578,16 @@ void OrsHttpServer::Impl::Create(evhttp_request* req, const std::string& sid,
                      "unknown session id: use the id POST /create_session returned (it expires "
                      "when unused for the session idle timeout)");
   }
-  absl::StatusOr<std::string> task_id = api_.ResolveCreate(body);
-  if (!task_id.ok()) return SendStatus(req, task_id.status());
-  if (absl::Status created = sessions_.Create(sid, *task_id); !created.ok()) {
+  absl::StatusOr<TaskRef> task = api_.ResolveCreate(body);
+  if (!task.ok()) return SendStatus(req, task.status());
+  if (absl::Status created = sessions_.Create(sid, *std::move(task)); !created.ok()) {
     return SendStatus(req, created);
   }
   SendJson(req, absl::StrCat("{\"sid\":", JsonQuote(sid), "}"));
 }
 
-void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& sid,
-                               const std::string& task_id, absl::string_view body) {
+void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& sid, const TaskRef& task,
+                               absl::string_view body) {
   absl::StatusOr<OrsToolCall> call = OrsApi::ParseToolCall(body);
   if (!call.ok()) return SendStatus(req, call.status());
   if (!call->call_id.empty()) return Attach(req, call->call_id, sid);
@@ -600,7 +607,7 @@ void OrsHttpServer::Impl::Call(evhttp_request* req, const std::string& sid,
     inbox_->inline_result.reset();
   }
   env_.Submit(
-      TaskRef::ById(task_id), *std::move(call->answer), absl::InfiniteFuture(),
+      task, *std::move(call->answer), absl::InfiniteFuture(),
       [inbox = inbox_, call_id](absl::StatusOr<SubmitResult> result) {
         absl::MutexLock lock(&inbox->mu);
         if (inbox->inline_call == call_id && inbox->loop_thread == std::this_thread::get_id()) {

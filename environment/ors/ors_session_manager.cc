@@ -50,7 +50,7 @@ absl::StatusOr<std::string> OrsSessionManager::Issue() {
   return sid;
 }
 
-absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_id) {
+absl::Status OrsSessionManager::Create(absl::string_view sid, TaskRef task) {
   if (sessions_.size() >= options_.max_sessions && !sessions_.contains(sid) &&
       !issued_.contains(sid)) {
     return absl::ResourceExhaustedError(
@@ -58,7 +58,7 @@ absl::Status OrsSessionManager::Create(absl::string_view sid, std::string task_i
                         options_.max_sessions));
   }
   auto [it, inserted] =
-      sessions_.try_emplace(std::string(sid), Session{std::move(task_id), clock_.Now()});
+      sessions_.try_emplace(std::string(sid), Session{std::move(task), clock_.Now()});
   if (!inserted) return absl::AlreadyExistsError("Session already exists");
   issued_.erase(sid);
   return absl::OkStatus();
@@ -89,11 +89,11 @@ void OrsSessionManager::ReleaseAnswer(const std::string& sid, absl::string_view 
   }
 }
 
-absl::StatusOr<std::string> OrsSessionManager::Touch(absl::string_view sid) {
+absl::StatusOr<TaskRef> OrsSessionManager::Touch(absl::string_view sid) {
   auto it = sessions_.find(sid);
   if (it == sessions_.end()) return absl::NotFoundError("Active environment not found");
   it->second.last_active = clock_.Now();
-  return it->second.task_id;
+  return it->second.task;
 }
 
 bool OrsSessionManager::Delete(absl::string_view sid) {

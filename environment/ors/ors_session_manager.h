@@ -1,5 +1,5 @@
 // OrsSessionManager: the state of the Open Reward Standard transport without sockets: which
-// sessions exist (session id -> task id, last activity), which tool calls are running or have
+// sessions exist (session id -> task, last activity), which tool calls are running or have
 // finished (call id -> serialized RunToolOutput), and the reaping of idle sessions and of
 // finished calls nobody came back for. Time comes from an injected Clock, so a test reaps
 // instantly.
@@ -34,6 +34,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "environment/environment.h"
 
 namespace hb::env {
 
@@ -71,12 +72,12 @@ class OrsSessionManager {
   absl::StatusOr<std::string> Issue();
   // Whether `sid` was issued and not created, deleted or reaped since.
   bool IsIssued(absl::string_view sid) const { return issued_.contains(sid); }
-  // Registers session `sid` for task `task_id` (and forgets it as issued). kAlreadyExists
+  // Registers session `sid` for `task` (and forgets it as issued). kAlreadyExists
   // "Session already exists"; kResourceExhausted when max_sessions are open.
-  absl::Status Create(absl::string_view sid, std::string task_id);
+  absl::Status Create(absl::string_view sid, TaskRef task);
   // The task of session `sid`, and marks it active now. kNotFound "Active environment not
   // found" when the session does not exist (never created, deleted or reaped).
-  absl::StatusOr<std::string> Touch(absl::string_view sid);
+  absl::StatusOr<TaskRef> Touch(absl::string_view sid);
   // Forgets `sid`, created or only issued; false when it was neither. Its running calls keep
   // running.
   bool Delete(absl::string_view sid);
@@ -113,7 +114,7 @@ class OrsSessionManager {
   void ForgetOldestFinished();
 
   struct Session {
-    std::string task_id;
+    TaskRef task;
     absl::Time last_active;
     std::string answer_call;  // the answer being graded or graded ("" for none)
     bool finished = false;    // the episode has its reward

@@ -41,6 +41,8 @@ from healthbench_env import rewards  # noqa: E402
 BINARIES = {}
 SHARED_DIR = os.environ.get("HB_SHARED_DIR") or os.path.join(SOURCE_DIR, "..", "shared")
 DATA = os.path.join(SHARED_DIR, "data", "healthbench", "2025-05-07-06-14-12_oss_eval.head30.jsonl")
+# The Hard subset's head: its records are also in DATA (same prompt_ids).
+HARD = os.path.join(SHARED_DIR, "data", "healthbench", "hard_2025-05-08-21-00-10.head4.jsonl")
 TEMPLATE = os.path.join(SHARED_DIR, "reference", "grader_template.txt")
 REPLY = "Call emergency services now."
 TOKEN = "trainers-test-token-0123456789abcdef"
@@ -255,6 +257,7 @@ class HealthBenchEnvClientTest(unittest.TestCase):
     def setUpClass(cls):
         cls.processes = []
         cls.sim, sim_url = start_sim()
+        cls.sim_url = sim_url
         cls.processes.append(cls.sim)
         cls.env, cls.url = start_env(sim_url)
         cls.processes.append(cls.env)
@@ -297,6 +300,30 @@ class HealthBenchEnvClientTest(unittest.TestCase):
         prompt = self.client.get_task(self.ids[0])
         self.assertEqual(prompt.task_id, self.ids[0])
         self.assertEqual(prompt.prompt_text, first["prompt"][0]["content"])
+
+    def test_overlapping_splits_resolve_a_task_within_its_split(self):
+        env, url = start_env(self.sim_url, "--split=hard=" + HARD)
+        self.addCleanup(env.stop)
+        client = HealthBenchEnv(url, max_attempts=1)
+        self.addCleanup(client.close)
+        hard = client.list_tasks("hard")
+        self.assertEqual([t.split for t in hard], ["hard"] * 4)
+        task = hard[0]
+        self.assertIn(task.task_id, self.ids)  # also in the main file's split "test"
+        with self.assertRaises(RequestError) as refused:
+            client.submit(task.task_id, REPLY)
+        self.assertEqual(refused.exception.status, 400)
+        self.assertIn("is in 2 splits ('test', 'hard'), each graded against its own rubric",
+                      str(refused.exception))
+        in_hard = client.submit(task.task_id, REPLY, split="hard")
+        in_test = client.submit(task.task_id, REPLY, split="test")
+        # The Hard file holds the main file's record: the same rubric, the same verdicts.
+        self.assertEqual(in_hard.items, in_test.items)
+        self.assertEqual(client.submit("hard/" + task.task_id, REPLY).reward, in_hard.reward)
+        self.assertEqual(client.submit_batch([(task.task_id, REPLY, "hard")])[0].reward,
+                         in_hard.reward)
+        self.assertEqual(client.get_task(task.task_id, split="hard").prompt_text,
+                         client.get_task(task.task_id, split="test").prompt_text)
 
     def test_reward_equals_hb_env_ors_answer_and_the_reference_formula(self):
         for task_id in self.ids[:3]:
@@ -622,6 +649,67 @@ class TrainerExamplesTest(unittest.TestCase):
         self.assertEqual([line["prompt_id"] for line in lines], dataset_ids()[:3])
         self.assertEqual([line["reward"] for line in lines],
                          [self.client.submit(t, REPLY).reward for t in dataset_ids()[:3]])
+
+
+class ExamplesAndDocsTest(unittest.TestCase):
+    """What needs no server: the dataset script's errors and the client README's links."""
+
+    def test_parquet_without_pandas_is_a_one_line_error_saying_how_to_install_it(self):
+        script = os.path.join(SOURCE_DIR, "examples", "trainers", "make_dataset.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "rows.parquet")
+            # pandas made unimportable, whether this machine has it or not.
+            run = ("import runpy, sys; sys.modules['pandas'] = None; sys.argv = %r; "
+                   "runpy.run_path(%r, run_name='__main__')"
+                   % ([script, "--input", DATA, "--format", "verl", "--out", out], script))
+            result = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                                    timeout=60)
+            self.assertFalse(os.path.exists(out))
+        self.assertEqual(result.returncode, 1)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+        self.assertIn("writing parquet needs pandas and pyarrow", result.stderr)
+        self.assertIn("pip install pandas pyarrow", result.stderr)
+
+    def test_make_dataset_split_qualifies_every_task_id(self):
+        script = os.path.join(SOURCE_DIR, "examples", "trainers", "make_dataset.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "rows.jsonl")
+            subprocess.run([sys.executable, script, "--input", HARD, "--format", "trl",
+                            "--split", "hard", "--out", out], check=True,
+                           stdout=subprocess.DEVNULL)
+            with open(out) as f:
+                ids = [json.loads(line)["prompt_id"] for line in f]
+        with open(HARD) as f:
+            self.assertEqual(ids, ["hard/" + json.loads(line)["prompt_id"] for line in f])
+
+    def test_client_readme_links_only_sections_that_exist(self):
+        readme = os.path.join(CLIENT_DIR, "README.md")
+        with open(readme) as f:
+            text = f.read()
+        links = re.findall(r"\]\(([^)\s]+)\)", text)
+        self.assertTrue(links, "the client README links the documentation")
+        # A prose reference to a section by name would not be checked: links only.
+        self.assertNotRegex(text, r'"[^"]+" section')
+        for link in links:
+            if re.match(r"[a-z]+://", link):
+                continue
+            path, _, anchor = link.partition("#")
+            target = os.path.normpath(os.path.join(CLIENT_DIR, path)) if path else readme
+            self.assertTrue(os.path.exists(target), "%s: no such file %s" % (link, target))
+            if anchor:
+                with open(target) as f:
+                    slugs = {github_slug(line.lstrip("#")) for line in f
+                             if re.match(r"#{1,6} ", line)}
+                self.assertIn(anchor, slugs, "%s: no such section in %s" % (link, target))
+
+
+def github_slug(heading):
+    """GitHub's anchor of a Markdown heading: lower case, punctuation but '-' and '_' dropped,
+    spaces to '-'."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
 
 
 def main():

@@ -1,6 +1,9 @@
 // The hb-env binary against hb-llm-sim on loopback: it prints its listening line, serves the
 // splits, grades a reply end to end and answers the resubmission from its cache.
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -28,20 +31,18 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 // hb-env with its embedded grader against `base_url`, splits test (main head 30) and consensus,
-// plus `extra` flags; its gRPC port in `*port`.
-absl::StatusOr<std::unique_ptr<ChildProcess>> StartEnv(const std::string& base_url,
-                                                       const std::vector<std::string>& extra,
-                                                       int* port) {
-  std::vector<std::string> args = {
-      BinaryDir() + "/environment/hb-env",
-      "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
-      "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104),
-      "--listen=127.0.0.1:0",
-      "--http-listen=127.0.0.1:0",
-      "--metrics-listen=",
-      "--llm-base-url=" + base_url,
-      "--grader-template=" + testing::ReferenceTemplatePath(),
-      "--log-level=warn"};
+// plus `extra` flags (or `splits` instead of those two); its gRPC port in `*port`.
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartEnv(
+    const std::string& base_url, const std::vector<std::string>& extra, int* port,
+    std::vector<std::string> splits = {
+        "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+        "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104)}) {
+  std::vector<std::string> args = {BinaryDir() + "/environment/hb-env"};
+  args.insert(args.end(), splits.begin(), splits.end());
+  args.insert(args.end(),
+              {"--listen=127.0.0.1:0", "--http-listen=127.0.0.1:0",
+               "--metrics-listen=", "--llm-base-url=" + base_url,
+               "--grader-template=" + testing::ReferenceTemplatePath(), "--log-level=warn"});
   args.insert(args.end(), extra.begin(), extra.end());
   absl::StatusOr<std::unique_ptr<ChildProcess>> env = ChildProcess::Spawn(args);
   if (!env.ok()) return env.status();
@@ -95,6 +96,79 @@ TEST(HbEnvIntegrationTest, GradesAgainstTheSimulatorAndCachesResubmissions) {
   EXPECT_TRUE(second.from_cache());
   EXPECT_EQ(second.reward(), first.reward());
   EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
+}
+
+// The official files together (issue 31): Hard is a subset of main by prompt_id, Consensus
+// (in full) too, with its own rubric. hb-env starts with all three, a task is (split, id), and a
+// bare id that two splits hold is refused naming them.
+TEST(HbEnvIntegrationTest, MainHardAndConsensusLoadTogetherAndTasksResolveWithinTheirSplit) {
+  absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim({});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> env =
+      StartEnv(sim->base_url, {}, &port,
+               {"--split=main=" + testing::SharedDataFile(testing::kMainHead30),
+                "--split=hard=" + testing::SharedDataFile(testing::kHardHead4),
+                "--split=consensus=" + testing::SharedDataFile(testing::kConsensus104)});
+  ASSERT_TRUE(env.ok()) << env.status();
+  auto stub = env_v1::Environment::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  env_v1::ListTasksRequest list;
+  list.set_split("hard");
+  env_v1::ListTasksResponse hard;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->ListTasks(&context, list, &hard).ok());
+  }
+  ASSERT_EQ(hard.tasks_size(), 4);
+  const std::string id = hard.tasks(0).task_id();
+  env_v1::GetTaskRequest get;
+  get.mutable_task()->set_task_id(id);
+  get.mutable_task()->set_split("hard");
+  env_v1::GetTaskResponse task;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->GetTask(&context, get, &task).ok());
+  }
+  EXPECT_EQ(task.task().split(), "hard");
+  EXPECT_EQ(task.task().index(), 0);
+  get.mutable_task()->clear_split();
+  grpc::ClientContext context;
+  const grpc::Status bare = stub->GetTask(&context, get, &task);
+  EXPECT_EQ(bare.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bare.error_message(), HasSubstr("is in 2 splits ('main', 'hard')"));
+  EXPECT_EQ((*env)->Stop(SIGTERM, absl::Seconds(30)), 0);
+}
+
+// A listen address already in use exits 2 (a bad flag value) naming the flag and the address.
+TEST(HbEnvIntegrationTest, AnAddressInUseExitsTwoNamingItsFlag) {
+  absl::StatusOr<testing::LlmSim> sim = testing::StartLlmSim({});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string in_use = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  for (const std::string flag : {"--listen", "--http-listen"}) {
+    SCOPED_TRACE(flag);
+    const testing::ProcessResult result = testing::RunProcess(
+        {BinaryDir() + "/environment/hb-env",
+         "--split=test=" + testing::SharedDataFile(testing::kMainHead30),
+         flag == "--listen" ? "--listen=" + in_use : "--listen=127.0.0.1:0",
+         flag == "--http-listen" ? "--http-listen=" + in_use : "--http-listen=127.0.0.1:0",
+         "--metrics-listen=", "--llm-base-url=" + sim->base_url,
+         "--grader-template=" + testing::ReferenceTemplatePath(), "--log-level=warn"},
+        {"OPENAI_API_KEY="}, absl::Seconds(60));
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_THAT(result.err, HasSubstr(absl::StrCat(flag, "=", in_use, ": ")));
+    EXPECT_THAT(result.err, HasSubstr(absl::StrCat("give ", flag, " a free address")));
+  }
+  close(held);
 }
 
 // A self-hosted judge behind a gateway: hb-env's embedded grader sends the --llm-header and

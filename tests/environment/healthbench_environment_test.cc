@@ -538,16 +538,6 @@ TEST_F(EnvTest, APortAlreadyBoundIsRefused) {
   EXPECT_THAT(second, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("could not listen")));
 }
 
-TEST(LoadSplitsTest, APromptIdInTwoSplitsNamesBothFiles) {
-  // The Hard subset's records are also in the main file.
-  const std::string main = testing::SharedDataFile(testing::kMainHead30);
-  const std::string hard = testing::SharedDataFile(testing::kHardHead4);
-  auto splits = LoadSplits({{"test", main}, {"hard", hard}});
-  EXPECT_THAT(splits, StatusIs(absl::StatusCode::kInvalidArgument,
-                               HasSubstr(absl::StrCat("is in both ", main, " (split 'test') and ",
-                                                      hard, " (split 'hard')"))));
-}
-
 TEST(LoadSplitsTest, ASplitNameGivenTwiceIsAnError) {
   const std::string main = testing::SharedDataFile(testing::kMainHead30);
   EXPECT_THAT(LoadSplits({{"test", main}, {"test", main}}),

@@ -203,24 +203,31 @@ TEST(NemoGymTest, AnswerEchoesTheRequestWithTheReward) {
 TEST(NemoGymTest, AggregateMetricsLeaveFailuresOutAndAverageThemes) {
   auto metrics = NemoGymAggregateMetrics(
       R"({"verify_responses": [
-        {"_ng_task_index": 0, "reward": 0.5, "reward_clipped": 0.5,
-         "reward_components": {"theme:a": 0.5, "axis:x": 1}},
-        {"_ng_task_index": 0, "reward": -0.5, "reward_clipped": 0.0,
-         "reward_components": {"theme:a": -0.5}},
-        {"_ng_task_index": 1, "reward": 1.0, "reward_clipped": 1.0},
+        {"_ng_task_index": 0, "reward": 0.5, "reward_clipped": 0.5, "points_met": 3,
+         "points_possible": 6, "reward_components": {"theme:a": 0.5, "axis:x": 1}},
+        {"_ng_task_index": 0, "reward": -0.5, "reward_clipped": 0.0, "points_met": -3,
+         "points_possible": 6, "reward_components": {"theme:a": -0.5}},
+        {"_ng_task_index": 1, "reward": 1.0, "reward_clipped": 1.0, "points_met": 4,
+         "points_possible": 4},
         {"_ng_task_index": 1, "reward": 0.0, "_ng_failure_class": "judge_failed"}]})");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_EQ(*metrics,
             R"({"group_level_metrics":[)"
-            R"({"_ng_task_index":0,"num_rollouts":2,"mean/reward":0.0,"mean/reward_clipped":0.25,)"
+            R"({"_ng_task_index":0,"num_rollouts":2,"mean/points_met":0.0,)"
+            R"("mean/points_possible":6.0,"mean/reward":0.0,"mean/reward_clipped":0.25,)"
             R"("mean/theme:a":0.0},)"
-            R"({"_ng_task_index":1,"num_rollouts":1,"mean/reward":1.0,"mean/reward_clipped":1.0}],)"
+            R"({"_ng_task_index":1,"num_rollouts":1,"mean/points_met":4.0,)"
+            R"("mean/points_possible":4.0,"mean/reward":1.0,"mean/reward_clipped":1.0}],)"
             R"("agent_metrics":{"num_rollouts":3,)"
+            R"("mean/points_met":1.3333333333333333,"min/points_met":-3.0,"max/points_met":4.0,)"
+            R"("mean/points_possible":5.333333333333333,"min/points_possible":4.0,)"
+            R"("max/points_possible":6.0,)"
             R"("mean/reward":0.3333333333333333,"min/reward":-0.5,"max/reward":1.0,)"
             R"("mean/reward_clipped":0.5,"min/reward_clipped":0.0,"max/reward_clipped":1.0,)"
             R"("mean/theme:a":0.0,"min/theme:a":-0.5,"max/theme:a":0.5},)"
-            R"("key_metrics":{"mean/reward":0.3333333333333333,"mean/reward_clipped":0.5,)"
-            R"("mean/theme:a":0.0}})");
+            R"("key_metrics":{"mean/points_met":1.3333333333333333,)"
+            R"("mean/points_possible":5.333333333333333,"mean/reward":0.3333333333333333,)"
+            R"("mean/reward_clipped":0.5,"mean/theme:a":0.0}})");
   EXPECT_EQ(*NemoGymAggregateMetrics(R"({"verify_responses": []})"),
             R"({"group_level_metrics":[],"agent_metrics":{"num_rollouts":0},"key_metrics":{}})");
   EXPECT_THAT(NemoGymAggregateMetrics(R"({"verify_responses": [{"reward": "x"}]})"),

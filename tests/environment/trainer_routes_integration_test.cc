@@ -341,6 +341,9 @@ TEST_F(TrainerRoutesIntegrationTest, NemoGymVerifyEqualsGrpcSubmitAndAggregates)
   ASSERT_EQ(aggregated.status_code, 200) << aggregated.body;
   const rapidjson::Document metrics = ParseJson(aggregated.body);
   EXPECT_EQ(metrics["agent_metrics"]["mean/reward"].GetDouble(), expected.reward());
+  // The points the README promises, profiled as the reward is.
+  EXPECT_EQ(metrics["agent_metrics"]["mean/points_met"].GetDouble(), expected.points_met());
+  EXPECT_EQ(metrics["key_metrics"]["mean/points_possible"].GetDouble(), expected.points_possible());
 }
 
 TEST_F(TrainerRoutesIntegrationTest, EveryRouteRefusesARequestWithoutTheToken) {

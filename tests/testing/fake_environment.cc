@@ -117,15 +117,16 @@ absl::StatusOr<std::vector<env::TaskSummary>> FakeEnvironment::ListTasks(absl::s
 }
 
 absl::StatusOr<env::TaskPrompt> FakeEnvironment::Find(const env::TaskRef& ref) const {
-  if (ref.task_id.empty() == !ref.index.has_value()) {
-    return absl::InvalidArgumentError("set exactly one of task_id and (split, index)");
+  if (ref.task_id.empty() != ref.index.has_value()) {
+    return absl::InvalidArgumentError("set task_id (and maybe split) or (split, index)");
   }
   for (const Split& split : splits_) {
     for (size_t i = 0; i < split.tasks.size(); ++i) {
       const FakeTask& task = split.tasks[i];
-      const bool match = ref.index.has_value()
-                             ? split.name == ref.split && static_cast<int64_t>(i) == *ref.index
-                             : task.id == ref.task_id;
+      const bool match =
+          ref.index.has_value()
+              ? split.name == ref.split && static_cast<int64_t>(i) == *ref.index
+              : task.id == ref.task_id && (ref.split.empty() || ref.split == split.name);
       if (match) {
         return env::TaskPrompt{{task.id, split.name, static_cast<int64_t>(i), task.tags},
                                {{"user", task.prompt_text}},
@@ -165,7 +166,7 @@ void FakeEnvironment::Submit(const env::TaskRef& ref, std::string reply, absl::T
           "reply is ", reply.size(), " bytes, over the limit of ", max_reply_bytes_, " bytes"));
     } else {
       replies_.push_back(reply);
-      queue_.push_back({task->task.task_id, std::move(reply), std::move(done)});
+      queue_.push_back({task->task.task_id, task->task.split, std::move(reply), std::move(done)});
       return;
     }
   }
@@ -185,7 +186,11 @@ void FakeEnvironment::Work() {
       batch.swap(queue_);
       fn = result_fn_;
     }
-    for (Pending& pending : batch) pending.done(fn(pending.task_id, pending.reply));
+    for (Pending& pending : batch) {
+      absl::StatusOr<env::SubmitResult> result = fn(pending.task_id, pending.reply);
+      if (result.ok() && result->split.empty()) result->split = pending.split;
+      pending.done(std::move(result));
+    }
   }
 }
 

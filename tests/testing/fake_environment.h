@@ -7,10 +7,11 @@
 //   env.AddTask("dev", {"p1", {"theme:x"}, "user: hi"});
 //   env.HoldSubmissions(true);  ... env.WaitForSubmissions(1); ... env.HoldSubmissions(false);
 //
-// Thread-safe. Errors follow the Environment contract: kNotFound for an unknown task id or
-// split, kOutOfRange for an index outside a split, kInvalidArgument for a reply over
-// max_reply_bytes ("reply is N bytes, over the limit of M bytes"); an up-front rejection set
-// with RejectUpFront() is returned inline.
+// Thread-safe. Errors follow the Environment contract (but a bare task id that several splits
+// hold is the first split's task, not refused): kNotFound for an unknown task id or split,
+// kOutOfRange for an index outside a split, kInvalidArgument for a reply over max_reply_bytes
+// ("reply is N bytes, over the limit of M bytes"); an up-front rejection set with RejectUpFront()
+// is returned inline.
 #pragma once
 
 #include <cstddef>
@@ -72,6 +73,7 @@ class FakeEnvironment final : public env::Environment {
  private:
   struct Pending {
     std::string task_id;
+    std::string split;
     std::string reply;
     SubmitCallback done;
   };

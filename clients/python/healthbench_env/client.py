@@ -3,7 +3,8 @@
 Standard library only. One submission is one fresh ORS session, as the ORS Python SDK does it:
 
   POST /create_session            (SSE: "task_id" = the session id, then "end")
-  POST /create                    X-Session-ID; {"task_spec": {"prompt_id": <task id>}}
+  POST /create                    X-Session-ID; {"task_spec": {"prompt_id": <task id>,
+                                  "split": <split>}} (the split only when given)
   POST /{env}/call                X-Session-ID; {"name": "answer", "input": {"answer": <reply>}}
                                   (SSE: "task_id", ": ping" comments, "chunk"*, "end")
   POST /delete                    X-Session-ID (best effort)
@@ -21,6 +22,11 @@ jitter exponential backoff (backoff_base doubling up to backoff_cap); a Retry-Af
 (seconds) is waited out instead when present. A failed step restarts the submission on a new
 session (hb-env shares identical submissions in flight and caches results, so a retried
 submission is not graded twice).
+
+Splits may share prompt_ids (hb-env serving main, hard and consensus: a task is (split,
+prompt_id), each split with its own rubric). Pass split= (or a task id "SPLIT/<prompt_id>") when
+the prompt_id is in several splits: hb-env refuses a bare one with a RequestError (400) that
+lists the splits holding it.
 
 Thread-safety: a HealthBenchEnv is safe to share between threads and event loops; every
 request opens its own connection.
@@ -79,6 +85,8 @@ class ServerError(HealthBenchEnvError):
 class Task:
     task_id: str
     tags: Tuple[str, ...]
+    # The split it was listed from (pass it to get_task / submit when splits share ids).
+    split: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -374,10 +382,11 @@ class HealthBenchEnv:
         for name in names:
             out = self._get_json("POST", "/%s/task_range" % self.env_name,
                                  {"split": name, "start": start, "stop": stop})
-            tasks.extend(Task(t["prompt_id"], tuple(t.get("tags", ()))) for t in out["tasks"])
+            tasks.extend(Task(t["prompt_id"], tuple(t.get("tags", ())), t.get("split", name))
+                         for t in out["tasks"])
         return tasks
 
-    def _open_session(self, task_id: str, deadline: float) -> str:
+    def _open_session(self, task_id: str, split: Optional[str], deadline: float) -> str:
         created, end = self._sse("/create_session", {}, None, deadline)
         sid = created
         if end:
@@ -386,8 +395,11 @@ class HealthBenchEnv:
                 sid = str(parsed["sid"])
         if not sid:
             raise _Retryable("/create_session: no session id in the stream")
-        self._request("POST", "/create", {"task_spec": {"prompt_id": task_id},
-                                          "env_name": self.env_name}, sid, deadline)
+        spec = {"prompt_id": task_id}
+        if split:
+            spec["split"] = split
+        self._request("POST", "/create", {"task_spec": spec, "env_name": self.env_name}, sid,
+                      deadline)
         return sid
 
     def _close_session(self, sid: str, deadline: float) -> None:
@@ -399,11 +411,11 @@ class HealthBenchEnv:
         except _Retryable:
             pass
 
-    def get_task(self, task_id: str) -> TaskPrompt:
-        """The prompt of task `task_id` (RequestError 404 for an unknown id)."""
+    def get_task(self, task_id: str, split: Optional[str] = None) -> TaskPrompt:
+        """The prompt of task `task_id` (in `split`; RequestError 404 for an unknown id)."""
 
         def step(deadline: float) -> TaskPrompt:
-            sid = self._open_session(task_id, deadline)
+            sid = self._open_session(task_id, split, deadline)
             try:
                 blocks = json.loads(self._request(
                     "GET", "/%s/prompt" % self.env_name, None, sid, deadline).body)
@@ -416,8 +428,9 @@ class HealthBenchEnv:
 
     # -- submissions -------------------------------------------------------------------------
 
-    def submit(self, task_id: str, reply: str) -> SubmitResult:
-        """Grades `reply` as the next assistant turn of task `task_id`."""
+    def submit(self, task_id: str, reply: str, split: Optional[str] = None) -> SubmitResult:
+        """Grades `reply` as the next assistant turn of task `task_id` (of `split`, against
+        that split's rubric; needed when several splits hold the prompt_id)."""
         if not isinstance(task_id, str) or not task_id:
             raise ValueError("task_id must be a non-empty string (a HealthBench prompt_id), "
                              "got %r" % (task_id,))
@@ -425,7 +438,7 @@ class HealthBenchEnv:
             raise ValueError("reply must be a string, got %s" % type(reply).__name__)
 
         def step(deadline: float) -> SubmitResult:
-            sid = self._open_session(task_id, deadline)
+            sid = self._open_session(task_id, split, deadline)
             try:
                 _, payload = self._sse("/%s/call" % self.env_name,
                                        {"name": "answer", "input": {"answer": reply}},
@@ -449,16 +462,17 @@ class HealthBenchEnv:
 
         return self._with_retries(step)
 
-    def submit_batch(self, submissions: Iterable[Tuple[str, str]],
+    def submit_batch(self, submissions: Iterable[Tuple[str, ...]],
                      return_exceptions: bool = False
                      ) -> List[Union[SubmitResult, HealthBenchEnvError]]:
-        """Grades (task_id, reply) pairs, at most max_concurrency at once, in input order.
+        """Grades (task_id, reply) or (task_id, reply, split) tuples, at most max_concurrency at
+        once, in input order.
 
         With return_exceptions, a failed submission's HealthBenchEnvError takes its place in
         the list; else the first failure (in input order) is raised after all have finished.
         """
         pool = self._pool()
-        futures = [pool.submit(self.submit, task_id, reply) for task_id, reply in submissions]
+        futures = [pool.submit(self.submit, *submission) for submission in submissions]
         results: List[Union[SubmitResult, HealthBenchEnvError]] = []
         for future in futures:
             try:
@@ -473,34 +487,35 @@ class HealthBenchEnv:
 
     # -- asyncio -----------------------------------------------------------------------------
 
-    async def asubmit(self, task_id: str, reply: str) -> SubmitResult:
+    async def asubmit(self, task_id: str, reply: str, split: Optional[str] = None
+                      ) -> SubmitResult:
         """submit() on the client's thread pool, awaitable from any event loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool(), self.submit, task_id, reply)
+        return await loop.run_in_executor(self._pool(), self.submit, task_id, reply, split)
 
-    async def asubmit_batch(self, submissions: Iterable[Tuple[str, str]],
+    async def asubmit_batch(self, submissions: Iterable[Tuple[str, ...]],
                             return_exceptions: bool = False
                             ) -> List[Union[SubmitResult, HealthBenchEnvError]]:
         """submit_batch() for asyncio: at most max_concurrency submissions in flight."""
         semaphore = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(task_id: str, reply: str):
+        async def one(submission: Tuple[str, ...]):
             async with semaphore:
                 try:
-                    return await self.asubmit(task_id, reply)
+                    return await self.asubmit(*submission)
                 except HealthBenchEnvError as e:
                     return e
 
-        results = await asyncio.gather(*(one(t, r) for t, r in submissions))
+        results = await asyncio.gather(*(one(s) for s in submissions))
         if not return_exceptions:
             for r in results:
                 if isinstance(r, HealthBenchEnvError):
                     raise r
         return list(results)
 
-    async def aget_task(self, task_id: str) -> TaskPrompt:
+    async def aget_task(self, task_id: str, split: Optional[str] = None) -> TaskPrompt:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool(), self.get_task, task_id)
+        return await loop.run_in_executor(self._pool(), self.get_task, task_id, split)
 
     async def alist_tasks(self, split: Optional[str] = None) -> List[Task]:
         loop = asyncio.get_running_loop()

@@ -5,7 +5,8 @@ on first use (set_default_env() replaces it). Neither ever turns a failed gradin
 reward: verl's compute_score raises, TRL's trl_reward answers None (TRL's "no reward").
 
 verl (custom_reward_function: path = this file or the installed module's file, name =
-compute_score): the dataset's reward_model.ground_truth is the HealthBench prompt_id.
+compute_score): the dataset's reward_model.ground_truth is the HealthBench prompt_id, or
+"SPLIT/<prompt_id>" (make_dataset.py --split) when hb-env serves splits that share prompt_ids.
 
     compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float
 

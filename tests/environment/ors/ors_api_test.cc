@@ -48,17 +48,19 @@ TEST_F(OrsApiTest, StaticRoutes) {
 }
 
 TEST_F(OrsApiTest, TaskListings) {
-  EXPECT_THAT(api_.Tasks(R"({"split":"dev"})"),
-              IsOkAndHolds(R"({"tasks":[{"prompt_id":"p0","tags":["theme:a"]},)"
-                           R"({"prompt_id":"p1","tags":["theme:b","physician_agreed_category:x"]},)"
-                           R"({"prompt_id":"p2","tags":[]}],"env_name":"healthbench"})"));
+  EXPECT_THAT(
+      api_.Tasks(R"({"split":"dev"})"),
+      IsOkAndHolds(
+          R"({"tasks":[{"prompt_id":"p0","split":"dev","tags":["theme:a"]},)"
+          R"({"prompt_id":"p1","split":"dev","tags":["theme:b","physician_agreed_category:x"]},)"
+          R"({"prompt_id":"p2","split":"dev","tags":[]}],"env_name":"healthbench"})"));
   EXPECT_THAT(api_.NumTasks(R"({"split":"dev"})"), IsOkAndHolds(R"({"num_tasks":3})"));
   EXPECT_THAT(
       api_.Task(R"({"split":"dev","index":1})"),
       IsOkAndHolds(
-          R"({"task":{"prompt_id":"p1","tags":["theme:b","physician_agreed_category:x"]}})"));
+          R"({"task":{"prompt_id":"p1","split":"dev","tags":["theme:b","physician_agreed_category:x"]}})"));
   EXPECT_THAT(api_.Task(R"({"split":"dev","index":-1})"),
-              IsOkAndHolds(R"({"task":{"prompt_id":"p2","tags":[]}})"));
+              IsOkAndHolds(R"({"task":{"prompt_id":"p2","split":"dev","tags":[]}})"));
 }
 
 TEST_F(OrsApiTest, TaskRangeHasPythonSliceSemantics) {
@@ -67,13 +69,13 @@ TEST_F(OrsApiTest, TaskRangeHasPythonSliceSemantics) {
   EXPECT_THAT(
       ids(R"({"split":"dev","start":1,"stop":2})"),
       IsOkAndHolds(
-          R"({"tasks":[{"prompt_id":"p1","tags":["theme:b","physician_agreed_category:x"]}]})"));
+          R"({"tasks":[{"prompt_id":"p1","split":"dev","tags":["theme:b","physician_agreed_category:x"]}]})"));
   EXPECT_THAT(ids(R"({"split":"dev","start":-1})"),
-              IsOkAndHolds(R"({"tasks":[{"prompt_id":"p2","tags":[]}]})"));
+              IsOkAndHolds(R"({"tasks":[{"prompt_id":"p2","split":"dev","tags":[]}]})"));
   EXPECT_THAT(ids(R"({"split":"dev","start":5,"stop":99})"), IsOkAndHolds(R"({"tasks":[]})"));
   EXPECT_THAT(ids(R"({"split":"dev","start":2,"stop":1})"), IsOkAndHolds(R"({"tasks":[]})"));
   EXPECT_THAT(ids(R"({"split":"dev","start":null,"stop":-2})"),
-              IsOkAndHolds(R"({"tasks":[{"prompt_id":"p0","tags":["theme:a"]}]})"));
+              IsOkAndHolds(R"({"tasks":[{"prompt_id":"p0","split":"dev","tags":["theme:a"]}]})"));
 }
 
 TEST_F(OrsApiTest, InputErrorsAreExact) {
@@ -105,9 +107,11 @@ TEST_F(OrsApiTest, InputErrorsAreExact) {
 
 TEST_F(OrsApiTest, CreateResolvesATaskBySpecOrByIndex) {
   EXPECT_THAT(
-      api_.ResolveCreate(R"({"task_spec":{"prompt_id":"p1","tags":[]},"env_name":"healthbench"})"),
-      IsOkAndHolds("p1"));
-  EXPECT_THAT(api_.ResolveCreate(R"({"split":"test","index":0})"), IsOkAndHolds("t0"));
+      api_.ResolveCreate(
+          R"({"task_spec":{"prompt_id":"p1","split":"dev","tags":[]},"env_name":"healthbench"})"),
+      IsOkAndHolds(TaskRef::InSplit("dev", "p1")));
+  EXPECT_THAT(api_.ResolveCreate(R"({"split":"test","index":0})"),
+              IsOkAndHolds(TaskRef::InSplit("test", "t0")));
   EXPECT_THAT(api_.ResolveCreate(R"({"task_spec":{"prompt_id":"zz"}})"),
               StatusIs(absl::StatusCode::kNotFound, "unknown task id 'zz'"));
   EXPECT_THAT(api_.ResolveCreate(R"({"split":"dev","index":9})"),
@@ -131,8 +135,28 @@ TEST_F(OrsApiTest, CreateResolvesATaskBySpecOrByIndex) {
               StatusIs(absl::StatusCode::kNotFound, "unknown environment \"other\""));
 }
 
+// A spec's "split" picks the task of that prompt_id in that split (splits may overlap).
+TEST(OrsApiSplitsTest, ASpecIsResolvedWithinItsSplit) {
+  FakeEnvironment env;
+  env.AddTask("main", {"p1", {}, "user: main's"});
+  env.AddTask("consensus", {"p1", {}, "user: consensus's"});
+  OrsApi api(env, "healthbench");
+  EXPECT_THAT(api.ResolveCreate(R"({"task_spec":{"prompt_id":"p1","split":"consensus"}})"),
+              IsOkAndHolds(TaskRef::InSplit("consensus", "p1")));
+  EXPECT_THAT(api.ResolveCreate(R"({"split":"consensus","index":0})"),
+              IsOkAndHolds(TaskRef::InSplit("consensus", "p1")));
+  EXPECT_THAT(api.Prompt(TaskRef::InSplit("consensus", "p1")),
+              IsOkAndHolds(HasSubstr("consensus's")));
+  EXPECT_THAT(api.ResolveCreate(R"({"task_spec":{"prompt_id":"p1","split":"hard"}})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "Invalid split: \"hard\" (splits: main, consensus)"));
+  EXPECT_THAT(api.ResolveCreate(R"({"task_spec":{"prompt_id":"p1","split":7}})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "request body: field 'task_spec.split' must be a string"));
+}
+
 TEST_F(OrsApiTest, PromptIsOneTextBlockHoldingPromptTextExactly) {
-  const absl::StatusOr<std::string> prompt = api_.Prompt("p2");
+  const absl::StatusOr<std::string> prompt = api_.Prompt(TaskRef::ById("p2"));
   ASSERT_TRUE(prompt.ok()) << prompt.status();
   rapidjson::Document doc;
   doc.Parse(prompt->c_str());
@@ -154,7 +178,7 @@ TEST(OrsToolCallTest, ParsesCallsAndReportsToolErrorsInBand) {
   EXPECT_EQ(call->call_id, "c1");
   call = OrsApi::ParseToolCall(R"({"name":"search","input":{}})");
   ASSERT_TRUE(call.ok());
-  EXPECT_EQ(call->tool_error, "'search' is not a valid tool");
+  EXPECT_EQ(call->tool_error, "'search' is not a valid tool (available tools: answer)");
   call = OrsApi::ParseToolCall(R"({"name":"answer","input":{"answer":3}})");
   ASSERT_TRUE(call.ok());
   EXPECT_EQ(call->tool_error, "Tool input validation error: input field 'answer' must be a string");

@@ -182,6 +182,15 @@ class OrsHttpServerTest : public ::testing::Test {
     return Parse(conn.ReadAll());
   }
 
+  // `method` on `path` is 405 naming the one method the route serves (RFC 9110's Allow).
+  void ExpectMethodNotAllowed(const std::string& method, const std::string& path,
+                              const std::string& allow) {
+    Reply r = Do(method, path);
+    EXPECT_EQ(r.status, 405) << method << " " << path;
+    EXPECT_EQ(r.body, R"({"detail":"Method Not Allowed"})");
+    EXPECT_EQ(r.headers["allow"], allow) << method << " " << path;
+  }
+
   // The FakeEnvironment's own result for (task, reply), straight from Submit.
   SubmitResult Expected(const std::string& task_id, const std::string& reply) {
     return *env_.SubmitAndWait(task_id, reply);
@@ -242,12 +251,12 @@ TEST_F(OrsHttpServerTest, StatelessRoutes) {
             R"([{"name":"dev","type":"validation"},{"name":"test","type":"test"}])");
   EXPECT_EQ(Do("GET", "/HealthBench/tools").body, OrsApi::Tools());
   EXPECT_EQ(Do("POST", "/healthbench/tasks", R"({"split":"test"})").body,
-            R"({"tasks":[{"prompt_id":"t0","tags":[]}],"env_name":"healthbench"})");
+            R"({"tasks":[{"prompt_id":"t0","split":"test","tags":[]}],"env_name":"healthbench"})");
   EXPECT_EQ(Do("POST", "/healthbench/num_tasks", R"({"split":"dev"})").body, R"({"num_tasks":2})");
   EXPECT_EQ(Do("POST", "/healthbench/task", R"({"split":"dev","index":0})").body,
-            R"({"task":{"prompt_id":"p0","tags":["theme:a"]}})");
+            R"({"task":{"prompt_id":"p0","split":"dev","tags":["theme:a"]}})");
   EXPECT_EQ(Do("POST", "/healthbench/task_range", R"({"split":"dev","start":1})").body,
-            R"({"tasks":[{"prompt_id":"p1","tags":["theme:b"]}]})");
+            R"({"tasks":[{"prompt_id":"p1","split":"dev","tags":["theme:b"]}]})");
 }
 
 TEST_F(OrsHttpServerTest, RoutingErrors) {
@@ -258,11 +267,10 @@ TEST_F(OrsHttpServerTest, RoutingErrors) {
   r = Do("GET", "/healthbench/nothing");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(r.body, R"({"detail":"Not Found"})");
-  r = Do("POST", "/health");
-  EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.body, R"({"detail":"Method Not Allowed"})");
-  r = Do("GET", "/healthbench/tasks");
-  EXPECT_EQ(r.status, 405);
+  ExpectMethodNotAllowed("POST", "/health", "GET");
+  ExpectMethodNotAllowed("GET", "/healthbench/tasks", "POST");
+  ExpectMethodNotAllowed("GET", "/create", "POST");
+  ExpectMethodNotAllowed("POST", "/healthbench/splits", "GET");
 }
 
 TEST_F(OrsHttpServerTest, BadInputEachWithItsExactError) {
@@ -497,7 +505,9 @@ TEST_F(OrsHttpServerTest, ToolErrorsAreInBandResults) {
   const std::string sid = OpenSession("p0");
   std::vector<Event> events =
       Events(Do("POST", "/healthbench/call", R"({"name":"search","input":{}})", sid).body);
-  EXPECT_EQ(CallResult(events), R"({"ok":false,"error":"'search' is not a valid tool"})");
+  EXPECT_EQ(
+      CallResult(events),
+      R"json({"ok":false,"error":"'search' is not a valid tool (available tools: answer)"})json");
   events = Events(
       Do("POST", "/healthbench/call", R"({"name":"answer","input":{"answer":1}})", sid).body);
   EXPECT_EQ(
@@ -683,9 +693,8 @@ TEST_F(OrsHttpServerTest, TrainerRouteErrorsMapToHttpStatuses) {
   r = Do("POST", "/get_reward", R"({"query":["a"]})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.body, R"({"detail":"request body: field 'prompts' must be an array of strings"})");
-  r = Do("GET", "/get_reward");
-  EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(Do("POST", "/reverify_mode").status, 405);
+  ExpectMethodNotAllowed("GET", "/get_reward", "POST");
+  ExpectMethodNotAllowed("POST", "/reverify_mode", "GET");
   // The prefix is NeMo-Gym's: only its routes take it, and it needs a rollout id.
   EXPECT_EQ(Do("POST", "/ng-rollout/r1/get_reward", "{}").status, 404);
   EXPECT_EQ(Do("POST", "/ng-rollout//verify", kNemoVerify).status, 404);

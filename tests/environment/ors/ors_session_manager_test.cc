@@ -31,9 +31,9 @@ class OrsSessionManagerTest : public ::testing::Test {
 };
 
 TEST_F(OrsSessionManagerTest, CreateTouchDelete) {
-  ASSERT_TRUE(manager_.Create("s1", "task-a").ok());
-  EXPECT_THAT(manager_.Touch("s1"), IsOkAndHolds("task-a"));
-  EXPECT_THAT(manager_.Create("s1", "task-b"),
+  ASSERT_TRUE(manager_.Create("s1", TaskRef::ById("task-a")).ok());
+  EXPECT_THAT(manager_.Touch("s1"), IsOkAndHolds(TaskRef::ById("task-a")));
+  EXPECT_THAT(manager_.Create("s1", TaskRef::ById("task-b")),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("Session already exists")));
   EXPECT_TRUE(manager_.Delete("s1"));
   EXPECT_FALSE(manager_.Delete("s1"));
@@ -42,8 +42,8 @@ TEST_F(OrsSessionManagerTest, CreateTouchDelete) {
 }
 
 TEST_F(OrsSessionManagerTest, ReapsOnlySessionsIdleLongerThanTheTimeout) {
-  ASSERT_TRUE(manager_.Create("old", "t").ok());
-  ASSERT_TRUE(manager_.Create("pinged", "t").ok());
+  ASSERT_TRUE(manager_.Create("old", TaskRef::ById("t")).ok());
+  ASSERT_TRUE(manager_.Create("pinged", TaskRef::ById("t")).ok());
   clock_.Advance(absl::Minutes(10));
   ASSERT_TRUE(manager_.Touch("pinged").ok());
   clock_.Advance(absl::Minutes(5));  // "old" idle exactly 15 min: not yet
@@ -82,14 +82,14 @@ TEST_F(OrsSessionManagerTest, FinishedCallsLingerThenGoRunningCallsStay) {
 TEST(OrsSessionManagerBoundsTest, SessionsPastTheCapAreRefused) {
   FakeClock clock;
   OrsSessionManager manager(clock, {absl::Minutes(15), absl::Seconds(60), 2, 10});
-  ASSERT_TRUE(manager.Create("s1", "t").ok());
-  ASSERT_TRUE(manager.Create("s2", "t").ok());
-  EXPECT_THAT(manager.Create("s3", "t"),
+  ASSERT_TRUE(manager.Create("s1", TaskRef::ById("t")).ok());
+  ASSERT_TRUE(manager.Create("s2", TaskRef::ById("t")).ok());
+  EXPECT_THAT(manager.Create("s3", TaskRef::ById("t")),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("too many open sessions")));
-  EXPECT_THAT(manager.Create("s2", "t"),
+  EXPECT_THAT(manager.Create("s2", TaskRef::ById("t")),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("already exists")));
   ASSERT_TRUE(manager.Delete("s1"));
-  EXPECT_TRUE(manager.Create("s3", "t").ok());
+  EXPECT_TRUE(manager.Create("s3", TaskRef::ById("t")).ok());
 }
 
 TEST(OrsSessionManagerBoundsTest, OldestFinishedCallIsForgottenPastTheCap) {
