@@ -154,7 +154,7 @@ TEST(HbEnvIntegrationTest, AnAddressInUseExitsTwoNamingItsFlag) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string in_use = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
-  for (const std::string flag : {"--listen", "--http-listen"}) {
+  for (const std::string& flag : std::vector<std::string>{"--listen", "--http-listen"}) {
     SCOPED_TRACE(flag);
     const testing::ProcessResult result = testing::RunProcess(
         {BinaryDir() + "/environment/hb-env",
