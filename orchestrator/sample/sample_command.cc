@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/exit_codes.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
 #include "common/base/status_macros.h"
@@ -256,7 +257,7 @@ int RunSample(const SampleOptions& options) {
   if (valid.ok()) valid = PreflightEndpoint(PolicyEndpoint(options));
   if (!valid.ok()) {
     std::fprintf(stderr, "hb-orchestrator sample: %s\n", std::string(valid.message()).c_str());
-    return kSampleExitUsage;
+    return kExitUsage;
   }
   CurlHttpClientOptions http_options;
   // The probe is one of the --max-in-flight calls (PolicyFeed::Begin), not one more.
@@ -266,7 +267,7 @@ int RunSample(const SampleOptions& options) {
       CurlMultiHttpClient::Create(http_options);
   if (!http.ok()) {
     std::fprintf(stderr, "hb-orchestrator sample: %s\n", http.status().ToString().c_str());
-    return kSampleExitInternal;
+    return kExitInternal;
   }
   OpenAiLlmClientOptions llm_options;
   llm_options.base_url = options.policy_base_url;
@@ -277,11 +278,10 @@ int RunSample(const SampleOptions& options) {
     std::fprintf(stderr, "hb-orchestrator sample: %s\n",
                  std::string(summary.status().message()).c_str());
     const absl::StatusCode code = summary.status().code();
-    return code == absl::StatusCode::kInternal || code == absl::StatusCode::kUnknown
-               ? kSampleExitInternal
-               : kSampleExitUsage;
+    return code == absl::StatusCode::kInternal || code == absl::StatusCode::kUnknown ? kExitInternal
+                                                                                     : kExitUsage;
   }
-  return summary->failed > 0 ? kSampleExitTasksFailed : kSampleExitOk;
+  return summary->failed > 0 ? kExitRowsFailed : kExitOk;
 }
 
 }  // namespace hb

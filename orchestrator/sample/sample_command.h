@@ -16,7 +16,7 @@
 // 2 configuration or input error, including the probe: the first task's request is sent once,
 // not retried, alongside the others (within --max-in-flight), and its connection failure
 // (unreachable URL), 400, 401, 403 or 404 (unknown model or wrong URL) stops the job within
-// seconds with the reason on stderr; 1 internal error.
+// seconds with the reason on stderr; 1 internal error (common/base/exit_codes.h).
 #pragma once
 
 #include <cstdint>
@@ -31,11 +31,6 @@
 #include "orchestrator/policy/policy_options.h"
 
 namespace hb {
-
-inline constexpr int kSampleExitOk = 0;
-inline constexpr int kSampleExitInternal = 1;
-inline constexpr int kSampleExitUsage = 2;
-inline constexpr int kSampleExitTasksFailed = 3;
 
 // The policy (PolicyOptions: endpoint, request settings, concurrency, retries) and the job.
 struct SampleOptions : PolicyOptions {
