@@ -12,6 +12,7 @@
 #include "common/base/status_macros.h"
 #include "common/grading/grader_reply.h"
 #include "common/healthbench/grader_request_body.h"
+#include "common/retry/retry_after.h"
 #include "common/retry/retry_status.h"
 
 namespace hb {
@@ -154,12 +155,14 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         (decision.retry || decision.reason == GiveUpReason::kDeadline)) {
       // Waited out in full (a retry before it would only be refused again), up to
       // max_retry_after: a hostile or broken upstream may send 99999999999.
-      const absl::Duration cap = grader_.config_.retry.max_retry_after;
-      if (*outcome.retry_after > cap) {
+      const RetryAfterWait wait =
+          WaitOutRetryAfter(grader_.config_.retry, decision.delay, outcome.retry_after);
+      if (wait.capped) {
         HB_LOG_WARN("grader: request_id={} upstream Retry-After {} capped at {}", request_id_,
-                    absl::FormatDuration(*outcome.retry_after), absl::FormatDuration(cap));
+                    absl::FormatDuration(*outcome.retry_after),
+                    absl::FormatDuration(grader_.config_.retry.max_retry_after));
       }
-      decision.delay = std::max(decision.delay, std::min(*outcome.retry_after, cap));
+      decision.delay = wait.delay;
       if (!decision.retry ||
           (deadline_ != absl::InfiniteFuture() &&
            now + decision.delay + grader_.config_.retry.min_attempt_time > deadline_)) {

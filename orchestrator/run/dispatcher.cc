@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/retry/retry_after.h"
 #include "common/retry/retry_status.h"
 #include "grader_client/reply_signal.h"
 #include "orchestrator/run/row_request.h"
@@ -320,12 +321,9 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
                       (retryable && attempts < options_.row_attempts));
       } else if (retryable && attempts < options_.row_attempts) {
         const RetryPolicy policy = RowRetryPolicy(options_);
-        absl::Duration backoff = BackoffCeiling(policy, attempts);
-        // A grader's retry delay is honoured up to max_retry_after, never beyond: an upstream
-        // Retry-After of 99999999999 s must not park the row (and the run) forever.
-        if (signal.retry_after.has_value()) {
-          backoff = std::max(backoff, std::min(*signal.retry_after, policy.max_retry_after));
-        }
+        // A grader's retry delay is honoured up to max_retry_after, never beyond.
+        const absl::Duration backoff =
+            WaitOutRetryAfter(policy, BackoffCeiling(policy, attempts), signal.retry_after).delay;
         retries_.push(Retry{options_.clock->Now() + backoff, row});
         cv_.SignalAll();  // Run times the retry
       } else {

@@ -1,5 +1,6 @@
 #include "common/retry/retry_policy.h"
 
+#include "common/retry/retry_after.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -73,6 +74,32 @@ TEST(RetryPolicyTest, RetryAfterIsAMinimumUpToTheCap) {
   AttemptOutcome ms{FailureKind::kHttp5xx, absl::Milliseconds(1234)};
   d = Decide(policy, 1, ms, kNow, absl::InfiniteFuture(), 0.0);
   EXPECT_EQ(d.delay, absl::Milliseconds(1234));
+}
+
+TEST(RetryPolicyTest, WaitOutRetryAfterRaisesTheBackoffUpToMaxRetryAfter) {
+  RetryPolicy policy;
+  policy.cap = absl::Seconds(30);
+  policy.max_retry_after = absl::Minutes(5);
+  const absl::Duration backoff = absl::Seconds(2);
+  // No Retry-After: the backoff as it is.
+  RetryAfterWait wait = WaitOutRetryAfter(policy, backoff, std::nullopt);
+  EXPECT_EQ(wait.delay, backoff);
+  EXPECT_FALSE(wait.capped);
+  // A shorter Retry-After does not shorten the backoff.
+  EXPECT_EQ(WaitOutRetryAfter(policy, backoff, absl::Seconds(1)).delay, backoff);
+  // A longer one is waited out in full, beyond Decide's cap of 30 s.
+  wait = WaitOutRetryAfter(policy, backoff, absl::Seconds(57));
+  EXPECT_EQ(wait.delay, absl::Seconds(57));
+  EXPECT_FALSE(wait.capped);
+  wait = WaitOutRetryAfter(policy, backoff, absl::Minutes(5));
+  EXPECT_EQ(wait.delay, absl::Minutes(5));
+  EXPECT_FALSE(wait.capped);
+  // A hostile one stops at max_retry_after, and says it was cut.
+  wait = WaitOutRetryAfter(policy, backoff, absl::Seconds(99999999999));
+  EXPECT_EQ(wait.delay, absl::Minutes(5));
+  EXPECT_TRUE(wait.capped);
+  // A backoff above max_retry_after is kept (the Retry-After is a floor, not a ceiling).
+  EXPECT_EQ(WaitOutRetryAfter(policy, absl::Minutes(6), absl::Hours(1)).delay, absl::Minutes(6));
 }
 
 TEST(RetryPolicyTest, RetryableKinds) {
