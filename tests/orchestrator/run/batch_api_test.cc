@@ -3,7 +3,6 @@
 // scheduler (recorded, never slept).
 #include "orchestrator/run/batch_api.h"
 
-#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,48 +11,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/fake_http_client.h"
+#include "tests/testing/inline_scheduler.h"
+#include "tests/testing/scripted_http_client.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
 
+using ::hb::testing::InlineScheduler;
 using ::hb::testing::MakeHttpResponse;
+using ::hb::testing::ScriptedHttpClient;
 using ::hb::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// Answers each request at once from a script (inline: BatchApi blocks its caller anyway).
-class ScriptedHttp final : public HttpClient {
- public:
-  void Then(absl::StatusOr<HttpResponse> response) { script_.push_back(std::move(response)); }
-  CallId Post(HttpRequest request, HttpCallback done) override {
-    requests.push_back(std::move(request));
-    absl::StatusOr<HttpResponse> next = absl::InternalError("script exhausted");
-    if (!script_.empty()) {
-      next = std::move(script_.front());
-      script_.pop_front();
-    }
-    done(std::move(next));
-    return requests.size();
-  }
-  void Cancel(CallId) override {}
-  std::vector<HttpRequest> requests;
-
- private:
-  std::deque<absl::StatusOr<HttpResponse>> script_;
-};
-
-// Runs every timer at once and records its delay.
-class ImmediateScheduler final : public Scheduler {
- public:
-  TimerId Schedule(absl::Duration delay, absl::AnyInvocable<void()> fn) override {
-    delays.push_back(delay);
-    fn();
-    return delays.size();
-  }
-  bool CancelTimer(TimerId) override { return false; }
-  std::vector<absl::Duration> delays;
-};
 
 constexpr char kBatch[] =
     R"({"id":"batch_1","object":"batch","status":"in_progress","input_file_id":"file-1",)"
@@ -72,8 +42,8 @@ class BatchApiTest : public ::testing::Test {
     options.retry.cap = absl::Seconds(30);
     return options;
   }
-  ScriptedHttp http_;
-  ImmediateScheduler scheduler_;
+  ScriptedHttpClient http_;
+  InlineScheduler scheduler_;
   BatchApi api_;
 };
 
@@ -81,8 +51,8 @@ TEST_F(BatchApiTest, UploadsTheFileAsMultipartStreamedFromDisk) {
   http_.Then(MakeHttpResponse(200, R"({"id":"file-9","object":"file"})"));
   HB_ASSERT_OK_AND_ASSIGN(std::string id, api_.UploadFile("/run/batch/batch-000001.jsonl"));
   EXPECT_EQ(id, "file-9");
-  ASSERT_EQ(http_.requests.size(), 1u);
-  const HttpRequest& r = http_.requests[0];
+  ASSERT_EQ(http_.requests().size(), 1u);
+  const HttpRequest& r = http_.requests()[0];
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.url, "http://h/v1/files");
   EXPECT_THAT(r.headers, ::testing::Contains(std::make_pair(std::string("Authorization"),
@@ -101,7 +71,7 @@ TEST_F(BatchApiTest, AFileTooLargeIsFinalAndNamesTheFlagToLower) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("HTTP 413: Request Entity Too Large; the endpoint takes smaller "
                                  "files: lower --batch-max-file-bytes")));
-  EXPECT_TRUE(scheduler_.delays.empty());
+  EXPECT_TRUE(scheduler_.delays().empty());
 }
 
 TEST_F(BatchApiTest, CreatesPollsAndParsesBatches) {
@@ -109,11 +79,11 @@ TEST_F(BatchApiTest, CreatesPollsAndParsesBatches) {
   http_.Then(MakeHttpResponse(200, kBatch));
   HB_ASSERT_OK_AND_ASSIGN(BatchInfo created, api_.CreateBatch("file-1"));
   EXPECT_EQ(
-      http_.requests[0].body,
+      http_.requests()[0].body,
       R"({"input_file_id":"file-1","endpoint":"/v1/chat/completions","completion_window":"24h"})");
   HB_ASSERT_OK_AND_ASSIGN(BatchInfo polled, api_.GetBatch("batch_1"));
-  EXPECT_EQ(http_.requests[1].method, "GET");
-  EXPECT_EQ(http_.requests[1].url, "http://h/v1/batches/batch_1");
+  EXPECT_EQ(http_.requests()[1].method, "GET");
+  EXPECT_EQ(http_.requests()[1].url, "http://h/v1/batches/batch_1");
   EXPECT_EQ(polled.status, "in_progress");
   EXPECT_FALSE(polled.Terminal());
   EXPECT_EQ(polled.total, 3);
@@ -130,7 +100,7 @@ TEST_F(BatchApiTest, TransientFailuresAreRetriedOnTheSchedulerWithinTheBudget) {
   http_.Then(MakeHttpResponse(429, "{}", {{"retry-after", "7"}}));
   http_.Then(MakeHttpResponse(200, kBatch));
   HB_ASSERT_OK(api_.GetBatch("batch_1").status());
-  EXPECT_THAT(scheduler_.delays, ElementsAre(absl::Seconds(1), absl::Seconds(7)));
+  EXPECT_THAT(scheduler_.delays(), ElementsAre(absl::Seconds(1), absl::Seconds(7)));
 
   for (int i = 0; i < 3; ++i) http_.Then(MakeHttpResponse(500, "{}"));
   EXPECT_THAT(api_.GetBatch("batch_1"),
@@ -144,7 +114,7 @@ TEST_F(BatchApiTest, ARefusedKeyIsFinalAndSaysHowToFixIt) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("HTTP 401: Incorrect API key provided; check the API key")));
   EXPECT_THAT(std::string(status.message()), ::testing::Not(HasSubstr("sk-secret")));
-  EXPECT_TRUE(scheduler_.delays.empty());
+  EXPECT_TRUE(scheduler_.delays().empty());
   http_.Then(absl::UnavailableError("connection refused"));
   EXPECT_THAT(api_.Probe(), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("cannot reach the Batch API at http://h/v1")));
@@ -154,8 +124,8 @@ TEST_F(BatchApiTest, DownloadsAllowLargeBodies) {
   http_.Then(MakeHttpResponse(200, "line\n"));
   HB_ASSERT_OK_AND_ASSIGN(std::string content, api_.FileContent("file-2"));
   EXPECT_EQ(content, "line\n");
-  EXPECT_EQ(http_.requests[0].url, "http://h/v1/files/file-2/content");
-  EXPECT_EQ(http_.requests[0].max_response_body_bytes, size_t{1} << 30);
+  EXPECT_EQ(http_.requests()[0].url, "http://h/v1/files/file-2/content");
+  EXPECT_EQ(http_.requests()[0].max_response_body_bytes, size_t{1} << 30);
 }
 
 }  // namespace

@@ -17,67 +17,19 @@
 #include "simulator/sim_verdict.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/in_memory_verdict_store.h"
+#include "tests/testing/inline_scheduler.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/simulator_http_client.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {
 namespace {
 
 using ::hb::testing::FakeClock;
+using ::hb::testing::InlineScheduler;
 using ::hb::testing::InMemoryVerdictStore;
+using ::hb::testing::SimulatorHttpClient;
 using ::testing::HasSubstr;
-
-// HttpClient -> hb::sim::Simulator, answered inline (BatchApi blocks its caller anyway).
-class SimHttp final : public HttpClient {
- public:
-  explicit SimHttp(sim::Simulator& sim) : sim_(sim) {}
-  CallId Post(HttpRequest request, HttpCallback done) override {
-    std::string body = request.body;
-    if (!request.body_parts.empty()) {
-      body.clear();
-      for (const HttpBodyPart& part : request.body_parts) {
-        body += part.file_path.empty() ? *part.data : *ReadFile(part.file_path);
-      }
-    }
-    std::string content_type;
-    for (const auto& [name, value] : request.headers) {
-      if (name == "Content-Type") content_type = value;
-    }
-    const std::string path = request.url.substr(request.url.find("/v1/"));
-    sim::SimHttpRequest r;
-    r.method = request.method;
-    r.path = absl::string_view(path).substr(0, path.find('?'));
-    r.content_type = content_type;
-    r.body = body;
-    const sim::SimAction action = sim_.Handle(r);
-    HttpResponse response;
-    response.status_code = action.status;
-    response.body = action.body;
-    done(std::move(response));
-    return ++calls_;
-  }
-  void Cancel(CallId) override {}
-
- private:
-  sim::Simulator& sim_;
-  CallId calls_ = 0;
-};
-
-// Runs each timer at once, after moving the fake clock by its delay.
-class ClockScheduler final : public Scheduler {
- public:
-  explicit ClockScheduler(FakeClock& clock) : clock_(clock) {}
-  TimerId Schedule(absl::Duration delay, absl::AnyInvocable<void()> fn) override {
-    clock_.Advance(delay);
-    fn();
-    return ++timers_;
-  }
-  bool CancelTimer(TimerId) override { return false; }
-
- private:
-  FakeClock& clock_;
-  TimerId timers_ = 0;
-};
 
 class InMemoryBatchJournal final : public BatchJournal {
  public:
@@ -135,8 +87,8 @@ class BatchGraderTest : public ::testing::Test {
 
   // Runs a BatchGrader over Rows() against `sim`.
   absl::StatusOr<BatchOutcome> Grade(sim::Simulator& sim, BatchGradingOptions options) {
-    SimHttp http(sim);
-    ClockScheduler scheduler(clock_);
+    SimulatorHttpClient http(sim);
+    InlineScheduler scheduler(clock_);
     BatchApiOptions api_options;
     api_options.base_url = "http://sim/v1";
     BatchApi api(http, scheduler, api_options);
@@ -195,7 +147,7 @@ TEST_F(BatchGraderTest, AJournaledBatchIsResumedNotResubmitted) {
   sim::Simulator sim(SimOptions(), &clock_);
   {
     // A first grader whose run stops at its first wait: the batch exists, nothing is recorded.
-    SimHttp http(sim);
+    SimulatorHttpClient http(sim);
     struct Never final : Scheduler {
       BatchGrader* grader = nullptr;
       TimerId Schedule(absl::Duration, absl::AnyInvocable<void()>) override {
