@@ -99,6 +99,34 @@ void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& gro
                "(model, settings, messages; shareable by several processes): a request already "
                "in it is answered from it at no cost instead of sampling the grader again. "
                "Opt-in: a hit reuses one sample of a temperature-0.5 grader. Empty: no cache");
+  AddQuotaFlags(command, flags);
+}
+
+void AddQuotaFlags(Command& command, GraderFlags* flags) {
+  QuotaSettings& quota = flags->stack.quota;
+  command.Flag("quota-redis", &quota.redis_url, "URL",
+               "share one provider quota with every process on this Redis "
+               "(redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]): each "
+               "upstream attempt takes a permit from the fleet's requests and tokens per minute "
+               "(docs: Fleet quota). Unreachable or refusing at start: exit 2. Empty: off");
+  command.Flag("quota-redis-password-file", &flags->quota_password_file, "PATH",
+               "file holding the Redis password (wins over one in --quota-redis); never logged");
+  command.Flag("quota-key", &quota.key, "NAME",
+               "the shared budget's name (default: the base URL + sha256 of the API key, so "
+               "processes with the same endpoint and key share one)");
+  command.Flag("quota-rpm", &quota.rpm, "N",
+               "the provider's requests per minute for the whole fleet (0: learned from "
+               "x-ratelimit-limit-requests and shared)");
+  command.Flag("quota-tpm", &quota.tpm, "N",
+               "the provider's tokens per minute for the whole fleet (0: learned from "
+               "x-ratelimit-limit-tokens and shared); a call counts its prompt bytes / 4 + "
+               "--llm-max-tokens, settled against its usage");
+  command.Flag("quota-priority", &quota.priority, "interactive|batch",
+               "interactive callers may use the whole budget; batch callers leave half of it "
+               "while interactive demand exists (an interactive call in the last 2 s)");
+  command.Flag("quota-fallback-share", &quota.fallback_share, "F",
+               "while Redis is unavailable, this process alone uses this share of the known "
+               "limits (degraded: hb_grader_quota_degraded 1), in (0, 1]");
 }
 
 absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::string& file,
@@ -121,6 +149,13 @@ absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) 
       ReadApiKey("llm-api-key-file", flags.api_key_file, "OPENAI_API_KEY");
   if (!key.ok()) return key.status();
   options.llm.api_key = *std::move(key);
+  if (!flags.quota_password_file.empty()) {
+    // A file only (ReadApiKey reads the variable only when no file is given).
+    absl::StatusOr<std::string> password =
+        ReadApiKey("quota-redis-password-file", flags.quota_password_file, "");
+    if (!password.ok()) return password.status();
+    options.quota.redis_password = *std::move(password);
+  }
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
   if (flags.command != nullptr) {
     absl::Status settings =

@@ -46,6 +46,8 @@ struct GraderFlags {
   // --llm-header texts, parsed by ResolveGraderFlags.
   std::vector<std::string> headers;
   std::string api_key_file;
+  // --quota-redis-password-file, read by ResolveGraderFlags.
+  std::string quota_password_file;
   // The command the group was added to (AddGraderFlags), asked which flags were given.
   const Command* command = nullptr;
 };
@@ -54,9 +56,14 @@ struct GraderFlags {
 // --llm-api-key-file, --max-attempts, --backoff-base, --backoff-cap, --attempt-timeout,
 // --max-upstream-in-flight, --max-message-bytes, --max-conversation-messages,
 // --max-rubric-items, --max-tags-per-item, --max-field-bytes, --max-prompt-bytes,
-// --verdict-cache. Listed in help
-// under `group`.
+// --verdict-cache, and the fleet quota's (AddQuotaFlags). Listed in help under `group`.
 void AddGraderFlags(Command& command, GraderFlags* flags, const std::string& group = "grader");
+
+// The fleet's shared provider quota (grader/grader_stack_options.h QuotaSettings):
+// --quota-redis, --quota-redis-password-file, --quota-key, --quota-rpm, --quota-tpm,
+// --quota-priority, --quota-fallback-share. The priority's default is
+// flags->stack.quota.priority as set before the call (hb-env: interactive; others: batch).
+void AddQuotaFlags(Command& command, GraderFlags* flags);
 
 // An API key: the contents of `file` (trailing whitespace trimmed) when given, else $`env_name`
 // (trimmed), else "". An unreadable file keeps its read error's code and names --`file_flag`
@@ -66,7 +73,8 @@ absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::
 
 // The parsed group as complete, validated GraderStackOptions: the API key is read from
 // --llm-api-key-file (trailing whitespace trimmed) or else $OPENAI_API_KEY (none is fine for
-// local endpoints); llm.base_url_given says whether --llm-base-url was given. Errors:
+// local endpoints); the quota's Redis password from --quota-redis-password-file (trimmed
+// likewise); llm.base_url_given says whether --llm-base-url was given. Errors:
 // kInvalidArgument naming the flag (never the key); an unreadable key file keeps its read error's
 // code and names the path.
 absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags);

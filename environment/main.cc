@@ -123,6 +123,8 @@ void AddFlags(hb::cli::Command& command, Flags* flags) {
   flags->server.metrics_listen = "127.0.0.1:9465";
   hb::cli::AddServerFlags(command, &flags->server);
   hb::cli::AddGraderClientSecurityFlags(command, &flags->grader_security);
+  // Rewards for a trainer are interactive: a batch backfill on the same quota yields to them.
+  flags->grader_flags.stack.quota.priority = hb::QuotaPriority::kInteractive;
   hb::cli::AddGraderFlags(command, &flags->grader_flags);
 }
 

@@ -19,15 +19,21 @@
 namespace hb {
 
 class CurlMultiHttpClient;
+class FleetQuota;
 class OpenAiLlmClient;
+class QuotaLlmClient;
 class SqliteVerdictCache;
 
 class GraderStack {
  public:
   // Loads the template, opens the verdict cache (options.verdict_cache_path, when given), logs
   // ApiKeyWarnings once and starts the HTTP loop. Metrics go to options.registry (a private
-  // registry when null). Errors: the template's load errors (kNotFound, kInvalidArgument for a
-  // wrong sha256), SqliteVerdictCache::Open's (naming --verdict-cache), kInternal when libcurl
+  // registry when null). With options.quota.redis_url, every upstream attempt is admitted by the
+  // fleet's quota (llm/quota_llm_client.h) and the gauge hb_grader_quota_degraded says when it
+  // runs on its local fallback. Errors: the template's load errors (kNotFound,
+  // kInvalidArgument for a wrong sha256), SqliteVerdictCache::Open's (naming --verdict-cache),
+  // kFailedPrecondition when Redis cannot be reached and kPermissionDenied when it refuses the
+  // credentials (both naming --quota-redis: the binaries exit 2), kInternal when libcurl
   // cannot start.
   static absl::StatusOr<std::unique_ptr<GraderStack>> Start(const GraderStackOptions& options);
 
@@ -54,6 +60,8 @@ class GraderStack {
   std::unique_ptr<SqliteVerdictCache> cache_;
   std::unique_ptr<CurlMultiHttpClient> http_;
   std::unique_ptr<OpenAiLlmClient> llm_;
+  std::unique_ptr<FleetQuota> quota_;
+  std::unique_ptr<QuotaLlmClient> quota_llm_;
   std::unique_ptr<hb::Grader> grader_;
   healthbench::grader::v1::GraderInfo info_;
 };

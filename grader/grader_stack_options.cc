@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/quota/redis_url.h"
 #include "grader/grader_settings.h"
 #include "http/url_redaction.h"
 #include "security/transport_security.h"
@@ -38,6 +39,28 @@ EndpointPreflight LlmEndpoint(const LlmOptions& llm, const std::vector<GraderHea
   return endpoint;
 }
 
+absl::Status CheckQuotaSettings(const QuotaSettings& quota) {
+  if (quota.redis_url.empty()) {
+    if (quota.rpm != 0 || quota.tpm != 0 || !quota.key.empty() || !quota.redis_password.empty()) {
+      return absl::InvalidArgumentError(
+          "--quota-rpm, --quota-tpm, --quota-key and --quota-redis-password-file need "
+          "--quota-redis URL (the fleet's shared quota)");
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<RedisEndpoint> endpoint = ParseRedisUrl(quota.redis_url);
+  if (!endpoint.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--quota-redis: ", endpoint.status().message()));
+  }
+  if (quota.rpm < 0 || quota.tpm < 0) {
+    return absl::InvalidArgumentError("--quota-rpm and --quota-tpm must be >= 0 (0: learned)");
+  }
+  if (!(quota.fallback_share > 0 && quota.fallback_share <= 1)) {
+    return absl::InvalidArgumentError("--quota-fallback-share must be in (0, 1]");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<GraderStackOptions> CompleteGraderStackOptions(GraderStackOptions options) {
   if (options.llm.base_url.empty()) return absl::InvalidArgumentError("--llm-base-url is empty");
   HB_RETURN_IF_ERROR(ValidateGraderSettings(options.settings));
@@ -67,6 +90,7 @@ absl::StatusOr<GraderStackOptions> CompleteGraderStackOptions(GraderStackOptions
   // An attempt needs at most its own timeout; don't give up earlier than that would allow.
   options.retry.min_attempt_time =
       std::min(options.retry.min_attempt_time, options.llm.attempt_timeout);
+  HB_RETURN_IF_ERROR(CheckQuotaSettings(options.quota));
   return options;
 }
 

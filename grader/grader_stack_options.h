@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/healthbench/types.h"
+#include "common/quota/quota_store.h"
 #include "common/retry/retry_policy.h"
 #include "grader/grader.h"
 #include "llm/endpoint_preflight.h"
@@ -46,8 +47,26 @@ std::vector<std::string> ApiKeyWarnings(const LlmOptions& llm);
 // header of their own (api-key), with no bearer token.
 EndpointPreflight LlmEndpoint(const LlmOptions& llm, const std::vector<GraderHeader>& headers = {});
 
+// The fleet's shared provider quota (--quota-*): every upstream attempt of this stack is
+// admitted by a FleetQuota on Redis (llm/quota_llm_client.h). Off when redis_url is empty.
+struct QuotaSettings {
+  // --quota-redis: redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N].
+  std::string redis_url;
+  // From --quota-redis-password-file (wins over one in the URL). Never logged.
+  std::string redis_password;
+  // --quota-key: the budget's name instead of the base URL + sha256 of the API key.
+  std::string key;
+  // --quota-rpm, --quota-tpm; 0: learned from the provider's x-ratelimit-limit-* headers.
+  int64_t rpm = 0;
+  int64_t tpm = 0;
+  QuotaPriority priority = QuotaPriority::kBatch;
+  // --quota-fallback-share: the share of the known limits used alone while Redis is down.
+  double fallback_share = 0.25;
+};
+
 struct GraderStackOptions {
   LlmOptions llm;
+  QuotaSettings quota;
   // Model, temperature, max_tokens, system message (SPEC §5 defaults).
   GraderSettings settings;
   RetryPolicy retry;
@@ -60,6 +79,11 @@ struct GraderStackOptions {
   // Where metrics are registered; a private registry when null.
   std::shared_ptr<prometheus::Registry> registry;
 };
+
+// kInvalidArgument naming the --quota-* flag when `quota` is inconsistent: a bad URL (never
+// echoed: it may hold a password), negative limits, a fallback share outside (0, 1], or quota
+// flags without --quota-redis. Part of CompleteGraderStackOptions.
+absl::Status CheckQuotaSettings(const QuotaSettings& quota);
 
 // Checks `options` (kInvalidArgument naming the flag that sets the bad field, never the API
 // key) and fills the fields derived from others: retry.min_attempt_time is capped at

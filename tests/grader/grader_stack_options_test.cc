@@ -10,6 +10,7 @@
 namespace hb {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -70,6 +71,27 @@ TEST(LlmEndpointTest, NamesTheGraderFlagsAndTheKeySource) {
   EXPECT_FALSE(PreflightEndpoint(LlmEndpoint(Llm("https://x.openai.azure.com/openai", true, "")),
                                  [](const std::string&) { return absl::OkStatus(); })
                    .ok());
+}
+
+TEST(CheckQuotaSettingsTest, NamesTheFlagAndNeverEchoesTheUrl) {
+  QuotaSettings quota;
+  EXPECT_TRUE(CheckQuotaSettings(quota).ok());
+  quota.rpm = 3000;
+  EXPECT_THAT(CheckQuotaSettings(quota), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                           HasSubstr("need --quota-redis")));
+  quota.redis_url = "redis://:hunter2@redis:0";
+  EXPECT_THAT(CheckQuotaSettings(quota),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                AllOf(HasSubstr("--quota-redis: "), Not(HasSubstr("hunter2")))));
+  quota.redis_url = "unix:///run/redis.sock";
+  EXPECT_TRUE(CheckQuotaSettings(quota).ok());
+  quota.fallback_share = 0;
+  EXPECT_THAT(CheckQuotaSettings(quota), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                           HasSubstr("--quota-fallback-share")));
+  quota.fallback_share = 0.5;
+  quota.tpm = -1;
+  EXPECT_THAT(CheckQuotaSettings(quota),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--quota-tpm")));
 }
 
 }  // namespace
