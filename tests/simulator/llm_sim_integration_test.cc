@@ -22,6 +22,7 @@
 #include "rapidjson/document.h"
 #include "simulator/sim_verdict.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/poll_until.h"
 #include "tests/testing/shared_data.h"
 
 namespace hb {
@@ -360,13 +361,13 @@ TEST_F(LlmSimIntegrationTest, FaultHangHoldsUntilTheClientGivesUp) {
   }  // closes the connection
   // The simulator notices the closed connection (it checks once a second) and releases it.
   Client probe;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
   std::string metrics;
-  do {
-    metrics = probe.Get(sim.Url("/metrics")).body;
-    if (absl::StrContains(metrics, "hb_sim_in_flight 0\n")) break;
-    absl::SleepFor(absl::Milliseconds(50));  // polling interval of a deadline wait
-  } while (absl::Now() < deadline);
+  ::hb::testing::PollUntil(
+      [&] {
+        metrics = probe.Get(sim.Url("/metrics")).body;
+        return absl::StrContains(metrics, "hb_sim_in_flight 0\n");
+      },
+      absl::Seconds(10), absl::Milliseconds(50));
   EXPECT_THAT(metrics, HasSubstr("hb_sim_in_flight 0\n"));
   EXPECT_THAT(metrics, HasSubstr("hb_sim_faults_total{kind=\"hang\"} 1\n"));
   EXPECT_EQ(sim.Terminate(), 0);

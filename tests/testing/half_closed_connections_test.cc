@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/poll_until.h"
 
 namespace hb::testing {
 namespace {
@@ -30,10 +31,8 @@ TEST(HalfClosedConnectionsTest, CountsUntilTheServerClosesItsSide) {
   EXPECT_EQ(HalfClosedConnections(port), 0);  // both sides open
   ::close(client);
   // Poll a socket's state (the FIN's arrival), not a timing guess.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (HalfClosedConnections(port) == 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  PollUntil([&] { return HalfClosedConnections(port) > 0; }, absl::Seconds(10),
+            absl::Milliseconds(1));
   EXPECT_EQ(HalfClosedConnections(port), 1);
   ::close(server);
   EXPECT_EQ(HalfClosedConnections(port), 0);

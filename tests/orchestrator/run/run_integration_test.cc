@@ -42,6 +42,7 @@
 #include "simulator/sim_verdict.h"
 #include "tests/testing/journal_query.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/poll_until.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
@@ -52,6 +53,7 @@ using ::hb::testing::BinaryDir;
 using ::hb::testing::ChildProcess;
 using ::hb::testing::LlmSim;
 using ::hb::testing::MakeTempDir;
+using ::hb::testing::PollUntil;
 using ::hb::testing::ReferenceTemplatePath;
 using ::hb::testing::SharedDataFile;
 using ::testing::HasSubstr;
@@ -116,22 +118,15 @@ Orch SpawnOrchestrator(const std::vector<std::string>& args, const std::string& 
 // Waits for the child's exit; returns its exit code, or -1 (after SIGKILL) on timeout, or
 // 128 + signal when it was killed.
 int WaitExit(pid_t pid, absl::Duration timeout = absl::Seconds(120)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      return -1;
-    }
-    if (absl::Now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    absl::SleepFor(absl::Milliseconds(5));  // polling a child's state, not synchronising
+  int status = 0;
+  if (!PollUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, timeout)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
   }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
 }
 
 std::string ReadText(const std::string& path) {
@@ -234,15 +229,21 @@ int64_t JournalOkRows(const std::string& journal) {
 }
 int64_t JournalRows(const std::string& journal) { return CountJournalRows(journal, "1"); }
 
+// Polls `ready` (a journal or the simulator, as any observer would) until it holds (true), or
+// `pid` exits or 60 s pass (false).
+bool WaitWhileRunning(pid_t pid, const std::function<bool()>& ready) {
+  bool exited = false;
+  const bool done = PollUntil([&] {
+    if (ready()) return true;
+    exited = ::waitpid(pid, nullptr, WNOHANG) != 0;
+    return exited;
+  });
+  return done && !exited;
+}
+
 // Polls the journal (a separate reader, as any observer would) until it holds `n` ok rows.
 bool WaitForJournalRows(const std::string& journal, int64_t n, pid_t still_running) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    if (JournalOkRows(journal) >= n) return true;
-    if (::waitpid(still_running, nullptr, WNOHANG) != 0) return false;  // exited early
-    absl::SleepFor(absl::Milliseconds(2));  // polling the database, not synchronising
-  }
-  return false;
+  return WaitWhileRunning(still_running, [&] { return JournalOkRows(journal) >= n; });
 }
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -879,18 +880,6 @@ std::map<std::pair<std::string, int>, std::pair<bool, std::string>> VerdictMap(
 // Batches the journal holds as submitted (created upstream, not yet recorded).
 int64_t SubmittedBatches(const std::string& journal) {
   return CountJournalTable(journal, "batches", "state = 'submitted'");
-}
-
-// Polls `ready` (a journal or the simulator, as any observer would) until it holds (true), or
-// `pid` exits or 60 s pass (false).
-bool WaitWhileRunning(pid_t pid, const std::function<bool()>& ready) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    if (ready()) return true;
-    if (::waitpid(pid, nullptr, WNOHANG) != 0) return false;
-    absl::SleepFor(absl::Milliseconds(5));  // polling an observable state, not synchronising
-  }
-  return false;
 }
 
 // The request bodies of dry-run's output, by "<prompt_id>/<rubric_index>".

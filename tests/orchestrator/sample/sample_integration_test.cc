@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/journal_query.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/poll_until.h"
 #include "tests/testing/shared_data.h"
 
 namespace hb {
@@ -29,6 +30,7 @@ using ::hb::testing::BinaryDir;
 using ::hb::testing::ChildProcess;
 using ::hb::testing::LlmSim;
 using ::hb::testing::MakeTempDir;
+using ::hb::testing::PollUntil;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -147,10 +149,7 @@ TEST(SampleIntegrationTest, SigkillThenTheSameCommandSamplesOnlyTheMissingTasks)
   std::unique_ptr<ChildProcess> first = Spawn(args, dir + "/first.stderr");
   ASSERT_NE(first, nullptr);
   // Poll the journal (a file's state, not synchronisation) until some replies are durable.
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (Lines(dir + "/a.jsonl.journal") < 1 + 6 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  PollUntil([&] { return Lines(dir + "/a.jsonl.journal") >= 1 + 6; });
   first->Stop(SIGKILL, absl::Seconds(10));
   const int journaled = Lines(dir + "/a.jsonl.journal") - 1;
   ASSERT_GE(journaled, 6);
@@ -440,16 +439,11 @@ TEST(SampleIntegrationTest, RunPolicySigkillThenResumeNeitherResamplesNorRegrade
   std::unique_ptr<ChildProcess> first = Spawn(args, dir + "/first.stderr");
   ASSERT_NE(first, nullptr);
   // Poll the simulator's log (a file's state, not synchronisation) until sampling is under way.
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 10 &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  PollUntil(
+      [&] { return CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) >= 10; });
   first->Stop(SIGKILL, absl::Seconds(10));
   // Poll until the simulator has read (and logged) every request the killed run had sent.
-  while (::hb::testing::HalfClosedConnections(sim.port) > 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  PollUntil([&] { return ::hb::testing::HalfClosedConnections(sim.port) == 0; });
   ASSERT_EQ(::hb::testing::HalfClosedConnections(sim.port), 0);
   const std::string journal = dir + "/out/journal.sqlite";
   const int64_t replies = ::hb::testing::QueryJournalInt(journal, "SELECT COUNT(*) FROM replies");
@@ -495,11 +489,7 @@ TEST(SampleIntegrationTest, RunPolicySigtermStopsSamplingWritesWhatItHasAndResum
   std::unique_ptr<ChildProcess> run = Spawn(args, dir + "/first.stderr");
   ASSERT_NE(run, nullptr);
   // Poll the simulator's log (a file's state, not synchronisation) until sampling is under way.
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) < 6 &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  PollUntil([&] { return CountRequests(RequestLog(dir + "/requests.log"), /*policy=*/true) >= 6; });
   const int status = run->Stop(SIGTERM, absl::Seconds(30));
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 4) << Text(dir + "/first.stderr");
