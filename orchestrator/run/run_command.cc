@@ -320,32 +320,8 @@ absl::StatusOr<RunPlan> Plan(const RunOptions& options, const RunInputs& inputs,
   return plan;
 }
 
-// ---- Phase 4: grading. SIGTERM/SIGINT reach `stop`, which stops the active dispatcher.
-class StopSwitch {
- public:
-  // Called from the signal watcher.
-  void Request() {
-    absl::MutexLock lock(&mu_);
-    requested_ = true;
-    if (active_) active_();
-  }
-  // `target` (a Dispatcher or a BatchGrader) gets RequestStop() on a request, until detached.
-  template <typename T>
-  void Attach(T* target) {
-    absl::MutexLock lock(&mu_);
-    active_ = [target] { target->RequestStop(); };
-    if (requested_) active_();
-  }
-  void Attach(std::nullptr_t) {
-    absl::MutexLock lock(&mu_);
-    active_ = nullptr;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::function<void()> active_ ABSL_GUARDED_BY(mu_);
-  bool requested_ ABSL_GUARDED_BY(mu_) = false;
-};
+// ---- Phase 4: grading. SIGTERM/SIGINT reach `stop` (stop_switch.h), which stops the active
+// dispatcher.
 
 // What the progress line shows of the sampling (run --policy). Read on the dispatcher's
 // thread, which is the thread that sets `feed`.
@@ -694,6 +670,8 @@ struct ReportTotals {
   std::vector<std::pair<std::string, int64_t>> without_response;
   // Over every checkpoint, as the reports give them.
   ReportUsage usage;
+  // Each checkpoint's report, in the run's order.
+  std::vector<CheckpointResult> results;
 };
 
 // This run's tasks that have no response in `c`.
@@ -808,6 +786,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
   if (results.size() >= 2) {
     HB_RETURN_IF_ERROR(AsInternal(WriteComparison(results, options.seed, run_dir)));
   }
+  totals.results = std::move(results);
   return totals;
 }
 
@@ -873,7 +852,9 @@ absl::Status PreflightEndpoints(const RunOptions& options) {
 }
 
 // The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
-absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
+// `results` (when not null) receives each checkpoint's report.
+absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop,
+                              std::vector<CheckpointResult>* results) {
   const absl::Time started = absl::Now();
   HB_RETURN_IF_ERROR(PreflightEndpoints(options));
   HB_RETURN_IF_ERROR(MakeOutputDirs("--out", options.out, options.RunDir()));
@@ -898,6 +879,7 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop) {
   HB_RETURN_IF_ERROR(WriteSampledResponses(inputs, *journal));
   HB_ASSIGN_OR_RETURN(ReportTotals totals,
                       WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time));
+  if (results != nullptr) *results = totals.results;
   PrintCostLine(options, totals, *wall_time, this_run);
   if (options.simulated_verdicts) PrintSimulatedBanner();
   PrintTopFailureReasons(totals.errors);
@@ -1048,6 +1030,11 @@ std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
   return top;
 }
 
+absl::StatusOr<int> RunGrading(const RunOptions& options, StopSwitch& stop,
+                               std::vector<CheckpointResult>* results) {
+  return RunPhases(options, stop, results);
+}
+
 int RunWithOptions(const RunOptions& options) {
   if (options.simulated_verdicts) PrintSimulatedBanner();
   // Before any thread starts (the journal's writer, gRPC's pollers): a SIGTERM must reach the
@@ -1063,7 +1050,7 @@ int RunWithOptions(const RunOptions& options) {
       std::_Exit(kExitInterrupted);
     }
   });
-  absl::StatusOr<int> code = RunPhases(options, stop);
+  absl::StatusOr<int> code = RunPhases(options, stop, nullptr);
   if (!code.ok()) {
     std::fprintf(stderr, "hb-orchestrator run: %s\n",
                  absl::StrReplaceAll(code.status().message(), {{"\n", " "}}).c_str());

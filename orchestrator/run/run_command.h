@@ -36,8 +36,10 @@
 #include "grader_client/grader_client.h"
 #include "grader_client/grader_connection.h"
 #include "orchestrator/policy/policy_feed.h"
+#include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/report/progress.h"
 #include "orchestrator/run/row_plan.h"
+#include "orchestrator/run/stop_switch.h"
 #include "security/transport_security.h"
 
 namespace hb {
@@ -164,5 +166,14 @@ std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
 // for its duration (StopSignals): the first drains in-flight rows for drain_timeout, a second exits
 // at once.
 int RunWithOptions(const RunOptions& options);
+
+// RunWithOptions' grading without its signal handling and its last message: the same phases
+// (locked output folder, journal, plan, grade, reports) with `stop` as the way to stop it (a
+// request drains in-flight rows, writes the partial reports and returns kExitInterrupted).
+// Returns the exit code of a completed grading (0, 3 or 4) and, when `results` is not null,
+// each checkpoint's report in order; errors as RunWithOptions maps them to 1 or 2 (ExitCodeFor).
+// `watch` grades each checkpoint through it.
+absl::StatusOr<int> RunGrading(const RunOptions& options, StopSwitch& stop,
+                               std::vector<CheckpointResult>* results = nullptr);
 
 }  // namespace hb
