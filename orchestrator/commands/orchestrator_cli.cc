@@ -21,6 +21,7 @@
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/policy_flags.h"
+#include "orchestrator/commands/watch_command.h"
 #include "orchestrator/run/meta_eval_command.h"
 #include "orchestrator/run/policy_checkpoints.h"
 
@@ -59,6 +60,28 @@ constexpr char kRunFooter[] = R"(exit codes:
      answers with grader verdicts (not worth retrying)
   4  interrupted by SIGTERM/SIGINT: in-flight rows drained, partial reports marked incomplete
   1  internal error)";
+
+constexpr char kWatchDescription[] =
+    R"(grade a training run's checkpoints as they land.
+
+usage: hb-orchestrator watch --dataset FILE --checkpoints-dir DIR --out OUT [grading flags]
+
+The trainer writes DIR/<name>/responses.jsonl (or .gz), then DIR/<name>/DONE (--ready-marker).
+Each ready checkpoint is graded once for its (responses sha256, dataset sha256, grader) by the
+same grading as `run` (journal, grader, reports), one at a time in natural step order, in
+OUT/versions/<name>/v<N>/; OUT/<name> points at its report folder and OUT/comparison.{json,html}
+is rewritten over every checkpoint graded so far (step-100 < step-200 < step-1000), with the
+score trend. A changed responses file is graded again as a new version (both kept). A grading
+that did not complete (judge outage, failed rows) is retried later with backoff; nothing else
+waits for it. State: OUT/watch.jsonl; a restart resumes where it stopped.)";
+
+constexpr char kWatchFooter[] = R"(exit codes:
+  0  (without --once) stopped by SIGTERM/SIGINT: the checkpoint in flight drained and
+     journaled its rows (it resumes at the next start)
+  --once: as run over the checkpoints graded: 0 all graded, 3 some not done (retried at
+     the next call), 4 interrupted
+  2  bad usage or input, or OUT has another watcher or run (OUT/.lock, the pid on stderr)
+  1  internal error (OUT/watch.jsonl cannot be written))";
 
 constexpr char kMetaEvalDescription[] =
     R"(grade the meta-eval: the judge's verdicts against physicians' labels.
@@ -209,6 +232,7 @@ class OrchestratorCommandLine {
  public:
   OrchestratorCommandLine() : program_("hb-orchestrator", kDescription, kFooter) {
     AddRun();
+    AddWatch();
     AddSample();
     AddTasks();
     AddDryRun();
@@ -234,13 +258,7 @@ class OrchestratorCommandLine {
             absl::StrCat("JOB_COMPLETION_INDEX='", env, "' is not an integer"));
       }
     }
-    std::string error;
-    if (!ParseProgressMode(run_.progress, &options.progress, &error)) {
-      return absl::InvalidArgumentError(error);
-    }
-    HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(run_.subset, run_command_->Given("subset"),
-                                                        options.dataset, options.subset,
-                                                        options.ignore_extra_responses));
+    HB_RETURN_IF_ERROR(ResolveGradingFlags(*run_command_, run_, options));
     policies_.clear();
     for (const std::string& value : run_.policies) {
       HB_ASSIGN_OR_RETURN(PolicyCheckpoint policy, ParsePolicyCheckpoint(value));
@@ -250,23 +268,6 @@ class OrchestratorCommandLine {
       response_specs_.push_back(std::move(spec));
     }
     HB_ASSIGN_OR_RETURN(options.checkpoints, ParseCheckpointSpecs(response_specs_));
-    if (run_.professional) {
-      HB_RETURN_IF_ERROR(cli::ApplyProfessionalGrader(*run_command_, &run_.grader.stack.settings,
-                                                      &run_.grader.api));
-      HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
-    }
-    HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(run_.grader));
-    cli::DefaultPricesForModel(*run_command_, options.grader_options.settings.model,
-                               &options.prices);
-    HB_ASSIGN_OR_RETURN(
-        options.length_adjustment,
-        run_.professional
-            ? cli::ResolveProfessionalLengthAdjustment(*run_command_, run_.length_adjustment)
-            : cli::ResolveLengthAdjustmentFlags(*run_command_, run_.length_adjustment));
-    HB_ASSIGN_OR_RETURN(
-        options.send_prompt_cache_key,
-        RunPromptCacheKeyPerTask(run_.prompt_cache_key, options.grader_options.llm.base_url));
-    HB_RETURN_IF_ERROR(cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options));
     if (!policies_.empty()) {
       HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags());
     }
@@ -296,6 +297,15 @@ class OrchestratorCommandLine {
       sources.push_back(PolicySource{policy.name, std::move(one)});
     }
     return sources;
+  }
+
+  absl::StatusOr<WatchOptions> WatchOptionsFromFlags() {
+    WatchOptions options = watch_;
+    options.run = watch_run_.options;
+    options.run.out = watch_out_;
+    HB_RETURN_IF_ERROR(ResolveGradingFlags(*watch_command_, watch_run_, options.run));
+    HB_RETURN_IF_ERROR(ValidateWatchOptions(options));
+    return options;
   }
 
   absl::StatusOr<MetaEvalCommandOptions> MetaEvalOptionsFromFlags() {
@@ -374,7 +384,6 @@ class OrchestratorCommandLine {
     RunOptions& o = run_.options;
     c.SetPositionalHint(" (responses files go in --responses)");
     c.Group("inputs and outputs");
-    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
     c.Repeated("responses", &run_.responses, "[NAME=]FILE",
                "responses JSONL {prompt_id, response, system_prompt?}; repeat the flag or give "
                "a comma list for several checkpoints. NAME defaults to the file name without "
@@ -387,36 +396,96 @@ class OrchestratorCommandLine {
                "Sampling settings: the policy flags below");
     c.Flag("out", &o.out, "DIR",
            "output folder (created); with --shard-count > 1 the run writes DIR/shard-<index>");
-    AddSubsetFlags(c, &run_.subset);
+    c.Bool("force-new", &o.force_new,
+           "start a new journal; an existing one is moved aside to "
+           "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
+           "dataset/template/grader/responses is an error (exit 2)");
+    AddGradingFlags(c, &run_);
+    c.Group("dispatch");
+    c.Flag("shard-index", &o.shard_index, "N",
+           "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
+    c.Flag("shard-count", &o.shard_count, "N",
+           "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
+           "with `hb-orchestrator merge`");
+    c.Group("policy (for --policy)");
+    cli::AddPolicySamplingFlags(c, &run_.policy);
+    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
+           "policy requests outstanding at most, per --policy checkpoint");
+  }
+
+  // The grading flags `run` and `watch` share (everything but what to grade and where to
+  // write it): the dataset and its subset, the grader, scoring, dispatch, batch and progress.
+  // ResolveGradingFlags turns them into RunOptions.
+  static void AddGradingFlags(cli::Command& c, RunFlags* flags) {
+    RunOptions& o = flags->options;
+    c.Group("inputs and outputs");
+    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
+    AddSubsetFlags(c, &flags->subset);
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
     c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
     c.Bool("allow-partial-responses", &o.allow_partial_responses,
            "accept tasks without a response (reported as not graded). Without it they mark "
            "the reports INCOMPLETE and the run exits 3");
-    c.Bool("force-new", &o.force_new,
-           "start a new journal; an existing one is moved aside to "
-           "DIR/journal.sqlite.old-<time> (never deleted). Without it, a journal from another "
-           "dataset/template/grader/responses is an error (exit 2)");
-    AddGraderGroup(c, &o, &run_.grader);
+    AddGraderGroup(c, &o, &flags->grader);
     c.Group("scoring");
-    cli::AddLengthAdjustmentFlags(c, &run_.length_adjustment);
-    cli::AddProfessionalFlag(c, &run_.professional);
+    cli::AddLengthAdjustmentFlags(c, &flags->length_adjustment);
+    cli::AddProfessionalFlag(c, &flags->professional);
     AddDispatchFlags(c, &o);
-    c.Flag("shard-index", &o.shard_index, "N",
-           "this shard (default $JOB_COMPLETION_INDEX when set, else 0)");
-    c.Flag("shard-count", &o.shard_count, "N",
-           "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
-           "with `hb-orchestrator merge`");
-    c.Flag("prompt-cache-key", &run_.prompt_cache_key, "MODE", kPromptCacheKeyHelp);
+    c.Flag("prompt-cache-key", &flags->prompt_cache_key, "MODE", kPromptCacheKeyHelp);
     AddBatchFlags(c, &o);
-    c.Group("policy (for --policy)");
-    cli::AddPolicySamplingFlags(c, &run_.policy);
-    c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
-           "policy requests outstanding at most, per --policy checkpoint");
-    AddProgressFlags(c, &o, &run_.progress);
+    AddProgressFlags(c, &o, &flags->progress);
   }
 
+  // The flags of AddGradingFlags into `options` (run's own fields already set): progress mode,
+  // subset, professional grader, grader stack, prices, length adjustment, prompt cache key.
+  static absl::Status ResolveGradingFlags(const cli::Command& command, RunFlags& flags,
+                                          RunOptions& options) {
+    std::string error;
+    if (!ParseProgressMode(flags.progress, &options.progress, &error)) {
+      return absl::InvalidArgumentError(error);
+    }
+    HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(flags.subset, command.Given("subset"),
+                                                        options.dataset, options.subset,
+                                                        options.ignore_extra_responses));
+    if (flags.professional) {
+      HB_RETURN_IF_ERROR(
+          cli::ApplyProfessionalGrader(command, &flags.grader.stack.settings, &flags.grader.api));
+      HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
+    }
+    HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(flags.grader));
+    cli::DefaultPricesForModel(command, options.grader_options.settings.model, &options.prices);
+    HB_ASSIGN_OR_RETURN(
+        options.length_adjustment,
+        flags.professional
+            ? cli::ResolveProfessionalLengthAdjustment(command, flags.length_adjustment)
+            : cli::ResolveLengthAdjustmentFlags(command, flags.length_adjustment));
+    HB_ASSIGN_OR_RETURN(
+        options.send_prompt_cache_key,
+        RunPromptCacheKeyPerTask(flags.prompt_cache_key, options.grader_options.llm.base_url));
+    return cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options);
+  }
+
+  void AddWatch() {
+    cli::Command& c = program_.AddSubcommand("watch", kWatchDescription, kWatchFooter);
+    watch_command_ = &c;
+    c.Group("inputs and outputs");
+    c.Flag("checkpoints-dir", &watch_.checkpoints_dir, "DIR",
+           "the training run's checkpoints: DIR/<name>/responses.jsonl (or .gz), graded once "
+           "DIR/<name>/<ready marker> exists (a folder without it is never read)");
+    c.Flag("out", &watch_out_, "OUT",
+           "output folder (created, locked: one watcher per OUT): OUT/<name>/ reports, "
+           "OUT/comparison.{json,html}, OUT/watch.jsonl state, OUT/versions/<name>/v<N>/ runs");
+    c.Flag("ready-marker", &watch_.ready_marker, "FILE",
+           "file name the trainer creates in DIR/<name>/ after writing its responses");
+    c.Flag("poll-interval", &watch_.poll_interval, "DURATION",
+           "rescan DIR this often (inotify wakes it sooner where the filesystem delivers "
+           "events; NFS does not); a checkpoint not done is retried after 1, 2, 4, 8, then 10 "
+           "x this");
+    c.Bool("once", &watch_.once,
+           "grade what is ready now, then exit with run's exit codes (for a CronJob)");
+    AddGradingFlags(c, &watch_run_);
+  }
   // --grader, --simulated-verdicts, the grader flags and the gRPC client's security (run and
   // meta-eval).
   static void AddGraderGroup(cli::Command& c, RunOptions* o, cli::GraderFlags* grader) {
@@ -642,6 +711,10 @@ class OrchestratorCommandLine {
   RunFlags run_;
   std::vector<std::string> response_specs_;
   std::vector<PolicyCheckpoint> policies_;
+  cli::Command* watch_command_ = nullptr;
+  RunFlags watch_run_;
+  WatchOptions watch_;
+  std::string watch_out_;
   cli::Command* sample_command_ = nullptr;
   SampleOptions sample_;
   cli::PolicyFlags sample_policy_;
@@ -703,6 +776,12 @@ int OrchestratorMain(int argc, char** argv) {
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
     return RunWithOptions(*options);
+  }
+  if (command == "watch") {
+    InitLogging("info");
+    absl::StatusOr<WatchOptions> options = command_line.WatchOptionsFromFlags();
+    if (!options.ok()) return program.UsageError(command, options.status());
+    return RunWatch(*options);
   }
   if (command == "meta-eval") {
     InitLogging("info");

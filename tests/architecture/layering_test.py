@@ -10,7 +10,7 @@ layer, never one of its own layer or above (so there is no cycle, and no upward 
 Inside common/ and orchestrator/ the rooms (subfolders) are layered the same way:
 
     common/:        base  <  retry  <  sqlite, flow, rpc, quota  <  healthbench  <  grading
-    orchestrator/:  report  <  policy  <  sample, run  <  commands  <  orchestrator/main.cc
+    orchestrator/:  report  <  policy  <  sample, run, watch  <  commands  <  orchestrator/main.cc
 
 A new room fails the test until it is given a rank in ROOMS.
 
@@ -34,7 +34,7 @@ LAYERS = [
 ROOMS = {
     "common": [["base"], ["retry"], ["sqlite", "flow", "rpc", "quota"], ["healthbench"],
                ["grading"]],
-    "orchestrator": [["report"], ["policy"], ["sample", "run"], ["commands"], ["main.cc"]],
+    "orchestrator": [["report"], ["policy"], ["sample", "run", "watch"], ["commands"], ["main.cc"]],
 }
 # Not production code: tests, tools and generated trees.
 SKIPPED = {"tests", "bench", "fuzz", "scripts", "examples", "deploy", "clients", "cmake"}
