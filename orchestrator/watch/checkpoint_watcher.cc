@@ -250,6 +250,8 @@ absl::Status CheckpointWatcher::GradeOne(const CheckpointVersion& version, PassS
   Log(absl::StrCat(version.name, ": queued (version ", version.version, ", responses sha256 ",
                    version.responses_sha256.substr(0, 12), ")"));
   const GradeOutcome outcome = options_.grade(version);
+  // OUT/<name> first: whoever reads the journal's outcome finds the report it speaks of.
+  PointAtReport(version);
   if (Severity(outcome.exit_code) > Severity(summary.exit_code)) {
     summary.exit_code = outcome.exit_code;
   }
@@ -277,7 +279,6 @@ absl::Status CheckpointWatcher::GradeOne(const CheckpointVersion& version, PassS
                      "); not done, retried at ", Rfc3339(retry.at), " (in ",
                      absl::FormatDuration(options_.poll_interval * factor), ")"));
   }
-  PointAtReport(version);
   if (outcome.exit_code != 4 && options_.on_report) {
     const std::vector<std::string> names = NamesWithReports();
     if (!names.empty()) options_.on_report(names);
