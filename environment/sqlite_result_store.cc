@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
-#include "environment/grpc/env_service.h"
+#include "environment/env_proto.h"
 
 namespace hb::env {
 namespace {

@@ -10,6 +10,7 @@
 #include "common/base/clock.h"
 #include "common/base/rate_limited_log.h"
 #include "common/rpc/concurrency_limit.h"
+#include "environment/env_proto.h"
 #include "environment/environment.h"
 #include "grpcpp/support/message_allocator.h"
 #include "healthbench/env/v1/env.grpc.pb.h"
@@ -19,12 +20,9 @@ namespace hb::env {
 
 namespace env_v1 = ::healthbench::env::v1;
 
-// Domain -> proto (exposed for tests and other transports).
+// Proto -> domain (exposed for tests and other transports); SubmitResult's conversions are in
+// environment/env_proto.h, included here.
 TaskRef TaskRefFromProto(const env_v1::TaskRef& ref);
-void SubmitResultToProto(const SubmitResult& result, env_v1::SubmitResponse* out);
-// The inverse of SubmitResultToProto (request_id is dropped); the result cache's SQLite file
-// stores results in this form.
-SubmitResult SubmitResultFromProto(const env_v1::SubmitResponse& proto);
 
 // Bounds on what one server takes on (issue #12: bounded work per request).
 struct EnvServiceOptions {

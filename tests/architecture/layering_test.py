@@ -7,10 +7,14 @@ layer, never one of its own layer or above (so there is no cycle, and no upward 
     common, protos  <  security, http  <  llm  <  grader  <  grader_client  <  cli
                     <  grader_service, environment, orchestrator, simulator
 
-Inside common/ and orchestrator/ the rooms (subfolders) are layered the same way:
+Inside common/, environment/ and orchestrator/ the rooms (subfolders) are layered the same way:
 
     common/:        base  <  retry  <  sqlite, flow, rpc, quota  <  healthbench  <  grading
+    environment/:   logic  <  store  <  grpc, http (ors/, http/)  <  environment/main.cc
     orchestrator/:  report  <  policy  <  sample, run, watch  <  commands  <  orchestrator/main.cc
+
+environment/'s logic and store are files in the folder itself: a `*_store.h/.cc` is the store,
+main.cc is main, any other file is logic.
 
 A new room fails the test until it is given a rank in ROOMS.
 
@@ -34,8 +38,10 @@ LAYERS = [
 ROOMS = {
     "common": [["base"], ["retry"], ["sqlite", "flow", "rpc", "quota"], ["healthbench"],
                ["grading"]],
+    "environment": [["logic"], ["store"], ["grpc", "http", "ors"], ["main.cc"]],
     "orchestrator": [["report"], ["policy"], ["sample", "run", "watch"], ["commands"], ["main.cc"]],
 }
+STORE_FILE = re.compile(r"_store\.(h|cc)$")
 # Not production code: tests, tools and generated trees.
 SKIPPED = {"tests", "bench", "fuzz", "scripts", "examples", "deploy", "clients", "cmake"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -54,6 +60,8 @@ def unit_of(path):
     room = None
     if parts[0] in ROOMS and len(parts) > 1:
         room = parts[1]
+        if parts[0] == "environment" and len(parts) == 2 and room != "main.cc":
+            room = "store" if STORE_FILE.search(room) else "logic"
     return parts[0], room
 
 
@@ -150,20 +158,41 @@ class LayeringTest(unittest.TestCase):
             'common/flow/q.h:2: includes "common/rpc/status.h": common/flow may include only '
             "lower rooms, and common/rpc is not below it"])
 
+    def test_rooms_inside_environment_are_layered(self):
+        root = self._tree({
+            "environment/result_cache.h": '#include "environment/x_store.h"\n',
+            "environment/x_store.h": '#include "environment/environment.h"\n'
+                                     '#include "environment/ors/ors_api.h"\n',
+            "environment/grpc/env_service.h": '#include "environment/x_store.h"\n',
+            "environment/ors/ors_api.h": '#include "environment/grpc/env_service.h"\n',
+            "environment/main.cc": '#include "environment/ors/ors_api.h"\n'})
+        self.assertEqual(sorted(violations(root)), [
+            'environment/ors/ors_api.h:1: includes "environment/grpc/env_service.h": '
+            "environment/ors may include only lower rooms, and environment/grpc is not below it",
+            'environment/result_cache.h:1: includes "environment/x_store.h": environment/logic '
+            "may include only lower rooms, and environment/store is not below it",
+            'environment/x_store.h:2: includes "environment/ors/ors_api.h": environment/store '
+            "may include only lower rooms, and environment/ors is not below it"])
+
     def test_the_real_tree_fails_with_a_planted_upward_include(self):
-        # The rule applied to a copy of this tree's common/ with one upward include planted.
+        # The rule applied to a copy of this tree's common/ and environment/, which passes, and
+        # then to the same copy with one upward include planted in each.
         planted = {}
         for rel, full in production_files(self.root):
-            if rel.startswith("common/"):
+            if rel.startswith(("common/", "environment/")):
                 with open(full, encoding="utf-8", errors="replace") as f:
                     planted[rel] = f.read()
         self.assertIn("common/base/clock.h", planted)
+        self.assertIn("environment/environment.h", planted)
         self.assertEqual(violations(self._tree(planted)), [])
         planted["common/base/clock.h"] += '#include "common/sqlite/database.h"\n'
+        planted["environment/environment.h"] += '#include "environment/grpc/env_service.h"\n'
         found = violations(self._tree(planted))
-        self.assertEqual(len(found), 1, found)
+        self.assertEqual(len(found), 2, found)
         self.assertIn("common/base/clock.h", found[0])
         self.assertIn("common/sqlite is not below it", found[0])
+        self.assertIn("environment/environment.h", found[1])
+        self.assertIn("environment/grpc is not below it", found[1])
 
     def test_an_unknown_folder_is_reported(self):
         root = self._tree({"newthing/a.h": "\n"})
