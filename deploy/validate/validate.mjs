@@ -20,7 +20,9 @@ import { BINARIES, Report, SOURCE_DIR, binaryDir, helpFlags, listFiles, run } fr
 const K8S_DIR = join(SOURCE_DIR, 'deploy', 'k8s');
 const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 /** Overlays whose objects refer to objects of another overlay (same namespace). */
-const COMPANIONS = { 'grade-example': 'prod', 'policy-example': 'prod' };
+const COMPANIONS = {
+  'grade-example': 'prod', 'policy-example': 'prod', 'watch-example': 'prod', 'watch-cron-example': 'prod',
+};
 /** Secrets the manifests use but never create (created by hand, see deploy/README.md). */
 const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token']);
 /** uid/gid of the images (deploy/docker/Dockerfile, USER). */
@@ -28,7 +30,7 @@ const IMAGE_UID = 65532;
 /** Kinds we deploy; validating any other kind is an error until it is added here on purpose. */
 const KNOWN_KINDS = new Set([
   'v1/Namespace', 'v1/ServiceAccount', 'v1/ConfigMap', 'v1/Secret', 'v1/Service', 'v1/Pod',
-  'v1/PersistentVolumeClaim', 'apps/v1/Deployment', 'batch/v1/Job',
+  'v1/PersistentVolumeClaim', 'apps/v1/Deployment', 'batch/v1/Job', 'batch/v1/CronJob',
   'autoscaling/v2/HorizontalPodAutoscaler', 'policy/v1/PodDisruptionBudget',
   'networking.k8s.io/v1/NetworkPolicy',
 ]);
@@ -208,13 +210,20 @@ function portOf(addr) {
   return m ? Number(m[1]) : NaN;
 }
 
+/** Kinds that run pods (a CronJob's through its jobTemplate). */
+const WORKLOAD_KINDS = ['Deployment', 'Job', 'CronJob', 'Pod'];
+
+function podTemplateOf(obj) {
+  if (obj.kind === 'CronJob') return obj.spec?.jobTemplate?.spec?.template ?? null;
+  return obj.spec?.template ?? null;
+}
 function podSpecOf(obj) {
   if (obj.kind === 'Pod') return obj.spec;
-  return obj.spec?.template?.spec ?? null;
+  return podTemplateOf(obj)?.spec ?? null;
 }
 function podLabelsOf(obj) {
   if (obj.kind === 'Pod') return obj.metadata?.labels ?? {};
-  return obj.spec?.template?.metadata?.labels ?? {};
+  return podTemplateOf(obj)?.metadata?.labels ?? {};
 }
 function matches(selector, labels) {
   if (!selector) return false;
@@ -245,7 +254,7 @@ function containersOf(objects) {
   const out = [];
   for (const obj of objects) {
     const spec = podSpecOf(obj);
-    if (!spec || !['Deployment', 'Job', 'Pod'].includes(obj.kind)) continue;
+    if (!spec || !WORKLOAD_KINDS.includes(obj.kind)) continue;
     for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
       out.push({ obj, spec, c, image: imageBase(c.image) });
     }
@@ -266,7 +275,7 @@ export function checkHouseRules(report, objects, refs, label) {
   // Pods: locked down, sized, referencing only what exists.
   for (const obj of objects) {
     const spec = podSpecOf(obj);
-    if (!spec || !['Deployment', 'Job', 'Pod'].includes(obj.kind)) continue;
+    if (!spec || !WORKLOAD_KINDS.includes(obj.kind)) continue;
     const id = at(obj);
     const psc = spec.securityContext ?? {};
     report.expect(psc.runAsNonRoot === true, `${id}: pod securityContext.runAsNonRoot must be true`);
@@ -335,7 +344,7 @@ export function checkHouseRules(report, objects, refs, label) {
   }
 
   // Services select pods and name ports those pods have.
-  const workloads = objects.filter((o) => podSpecOf(o) && ['Deployment', 'Job', 'Pod'].includes(o.kind));
+  const workloads = objects.filter((o) => podSpecOf(o) && WORKLOAD_KINDS.includes(o.kind));
   for (const svc of objects.filter((o) => o.kind === 'Service')) {
     const id = at(svc);
     const pods = workloads.filter((w) => matches(svc.spec?.selector, podLabelsOf(w)));
@@ -546,6 +555,13 @@ function checkJobs(report, objects, refs, label) {
     const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
     const { sub, flags, positional } = parseArgs(c.args);
     const flag = (n) => flags.get(n)?.[0];
+    const mounts = c.volumeMounts ?? [];
+    const mountOf = (path) => mounts.find((m) => String(path).startsWith(`${m.mountPath}/`));
+    const volumeOf = (m) => (spec.volumes ?? []).find((v) => v.name === m?.name);
+    if (sub === 'watch') {
+      checkWatch(report, id, obj, spec, flags, { mountOf, volumeOf, refs, graders });
+      continue;
+    }
     if (!report.expect(obj.kind === 'Job', `${id}: hb-orchestrator runs as a Job`)) continue;
     report.expect(spec.restartPolicy === 'Never', `${id}: restartPolicy must be Never (podFailurePolicy needs it)`);
     const rules = obj.spec.podFailurePolicy?.rules ?? [];
@@ -558,9 +574,6 @@ function checkJobs(report, objects, refs, label) {
         report.expect(r.onExitCodes.containerName === c.name, `${id}: podFailurePolicy names container ${r.onExitCodes.containerName}`);
       }
     }
-    const mounts = c.volumeMounts ?? [];
-    const mountOf = (path) => mounts.find((m) => String(path).startsWith(`${m.mountPath}/`));
-    const volumeOf = (m) => (spec.volumes ?? []).find((v) => v.name === m?.name);
 
     if (sub === 'run') {
       report.expect(obj.spec.completionMode === 'Indexed', `${id}: the grading Job must be Indexed`);
@@ -590,25 +603,7 @@ function checkJobs(report, objects, refs, label) {
         }
       }
       checkPolicies(report, id, obj, flags.get('policy') ?? [], refs);
-      const target = flag('grader') ?? '';
-      const m = target.match(/^dns:\/\/\/([a-z0-9-]+):(\d+)$/);
-      if (report.expect(m, `${id}: --grader ${target} must be dns:///SERVICE:PORT (round_robin over the headless Service)`)) {
-        const svc = find(refs, 'Service', m[1]);
-        if (report.expect(svc, `${id}: --grader names Service ${m[1]}, which is not defined`)) {
-          report.expect(svc.spec.clusterIP === 'None', `${id}: Service ${m[1]} must be headless (clusterIP: None)`);
-          const sp = (svc.spec.ports ?? []).find((p) => p.port === Number(m[2]));
-          report.expect(sp?.name === 'grpc', `${id}: Service ${m[1]} has no port ${m[2]} named grpc`);
-          const g = graders.find((x) => matches(svc.spec.selector, podLabelsOf(x.obj)));
-          if (report.expect(g, `${id}: Service ${m[1]} selects no grader`)) {
-            const listen = portOf(expand(refs, g.c, parseArgs(g.c.args).flags.get('listen')?.[0] ?? ':50051'));
-            report.expect(sp?.targetPort === 'grpc' || sp?.targetPort === listen,
-              `${id}: Service ${m[1]} port ${m[2]} does not reach the grader's --listen port ${listen}`);
-          }
-          const np = refs.find((n) => n.kind === 'NetworkPolicy' && matches(n.spec?.podSelector?.matchLabels, podLabelsOf(g?.obj ?? {})));
-          report.expect(!np || (np.spec.ingress ?? []).some((r) => (r.from ?? []).some((f) => f.podSelector && !f.namespaceSelector && matches(f.podSelector.matchLabels, podLabelsOf(obj)))),
-            `${id}: the grader NetworkPolicy does not admit this Job's pods (labels ${JSON.stringify(podLabelsOf(obj))})`);
-        }
-      }
+      checkGraderTarget(report, id, obj, flag('grader') ?? '', refs, graders);
     } else if (sub === 'merge') {
       const ckpt = obj.metadata.labels?.['healthbench.openai/checkpoint'];
       const grade = objects.find((o) => o.kind === 'Job' && o !== obj && o.metadata.labels?.['healthbench.openai/checkpoint'] === ckpt &&
@@ -643,6 +638,66 @@ function checkJobs(report, objects, refs, label) {
       report.fail(`${id}: unexpected subcommand ${sub}`);
     }
   }
+}
+
+/** `--grader dns:///SERVICE:PORT` reaches the grader fleet: a headless Service whose grpc port is
+ * the graders' --listen port, and a grader NetworkPolicy that admits `obj`'s pods. */
+function checkGraderTarget(report, id, obj, target, refs, graders) {
+  const m = target.match(/^dns:\/\/\/([a-z0-9-]+):(\d+)$/);
+  if (report.expect(m, `${id}: --grader ${target} must be dns:///SERVICE:PORT (round_robin over the headless Service)`)) {
+    const svc = find(refs, 'Service', m[1]);
+    if (report.expect(svc, `${id}: --grader names Service ${m[1]}, which is not defined`)) {
+      report.expect(svc.spec.clusterIP === 'None', `${id}: Service ${m[1]} must be headless (clusterIP: None)`);
+      const sp = (svc.spec.ports ?? []).find((p) => p.port === Number(m[2]));
+      report.expect(sp?.name === 'grpc', `${id}: Service ${m[1]} has no port ${m[2]} named grpc`);
+      const g = graders.find((x) => matches(svc.spec.selector, podLabelsOf(x.obj)));
+      if (report.expect(g, `${id}: Service ${m[1]} selects no grader`)) {
+        const listen = portOf(expand(refs, g.c, parseArgs(g.c.args).flags.get('listen')?.[0] ?? ':50051'));
+        report.expect(sp?.targetPort === 'grpc' || sp?.targetPort === listen,
+          `${id}: Service ${m[1]} port ${m[2]} does not reach the grader's --listen port ${listen}`);
+      }
+      const np = refs.find((n) => n.kind === 'NetworkPolicy' && matches(n.spec?.podSelector?.matchLabels, podLabelsOf(g?.obj ?? {})));
+      report.expect(!np || (np.spec.ingress ?? []).some((r) => (r.from ?? []).some((f) => f.podSelector && !f.namespaceSelector && matches(f.podSelector.matchLabels, podLabelsOf(obj)))),
+        `${id}: the grader NetworkPolicy does not admit this Job's pods (labels ${JSON.stringify(podLabelsOf(obj))})`);
+    }
+  }
+}
+
+/**
+ * `watch`: one watcher per --out, as a Deployment of one replica replaced by Recreate (never two
+ * at once), or as a CronJob of `--once` runs that never overlap; its --out on a writable
+ * PersistentVolumeClaim, its inputs mounted, the grader fleet reachable.
+ */
+function checkWatch(report, id, obj, spec, flags, { mountOf, volumeOf, refs, graders }) {
+  const once = flags.has('once') && flags.get('once')[0] !== 'false';
+  if (obj.kind === 'Deployment') {
+    report.expect(obj.spec.replicas === 1,
+      `${id}: the watcher Deployment must have replicas: 1 (one watcher per --out; a second exits 2)`);
+    report.expect(obj.spec.strategy?.type === 'Recreate',
+      `${id}: the watcher Deployment must use strategy Recreate (a rolling update starts the new watcher while the old one holds --out's lock)`);
+    report.expect(!once, `${id}: --once in a Deployment exits after one pass and is restarted forever: use the CronJob`);
+  } else if (obj.kind === 'CronJob') {
+    report.expect(once, `${id}: a watch CronJob must pass --once (without it a run never ends)`);
+    report.expect(obj.spec.concurrencyPolicy === 'Forbid',
+      `${id}: concurrencyPolicy must be Forbid (two runs on one --out: the second exits 2)`);
+    const job = obj.spec.jobTemplate?.spec ?? {};
+    report.expect(spec.restartPolicy === 'Never', `${id}: restartPolicy must be Never (podFailurePolicy needs it)`);
+    const rules = job.podFailurePolicy?.rules ?? [];
+    const exitRule = (code) => rules.find((r) => r.onExitCodes?.operator === 'In' && r.onExitCodes.values.includes(code));
+    report.expect(exitRule(2)?.action === 'FailJob', `${id}: exit code 2 (bad input, or --out held by another watcher) must FailJob`);
+  } else {
+    report.fail(`${id}: watch runs as a Deployment or a CronJob, not a ${obj.kind}`);
+    return;
+  }
+  const out = flags.get('out')?.[0] ?? '';
+  const outMount = mountOf(out);
+  report.expect(outMount && !outMount.readOnly && volumeOf(outMount)?.persistentVolumeClaim,
+    `${id}: --out ${out} must be on a writable PersistentVolumeClaim (its watch.jsonl is the state across restarts)`);
+  for (const name of ['dataset', 'checkpoints-dir']) {
+    const path = flags.get(name)?.[0];
+    report.expect(path && mountOf(`${path}/`), `${id}: --${name} ${path} is not on a mounted volume`);
+  }
+  checkGraderTarget(report, id, obj, flags.get('grader')?.[0] ?? '', refs, graders);
 }
 
 /**
@@ -853,6 +908,9 @@ function selftest(models, rendered) {
   const gc = (objs) => grader(objs).spec.template.spec.containers[0];
   const gradeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-grade-'));
   const mergeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-merge-'));
+  const watchOf = (objs) => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hb-watch');
+  const cronOf = (objs) => objs.find((o) => o.kind === 'CronJob');
+  const cronPod = (objs) => cronOf(objs).spec.jobTemplate.spec.template.spec;
   const netpol = (objs, name) => objs.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === name);
   const setArg = (c, name, value) => {
     c.args = c.args.map((a) => (a.startsWith(`--${name}=`) ? `--${name}=${value}` : a));
@@ -898,6 +956,16 @@ function selftest(models, rendered) {
     ['policy-example', 'policy service typo', (o) => { const c = gradeJob(o).spec.template.spec.containers[0]; c.args = c.args.map((a) => a.replace('@http://hb-policy-ckpt-0300:', '@http://hb-policy:')); }, 'Service hb-policy, which is not defined'],
     ['policy-example', 'policy sharded', (o) => { gradeJob(o).spec.completions = 2; }, 'completions must be 1'],
     ['policy-example', 'policy service port', (o) => { o.find((x) => x.kind === 'Service').spec.ports[0].targetPort = 'web'; }, 'reaches no serving container'],
+    ['watch-example', 'two watchers', (o) => { watchOf(o).spec.replicas = 2; }, 'must have replicas: 1'],
+    ['watch-example', 'rolling update', (o) => { watchOf(o).spec.strategy = { type: 'RollingUpdate' }; }, 'strategy Recreate'],
+    ['watch-example', 'watch --once forever', (o) => { watchOf(o).spec.template.spec.containers[0].args.push('--once'); }, 'use the CronJob'],
+    ['watch-example', 'state on a read-only volume', (o) => { watchOf(o).spec.template.spec.containers[0].volumeMounts[1].readOnly = true; }, 'must be on a writable PersistentVolumeClaim'],
+    ['watch-example', 'watch unmounted checkpoints', (o) => { setArg(watchOf(o).spec.template.spec.containers[0], 'checkpoints-dir', '/data/ckpts'); }, '--checkpoints-dir /data/ckpts is not on a mounted volume'],
+    ['watch-example', 'watch grader typo', (o) => { setArg(watchOf(o).spec.template.spec.containers[0], 'grader', 'dns:///hb-grader:50051'); }, 'Service hb-grader, which is not defined'],
+    ['watch-cron-example', 'cron without --once', (o) => { const c = cronPod(o).containers[0]; c.args = c.args.filter((a) => a !== '--once'); }, 'must pass --once'],
+    ['watch-cron-example', 'cron runs overlap', (o) => { cronOf(o).spec.concurrencyPolicy = 'Allow'; }, 'concurrencyPolicy must be Forbid'],
+    ['watch-cron-example', 'cron retries exit 2', (o) => { cronOf(o).spec.jobTemplate.spec.podFailurePolicy.rules.shift(); }, 'exit code 2'],
+    ['watch-cron-example', 'cron pod root', (o) => { cronPod(o).securityContext.runAsNonRoot = false; }, 'runAsNonRoot'],
     ['capacity-test', 'graders not on the simulator', (o) => { o.find((x) => x.kind === 'ConfigMap' && x.metadata.name.startsWith('hb-grader-config')).data.HB_LLM_BASE_URL = 'https://api.openai.com/v1'; }, 'not the simulator Service'],
   ];
   for (const [overlay, what, mutate, expected] of cases) {
