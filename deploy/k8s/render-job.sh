@@ -23,6 +23,13 @@
 #                                  Job (`run --policy CHECKPOINT=MODEL@URL`); no RESPONSES_PATH.
 #                                  One shard (the replies of a checkpoint are one file)
 #   --policy-model MODEL           the served model name (vLLM --served-model-name)
+#   --queue NAME                   submit the grading Job to Kueue: label it
+#                                  kueue.x-k8s.io/queue-name=NAME (a LocalQueue of the namespace)
+#                                  and create it suspended, for Kueue to admit (unsuspend) once
+#                                  the ClusterQueue has quota for its requests (parallelism x the
+#                                  pod's cpu/memory requests). The merge Job is not queued
+#   --priority-class NAME          with --queue: label kueue.x-k8s.io/priority-class=NAME (a
+#                                  WorkloadPriorityClass)
 #
 # Exit status: 0, or 2 on bad usage (message on stderr, nothing on stdout).
 set -euo pipefail
@@ -43,6 +50,8 @@ backoff_limit_per_index=3
 deadline_seconds=86400
 policy_url=""
 policy_model=""
+queue=""
+priority_class=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -54,6 +63,8 @@ while [ $# -gt 0 ]; do
     --deadline-seconds) [ $# -ge 2 ] || die "$1 needs a value"; deadline_seconds=$2; shift 2 ;;
     --policy-url) [ $# -ge 2 ] || die "$1 needs a value"; policy_url=$2; shift 2 ;;
     --policy-model) [ $# -ge 2 ] || die "$1 needs a value"; policy_model=$2; shift 2 ;;
+    --queue) [ $# -ge 2 ] || die "$1 needs a value"; queue=$2; shift 2 ;;
+    --priority-class) [ $# -ge 2 ] || die "$1 needs a value"; priority_class=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --*) die "unknown option '$1' (see --help)" ;;
     *) args+=("$1"); shift ;;
@@ -88,6 +99,16 @@ positive_int --deadline-seconds "$deadline_seconds"
 [[ $backoff_limit_per_index =~ ^[0-9]{1,3}$ ]] ||
   die "--backoff-limit-per-index must be an integer >= 0, got '$backoff_limit_per_index'"
 [ "$parallelism" -le "$shards" ] || die "--parallelism ($parallelism) exceeds --shards ($shards)"
+# Kueue names: DNS labels (they become label values and object names).
+dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+if [ -n "$queue" ] && ! [[ $queue =~ $dns_label ]]; then
+  die "--queue '$queue' must be a LocalQueue name: 1-63 lowercase letters, digits or '-'"
+fi
+if [ -n "$priority_class" ]; then
+  [ -n "$queue" ] || die "--priority-class needs --queue (Kueue reads it only from queued Jobs)"
+  [[ $priority_class =~ $dns_label ]] ||
+    die "--priority-class '$priority_class' must be a WorkloadPriorityClass name: 1-63 lowercase letters, digits or '-'"
+fi
 for name in responses dataset; do
   value=${!name}
   case "$value" in /*) ;; *) value=/inputs/$value ;; esac
@@ -120,6 +141,30 @@ render() {  # template
       { print }'
 }
 
-render "$templates/grade-job.yaml.in"
+# With --queue: the Kueue labels after the Job's own labels, and `suspend: true` first in its spec.
+queue_labels() {
+  awk -v queue="$queue" -v priority="$priority_class" '
+    !labeled && /^    healthbench.openai\/checkpoint: / {
+      print
+      printf "    kueue.x-k8s.io/queue-name: %s\n", queue
+      if (priority != "") printf "    kueue.x-k8s.io/priority-class: %s\n", priority
+      labeled = 1
+      next
+    }
+    !suspended && $0 == "spec:" {
+      print
+      print "  # Kueue admits (unsuspends) it when its ClusterQueue has quota for the requests."
+      print "  suspend: true"
+      suspended = 1
+      next
+    }
+    { print }'
+}
+
+if [ -n "$queue" ]; then
+  render "$templates/grade-job.yaml.in" | queue_labels
+else
+  render "$templates/grade-job.yaml.in"
+fi
 echo "---"
 render "$templates/merge-job.yaml.in"

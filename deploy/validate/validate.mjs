@@ -22,6 +22,7 @@ const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 /** Overlays whose objects refer to objects of another overlay (same namespace). */
 const COMPANIONS = {
   'grade-example': 'prod', 'policy-example': 'prod', 'watch-example': 'prod', 'watch-cron-example': 'prod',
+  'queue-example': 'prod',
 };
 /** Secrets the manifests use but never create (created by hand, see deploy/README.md). */
 const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token']);
@@ -374,6 +375,7 @@ export function checkHouseRules(report, objects, refs, label) {
   checkEnv(report, objects, refs, label);
   checkAuth(report, objects, refs, label);
   checkJobs(report, objects, refs, label);
+  checkKueue(report, objects, label);
   checkSimulator(report, objects, refs, label);
 }
 
@@ -700,6 +702,34 @@ function checkWatch(report, id, obj, spec, flags, { mountOf, volumeOf, refs, gra
   checkGraderTarget(report, id, obj, flags.get('grader')?.[0] ?? '', refs, graders);
 }
 
+const KUEUE_QUEUE = 'kueue.x-k8s.io/queue-name';
+const KUEUE_PRIORITY = 'kueue.x-k8s.io/priority-class';
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/**
+ * Kueue: a Job labelled with a queue is created suspended (Kueue admits it by unsuspending it;
+ * an unsuspended one starts before admission, outside the quota), the label names a valid
+ * LocalQueue, sits on the Job itself (Kueue ignores pod-template labels of a Job), and a
+ * priority class comes with a queue.
+ */
+function checkKueue(report, objects, label) {
+  for (const obj of objects.filter((o) => o.kind === 'Job')) {
+    const id = `${label}: Job/${obj.metadata?.name}`;
+    const labels = obj.metadata?.labels ?? {};
+    const queue = labels[KUEUE_QUEUE];
+    const podLabels = podLabelsOf(obj);
+    report.expect(!(KUEUE_QUEUE in podLabels) || queue,
+      `${id}: ${KUEUE_QUEUE} is on the pod template only; Kueue reads it from the Job's own labels`);
+    if (KUEUE_PRIORITY in labels) {
+      report.expect(queue, `${id}: ${KUEUE_PRIORITY} needs ${KUEUE_QUEUE} (Kueue ignores unqueued Jobs)`);
+    }
+    if (queue === undefined) continue;
+    report.expect(DNS_LABEL.test(String(queue)), `${id}: ${KUEUE_QUEUE} '${queue}' is not a valid LocalQueue name`);
+    report.expect(obj.spec?.suspend === true,
+      `${id}: a Job queued in Kueue (${KUEUE_QUEUE}) must be created with suspend: true, or it starts before admission`);
+  }
+}
+
 /**
  * `run --policy NAME=MODEL@URL`: one shard (a checkpoint's replies are one file), and URL names a
  * Service of the same namespace (http://SERVICE:PORT/...) whose port reaches a serving pod.
@@ -795,7 +825,7 @@ function renderAll(models) {
 function checkRenderJob(report, models) {
   const script = join(K8S_DIR, 'render-job.sh');
   // The example overlays hold render-job.sh outputs: they must be current.
-  for (const [overlay, expected] of [['grade-example', 2], ['policy-example', 1]]) {
+  for (const [overlay, expected] of [['grade-example', 2], ['policy-example', 1], ['queue-example', 1]]) {
     const example = join(K8S_DIR, 'overlays', overlay);
     const kust = readFileSync(join(example, 'kustomization.yaml'), 'utf8');
     const commands = [...kust.matchAll(/^#\s+deploy\/k8s\/render-job\.sh (.+) > (\S+)$/gm)];
@@ -820,6 +850,9 @@ function checkRenderJob(report, models) {
     [['--policy-url', 'http://p:8000/v1', '--policy-model', 'm', '--shards', '2', 'ckpt'], 'must be 1'],
     [['--policy-url', 'http://p|x', '--policy-model', 'm', 'ckpt'], 'http(s)://HOST'],
     [['--policy-url', 'http://p:8000/v1', '--policy-model', 'a@b', 'ckpt'], "no '=' or '@'"],
+    [['--queue', 'Team_A', 'ckpt', 'r.jsonl'], 'must be a LocalQueue name'],
+    [['--priority-class', 'low', 'ckpt', 'r.jsonl'], 'needs --queue'],
+    [['--queue', 'team-a', '--priority-class', 'Low', 'ckpt', 'r.jsonl'], 'WorkloadPriorityClass name'],
   ];
   for (const [args, msg] of bad) {
     const r = run('bash', [script, ...args]);
@@ -966,6 +999,10 @@ function selftest(models, rendered) {
     ['watch-cron-example', 'cron runs overlap', (o) => { cronOf(o).spec.concurrencyPolicy = 'Allow'; }, 'concurrencyPolicy must be Forbid'],
     ['watch-cron-example', 'cron retries exit 2', (o) => { cronOf(o).spec.jobTemplate.spec.podFailurePolicy.rules.shift(); }, 'exit code 2'],
     ['watch-cron-example', 'cron pod root', (o) => { cronPod(o).securityContext.runAsNonRoot = false; }, 'runAsNonRoot'],
+    ['queue-example', 'queued but not suspended', (o) => { delete gradeJob(o).spec.suspend; }, 'must be created with suspend: true'],
+    ['queue-example', 'priority without a queue', (o) => { delete gradeJob(o).metadata.labels['kueue.x-k8s.io/queue-name']; }, 'needs kueue.x-k8s.io/queue-name'],
+    ['queue-example', 'queue name invalid', (o) => { gradeJob(o).metadata.labels['kueue.x-k8s.io/queue-name'] = 'Team_A'; }, 'is not a valid LocalQueue name'],
+    ['queue-example', 'queue label on the pods only', (o) => { const j = gradeJob(o); j.spec.template.metadata.labels['kueue.x-k8s.io/queue-name'] = 'team-a'; delete j.metadata.labels['kueue.x-k8s.io/queue-name']; delete j.metadata.labels['kueue.x-k8s.io/priority-class']; }, 'on the pod template only'],
     ['capacity-test', 'graders not on the simulator', (o) => { o.find((x) => x.kind === 'ConfigMap' && x.metadata.name.startsWith('hb-grader-config')).data.HB_LLM_BASE_URL = 'https://api.openai.com/v1'; }, 'not the simulator Service'],
   ];
   for (const [overlay, what, mutate, expected] of cases) {
