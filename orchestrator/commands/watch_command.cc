@@ -33,12 +33,19 @@ std::string OneLine(absl::string_view text) { return absl::StrReplaceAll(text, {
 // and the fingerprint of the grader settings and template this watcher grades with.
 absl::Status IdentityOfGrading(const RunOptions& run, std::string& dataset_sha256,
                                std::string& grader_fingerprint) {
-  HB_ASSIGN_OR_RETURN(dataset_sha256, Sha256OfFile(run.dataset));
-  HB_ASSIGN_OR_RETURN(GraderTemplate grader_template,
-                      GraderTemplate::Load(run.grader_options.template_path,
-                                           run.grader_options.require_reference_template));
+  absl::StatusOr<std::string> dataset = Sha256OfFile(run.dataset);
+  if (!dataset.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dataset: ", dataset.status().message()));
+  }
+  dataset_sha256 = *std::move(dataset);
+  absl::StatusOr<GraderTemplate> grader_template = GraderTemplate::Load(
+      run.grader_options.template_path, run.grader_options.require_reference_template);
+  if (!grader_template.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grader-template: ", grader_template.status().message()));
+  }
   grader_fingerprint =
-      IdentityFingerprint(GraderIdentity{run.grader_options.settings, grader_template.sha256()});
+      IdentityFingerprint(GraderIdentity{run.grader_options.settings, grader_template->sha256()});
   return absl::OkStatus();
 }
 

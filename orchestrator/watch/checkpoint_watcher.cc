@@ -28,8 +28,14 @@ constexpr char kLogPrefix[] = "hb-orchestrator watch: ";
 constexpr char kVersionsDir[] = "versions";
 constexpr const char* kResponsesFiles[] = {"responses.jsonl", "responses.jsonl.gz"};
 
+// A folder name that can be a checkpoint: run's name alphabet, and none of the names watch itself
+// writes in OUT (OUT/<name> is a link beside them).
 bool ValidName(const std::string& name) {
-  if (name.empty() || name == kVersionsDir || name[0] == '.') return false;
+  for (const char* reserved :
+       {kVersionsDir, "comparison.json", "comparison.html", kWatchJournalFileName}) {
+    if (name == reserved) return false;
+  }
+  if (name.empty() || name[0] == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
   });
@@ -160,7 +166,13 @@ std::vector<CheckpointWatcher::Ready> CheckpointWatcher::ScanReady() {
     }
     ready.push_back(Ready{name, responses});
   }
-  if (error) Log(absl::StrCat("cannot list ", options_.checkpoints_dir, ": ", error.message()));
+  // Said once per distinct error (a folder not created yet fails every pass the same way).
+  const std::string listing = error ? error.message() : "";
+  if (!listing.empty() && listing != listing_error_) {
+    Log(absl::StrCat("cannot list ", options_.checkpoints_dir, ": ", listing,
+                     "; looked at again every pass"));
+  }
+  listing_error_ = listing;
   std::sort(ready.begin(), ready.end(),
             [](const Ready& a, const Ready& b) { return NaturalLess(a.name, b.name); });
   return ready;

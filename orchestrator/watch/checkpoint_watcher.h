@@ -154,6 +154,8 @@ class CheckpointWatcher {
   // Names already reported as ready without a responses file (logged once).
   absl::flat_hash_map<std::string, bool> warned_;
   std::vector<std::string> folders_;
+  // The last error listing checkpoints_dir ("" when it could be listed).
+  std::string listing_error_;
 };
 
 }  // namespace hb

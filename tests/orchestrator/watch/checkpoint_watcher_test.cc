@@ -267,5 +267,26 @@ TEST_F(CheckpointWatcherTest, AMarkerWithoutResponsesIsSkippedAndLoggedOnce) {
   EXPECT_THAT(log_[0], HasSubstr("step-1: has DONE but no responses.jsonl"));
 }
 
+TEST_F(CheckpointWatcherTest, FoldersNamedLikeWatchsOwnFilesAreNotCheckpoints) {
+  for (const char* name : {"versions", "comparison.json", "watch.jsonl", ".hidden", "a b"}) {
+    Land(name, "x");
+  }
+  Land("step-1", "a");
+  std::unique_ptr<CheckpointWatcher> watcher = Open();
+  Pass(*watcher);
+  EXPECT_THAT(CalledNames(), ElementsAre("step-1"));
+}
+
+TEST_F(CheckpointWatcherTest, AMissingCheckpointsFolderIsLoggedOnceAndPickedUpWhenItAppears) {
+  checkpoints_ += "/not-yet";
+  std::unique_ptr<CheckpointWatcher> watcher = Open();
+  Pass(*watcher);
+  Pass(*watcher);
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_THAT(log_[0], HasSubstr("cannot list " + checkpoints_));
+  Land("step-1", "a");
+  EXPECT_EQ(Pass(*watcher).graded, 1);
+}
+
 }  // namespace
 }  // namespace hb
