@@ -68,16 +68,23 @@ class WatchProcess {
   WatchProcess(const std::vector<std::string>& args, const std::string& log) : log_(log) {
     std::vector<std::string> argv = {BinaryDir() + "/orchestrator/hb-orchestrator", "watch"};
     argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env = {"HB_FIXED_TIME=2026-12-06T00:00:00Z"};
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, "HB_FIXED_TIME=")) env.emplace_back(*e);
+    }
+    // Everything the child needs is built before fork: it may only exec (other threads of
+    // this process could hold the allocator's or the environment's lock at fork time).
+    std::vector<char*> c_argv, c_env;
+    for (std::string& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    for (std::string& e : env) c_env.push_back(e.data());
+    c_env.push_back(nullptr);
     const int err_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(err_fd, STDERR_FILENO);
       ::dup2(err_fd, STDOUT_FILENO);
-      std::vector<char*> c_argv;
-      for (std::string& a : argv) c_argv.push_back(a.data());
-      c_argv.push_back(nullptr);
-      ::setenv("HB_FIXED_TIME", "2026-12-06T00:00:00Z", 1);
-      ::execv(c_argv[0], c_argv.data());
+      ::execve(c_argv[0], c_argv.data(), c_env.data());
       ::_exit(127);
     }
     ::close(err_fd);
