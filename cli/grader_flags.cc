@@ -165,12 +165,20 @@ absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) 
   return CompleteGraderStackOptions(std::move(options));
 }
 
-absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
-                                         const GraderStackOptions& options) {
-  if (grader == kEmbeddedGrader || options.verdict_cache_path.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      "--verdict-cache is the embedded grader's: with a gRPC --grader, give --verdict-cache to "
-      "the hb-grader replicas instead");
+absl::Status CheckUpstreamFlagsAreEmbedded(const std::string& grader,
+                                           const GraderStackOptions& options) {
+  if (grader == kEmbeddedGrader) return absl::OkStatus();
+  if (!options.verdict_cache_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--verdict-cache is the embedded grader's: with a gRPC --grader, give --verdict-cache to "
+        "the hb-grader replicas instead");
+  }
+  if (!options.quota.redis_url.empty()) {
+    return absl::InvalidArgumentError(
+        "--quota-redis is the embedded grader's: with a gRPC --grader, give --quota-redis (and "
+        "the other --quota-* flags) to the hb-grader replicas instead");
+  }
+  return absl::OkStatus();
 }
 
 void AddPriceFlags(Command& command, TokenPrices* prices) {

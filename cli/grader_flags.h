@@ -79,11 +79,11 @@ absl::StatusOr<std::string> ReadApiKey(const std::string& file_flag, const std::
 // code and names the path.
 absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags);
 
-// kInvalidArgument when --verdict-cache is given to a process whose grader is the gRPC
-// target `grader` rather than "embedded": the cache belongs to the process that calls the
-// upstream, so the message sends it to the hb-grader replicas.
-absl::Status CheckVerdictCacheIsEmbedded(const std::string& grader,
-                                         const GraderStackOptions& options);
+// kInvalidArgument when --verdict-cache or --quota-redis is given to a process whose grader is
+// the gRPC target `grader` rather than "embedded": the cache and the fleet quota belong to the
+// process that calls the upstream, so the message sends them to the hb-grader replicas.
+absl::Status CheckUpstreamFlagsAreEmbedded(const std::string& grader,
+                                           const GraderStackOptions& options);
 
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);

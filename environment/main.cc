@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<hb::GraderStackOptions> grader_options =
       hb::cli::ResolveGraderFlags(flags.grader_flags);
   if (!grader_options.ok()) return program.UsageError("", grader_options.status());
-  if (absl::Status cache = hb::cli::CheckVerdictCacheIsEmbedded(flags.grader, *grader_options);
+  if (absl::Status cache = hb::cli::CheckUpstreamFlagsAreEmbedded(flags.grader, *grader_options);
       !cache.ok()) {
     return program.UsageError("", cache);
   }

@@ -318,7 +318,7 @@ class OrchestratorCommandLine {
     cli::DefaultPricesForModel(*meta_eval_command_, options.run.grader_options.settings.model,
                                &options.run.prices);
     HB_RETURN_IF_ERROR(
-        cli::CheckVerdictCacheIsEmbedded(options.run.grader, options.run.grader_options));
+        cli::CheckUpstreamFlagsAreEmbedded(options.run.grader, options.run.grader_options));
     HB_RETURN_IF_ERROR(ValidateMetaEvalOptions(options));
     return options;
   }
@@ -463,7 +463,7 @@ class OrchestratorCommandLine {
     HB_ASSIGN_OR_RETURN(
         options.send_prompt_cache_key,
         RunPromptCacheKeyPerTask(flags.prompt_cache_key, options.grader_options.llm.base_url));
-    return cli::CheckVerdictCacheIsEmbedded(options.grader, options.grader_options);
+    return cli::CheckUpstreamFlagsAreEmbedded(options.grader, options.grader_options);
   }
 
   void AddWatch() {

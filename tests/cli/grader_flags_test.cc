@@ -119,15 +119,25 @@ TEST_F(GraderFlagsTest, InvalidValuesNameTheFlag) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-attempts")));
 }
 
-TEST(CheckVerdictCacheIsEmbeddedTest, OnlyTheProcessThatCallsUpstreamKeepsACache) {
+TEST(CheckUpstreamFlagsAreEmbeddedTest, OnlyTheProcessThatCallsUpstreamKeepsACache) {
   GraderStackOptions options;
-  EXPECT_TRUE(CheckVerdictCacheIsEmbedded("dns:///graders:50051", options).ok());
+  EXPECT_TRUE(CheckUpstreamFlagsAreEmbedded("dns:///graders:50051", options).ok());
   options.verdict_cache_path = "/tmp/v.sqlite";
-  EXPECT_TRUE(CheckVerdictCacheIsEmbedded(kEmbeddedGrader, options).ok());
-  EXPECT_THAT(CheckVerdictCacheIsEmbedded("dns:///graders:50051", options),
+  EXPECT_TRUE(CheckUpstreamFlagsAreEmbedded(kEmbeddedGrader, options).ok());
+  EXPECT_THAT(CheckUpstreamFlagsAreEmbedded("dns:///graders:50051", options),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("--verdict-cache"), HasSubstr("hb-grader replicas"),
                              Not(HasSubstr("/tmp/v.sqlite")))));
+}
+
+TEST(CheckUpstreamFlagsAreEmbeddedTest, TheFleetQuotaBelongsToTheProcessThatCallsUpstream) {
+  GraderStackOptions options;
+  options.quota.redis_url = "redis://:pw@redis:6379";
+  EXPECT_TRUE(CheckUpstreamFlagsAreEmbedded(kEmbeddedGrader, options).ok());
+  EXPECT_THAT(CheckUpstreamFlagsAreEmbedded("dns:///graders:50051", options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("--quota-redis"), HasSubstr("hb-grader replicas"),
+                             Not(HasSubstr("pw")))));
 }
 
 }  // namespace
