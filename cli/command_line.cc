@@ -64,8 +64,22 @@ std::string Wrap(const std::string& text, size_t width) {
   return out;
 }
 
-// Help 100 columns wide; each subcommand listed with the first line of its description (its
-// own help has the rest).
+// The first sentence of a subcommand's description (up to a full stop before a space or a line
+// end, within its first paragraph), its lines joined: never cut mid-sentence.
+std::string FirstSentence(const std::string& description) {
+  std::string paragraph = description.substr(0, description.find("\n\n"));
+  for (size_t i = 0; i < paragraph.size(); ++i) {
+    if (paragraph[i] == '.' &&
+        (i + 1 == paragraph.size() || paragraph[i + 1] == ' ' || paragraph[i + 1] == '\n')) {
+      paragraph.resize(i + 1);
+      break;
+    }
+  }
+  return absl::StrReplaceAll(paragraph, {{"\n", " "}});
+}
+
+// Help 100 columns wide; each subcommand listed with the first sentence of its description
+// (its own help has the rest).
 class Formatter : public CLI::Formatter {
  public:
   std::string make_option_desc(const CLI::Option* option) const override {
@@ -73,10 +87,14 @@ class Formatter : public CLI::Formatter {
   }
 
   std::string make_subcommand(const CLI::App* sub) const override {
-    const std::string& description = sub->get_description();
     std::string out = "  " + sub->get_display_name();
     out.resize(std::max<size_t>(out.size() + 1, get_column_width()), ' ');
-    return out + description.substr(0, description.find('\n')) + "\n";
+    const std::string indent(get_column_width(), ' ');
+    return out +
+           absl::StrReplaceAll(
+               Wrap(FirstSentence(sub->get_description()), 100 - get_column_width()),
+               {{"\n", "\n" + indent}}) +
+           "\n";
   }
 };
 
@@ -233,7 +251,11 @@ std::string Program::Help(const std::string& subcommand) const {
 absl::StatusOr<Parsed> Program::Parse(std::vector<std::string> args) {
   Parsed parsed;
   if (!subcommands_.empty() && !args.empty() && args.front() == "help") {
-    parsed.help = Help();
+    // `help` or `help COMMAND` (as `COMMAND --help`).
+    if (args.size() >= 2 && Find(args[1]) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown command '", args[1], "'"));
+    }
+    parsed.help = Help(args.size() >= 2 ? args[1] : "");
     return parsed;
   }
   args = NormalizeFlagNames(args);

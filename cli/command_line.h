@@ -27,11 +27,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/flags/marshalling.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/base/exit_codes.h"
 
 namespace CLI {
@@ -147,12 +149,19 @@ class Program {
 // The text of an error for stderr, folded onto one line.
 std::string OneLine(const absl::Status& status);
 
+// What a DURATION flag takes, for its parse error ("invalid value '5' for --row-timeout:
+// expected a duration with a unit, e.g. 5s, 300ms, 2m or 1h30m").
+inline constexpr char kDurationForm[] =
+    "expected a duration with a unit, e.g. 5s, 300ms, 2m or 1h30m";
+
 template <typename T>
 void Command::Flag(const std::string& name, T* target, const std::string& value_name,
                    const std::string& help) {
   AddOption(name, value_name, help, absl::UnparseFlag<T>(*target),
             [target](const std::string& text, std::string* error) {
-              return absl::ParseFlag<T>(text, target, error);
+              if (absl::ParseFlag<T>(text, target, error)) return true;
+              if constexpr (std::is_same_v<T, absl::Duration>) *error = kDurationForm;
+              return false;
             });
 }
 

@@ -1,6 +1,8 @@
 #include "cli/grader_flags.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -49,9 +51,37 @@ absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice 
   return ValidateGraderSettings(*settings);
 }
 
+std::vector<std::string> DefaultGraderTemplatePaths() {
+  std::vector<std::string> paths;
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    paths.push_back(
+        (exe.parent_path().parent_path() / "share/healthbench/grader_template.txt").string());
+  }
+  paths.push_back("/usr/share/healthbench/grader_template.txt");
+  paths.push_back(std::string(HB_SOURCE_DIR) + "/data/grader_template.txt");
+  return paths;
+}
+
+std::string ResolveGraderTemplatePath(const Command& command, const std::string& path) {
+  if (command.Given("grader-template")) return path;
+  const std::vector<std::string> defaults = DefaultGraderTemplatePaths();
+  std::error_code error;
+  for (const std::string& candidate : defaults) {
+    if (std::filesystem::is_regular_file(candidate, error)) return candidate;
+  }
+  return defaults.back();  // none exists: loading it names the flag and the path
+}
+
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference) {
+  path->clear();  // resolved by ResolveGraderTemplatePath, never against the working directory
   command.Flag("grader-template", path, "PATH",
-               "grader prompt template (the reference's text, byte for byte)");
+               "grader prompt template (the reference's text, byte for byte). Default: the "
+               "first that exists of BIN/../share/healthbench/grader_template.txt (BIN: the "
+               "binary's folder), /usr/share/healthbench/grader_template.txt (the container "
+               "image) and data/grader_template.txt of the source tree the binary was built "
+               "from; never relative to the working directory");
   command.Bool("require-reference-template", require_reference,
                "refuse a template whose sha256 differs from the reference's (=false allows a "
                "synthetic template)");
@@ -158,6 +188,7 @@ absl::StatusOr<GraderStackOptions> ResolveGraderFlags(const GraderFlags& flags) 
   }
   options.llm.base_url_given = flags.command != nullptr && flags.command->Given("llm-base-url");
   if (flags.command != nullptr) {
+    options.template_path = ResolveGraderTemplatePath(*flags.command, options.template_path);
     absl::Status settings =
         ResolveGraderSettingsFlags(*flags.command, flags.api, flags.headers, &options.settings);
     if (!settings.ok()) return settings;

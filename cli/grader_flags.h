@@ -36,8 +36,22 @@ absl::Status ResolveGraderSettingsFlags(const Command& command, GraderApiChoice 
                                         const std::vector<std::string>& headers,
                                         GraderSettings* settings);
 
-// --grader-template PATH, --require-reference-template.
+// --grader-template PATH, --require-reference-template. The path has no default value: when
+// the flag is not given, ResolveGraderTemplatePath finds the template.
 void AddGraderTemplateFlags(Command& command, std::string* path, bool* require_reference);
+
+// Where --grader-template is looked for when not given, in order: BIN/../share/healthbench/
+// grader_template.txt (BIN: the running binary's folder: an installed prefix),
+// /usr/share/healthbench/grader_template.txt (the container image), and the source tree's
+// data/grader_template.txt (where scripts/fetch_data.sh puts it: a build-tree binary). Never
+// relative to the working directory.
+std::vector<std::string> DefaultGraderTemplatePaths();
+
+// The template path to load: `path` as given when --grader-template was given (an empty value
+// stays empty: `score` then records no template); else the first of
+// DefaultGraderTemplatePaths() that exists, or (none does) the source tree's, whose loading then
+// fails naming --grader-template (`run`). ResolveGraderFlags calls it.
+std::string ResolveGraderTemplatePath(const Command& command, const std::string& path);
 
 // What the grader/LLM group fills. The API key is not a flag: see ResolveGraderFlags.
 struct GraderFlags {

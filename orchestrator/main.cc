@@ -1,6 +1,6 @@
-// hb-orchestrator: grades model responses on HealthBench through hb-grader replicas (`run`),
-// and the offline subcommands around it (`tasks`, `dry-run`, `score`, `merge`). The command
-// line is orchestrator/commands/orchestrator_cli.h.
+// hb-orchestrator: grades model responses on HealthBench, in process or through hb-grader
+// replicas (`run`), and the offline subcommands around it (`tasks`, `dry-run`, `score`,
+// `merge`, ...). The command line is orchestrator/commands/orchestrator_cli.h.
 #include "common/base/process.h"
 #include "orchestrator/commands/orchestrator_cli.h"
 

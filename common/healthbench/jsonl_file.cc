@@ -81,7 +81,7 @@ bool IsBlank(absl::string_view line) {
 }
 
 std::string ParseLine(absl::string_view line, rapidjson::Document& doc) {
-  if (IsBlank(line)) return "blank line";
+  if (IsBlank(line)) return kBlankLineError;
   JsonParseOptions options;
   options.validate_utf8 = true;
   const absl::Status parsed = ParseJson(line, doc, options);

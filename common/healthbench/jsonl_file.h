@@ -15,6 +15,13 @@
 
 namespace hb::jsonl_internal {
 
+// The error of a blank (or whitespace-only) line. The reference parses every line of a JSONL
+// file (SPEC §1), so it fails on one too: a blank line is never skipped, but the message says
+// how to mend the file.
+inline constexpr char kBlankLineError[] =
+    "blank line (every line of a JSONL file must be one JSON object, as the reference reads "
+    "it: delete the empty line)";
+
 struct FileContents {
   // The decompressed text.
   std::string text;
@@ -39,7 +46,8 @@ std::vector<Line> SplitLines(absl::string_view text);
 bool IsBlank(absl::string_view line);
 
 // Parses one line into `doc`. Returns "" on success, otherwise the error text
-// "invalid JSON: <RapidJSON message> at offset N" (or "blank line"). Invalid UTF-8 is an error.
+// "invalid JSON: <RapidJSON message> at offset N" (or kBlankLineError). Invalid UTF-8 is an
+// error.
 std::string ParseLine(absl::string_view line, rapidjson::Document& doc);
 
 // Builds the kInvalidArgument errors of one record: "<path>:<line>: <message>" and

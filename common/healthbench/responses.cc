@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,27 @@ absl::StatusOr<Response> ParseResponse(absl::string_view line, const std::string
   return response;
 }
 
+// Whether some line of `lines` (those that parse) answers a task of `dataset`.
+bool AnswersSomeTask(const std::vector<jsonl_internal::Line>& lines, const std::string& path,
+                     const Dataset& dataset) {
+  for (const jsonl_internal::Line& line : lines) {
+    absl::StatusOr<Response> response = ParseResponse(line.text, path, line.number);
+    if (response.ok() && dataset.Find(response->prompt_id) != nullptr) return true;
+  }
+  return false;
+}
+
+// A responses file none of whose responses is for a task of `dataset`: another dataset's
+// answers (--ignore-extra-responses would only hide that, and grade nothing).
+absl::Status AnswersNoTask(const std::string& path, const Dataset& dataset,
+                           const std::string& first_id, int first_line) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": no response is for a task of ", dataset.path, " (the first, line ", first_line,
+      ", is for prompt_id '", first_id,
+      "'): these responses answer another dataset; give the dataset they answer, or the "
+      "responses to this one"));
+}
+
 absl::Status Duplicate(const std::string& path, int line, const std::string& prompt_id,
                        int first_line) {
   return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": duplicate prompt_id '",
@@ -67,10 +89,20 @@ absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset
   absl::flat_hash_map<std::string, int> extra_lines;  // ignored prompt_id -> line
   set.path = path;
   set.sha256 = std::move(contents.sha256);
-  for (const jsonl_internal::Line& line : jsonl_internal::SplitLines(contents.text)) {
+  const std::vector<jsonl_internal::Line> lines = jsonl_internal::SplitLines(contents.text);
+  std::string first_id;  // of the first response, for AnswersNoTask
+  int first_line = 0;
+  for (const jsonl_internal::Line& line : lines) {
     HB_ASSIGN_OR_RETURN(Response response, ParseResponse(line.text, path, line.number));
+    if (first_line == 0) {
+      first_id = response.prompt_id;
+      first_line = line.number;
+    }
     const bool extra = dataset.Find(response.prompt_id) == nullptr;
     if (extra && !options.ignore_extra) {
+      if (set.responses.empty() && !AnswersSomeTask(lines, path, dataset)) {
+        return AnswersNoTask(path, dataset, first_id, first_line);
+      }
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", line.number, ": unknown prompt_id '", response.prompt_id,
                        "' (not in ", dataset.path,
@@ -90,6 +122,9 @@ absl::StatusOr<ResponseSet> LoadResponses(const std::string& path, const Dataset
       return Duplicate(path, line.number, response.prompt_id, set.responses[it->second].line);
     }
     set.responses.push_back(std::move(response));
+  }
+  if (set.responses.empty() && set.ignored_extra > 0) {
+    return AnswersNoTask(path, dataset, first_id, first_line);
   }
   return set;
 }

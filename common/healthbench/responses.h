@@ -32,7 +32,9 @@ struct ResponseSet {
 // `prompt_id` and `response` (an empty response is legal), and optional string
 // `system_prompt`. Errors (kInvalidArgument, "<path>:<line>: ..."): invalid JSON, a missing or
 // mistyped field, a prompt_id that is not in the dataset ("unknown prompt_id '...'"), a
-// prompt_id seen twice ("duplicate prompt_id '...' (first on line N)"). Field errors read
+// prompt_id seen twice ("duplicate prompt_id '...' (first on line N)"), a file of responses
+// none of which is for a task of the dataset ("<path>: no response is for a task of <dataset>
+// ...", with or without ResponseLoadOptions::ignore_extra). Field errors read
 // "field 'response': missing" / "field 'response': expected a string, got null"; a null
 // `system_prompt` counts as absent; blank lines and invalid JSON fail as in LoadDataset.
 // Read errors as for LoadDataset. `sha256` is of the file's bytes as stored.

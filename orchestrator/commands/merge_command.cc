@@ -183,6 +183,15 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   if (!gaps.empty() && options.allow_partial_shards) {
     HB_RETURN_IF_ERROR(KeepShardTasks(merged, dataset));
   }
+  // Tasks a shard left out as unscorable (run --skip-unscorable-tasks) stay out, and listed.
+  std::vector<UnscorableTask> unscorable;
+  absl::flat_hash_set<std::string> unscorable_ids;
+  for (const ShardProvenance& shard : merged.shards) {
+    for (const UnscorableTask& task : shard.summary.unscorable_tasks) {
+      if (unscorable_ids.insert(task.prompt_id).second) unscorable.push_back(task);
+    }
+  }
+  RemoveTasks(dataset, unscorable);
 
   std::vector<VerdictRow> verdicts;
   std::vector<RowFailure> failures;
@@ -216,6 +225,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.responses_sha256 = responses.sha256;
   context.subset = first.subset;
   context.responses_ignored_extra = responses.ignored_extra;
+  context.unscorable_tasks = std::move(unscorable);
   context.template_sha256 = first.template_sha256;
   context.grader = first.grader;
   // The shards agree on it (ShardDisagreement): the merged tasks get the same adjusted scores.

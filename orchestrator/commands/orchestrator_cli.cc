@@ -39,12 +39,13 @@ constexpr char kFooter[] =
     "their own exit codes.";
 
 constexpr char kRunDescription[] =
-    R"(grade a checkpoint through hb-grader replicas.
+    R"(grade checkpoints, in this process (the default) or through hb-grader replicas.
 
 usage: hb-orchestrator run --dataset FILE --responses [NAME=]FILE[,...] --out DIR [flags]
 
-Grades every rubric item of every task that has a response, for each checkpoint, through
-hb-grader replicas; journals each verdict in DIR/journal.sqlite and writes DIR/<checkpoint>/
+Grades every rubric item of every task that has a response, for each checkpoint, with the
+embedded grader (--grader embedded, the default) or through hb-grader replicas (--grader
+TARGET); journals each verdict in DIR/journal.sqlite and writes DIR/<checkpoint>/
 {tasks.jsonl, summary.json, verdicts.jsonl, failures.jsonl, report.html}, plus
 DIR/comparison.{json,html} for two or more checkpoints. Running the same command again grades
 only the rows that failed or are missing.)";
@@ -135,8 +136,9 @@ constexpr char kTasksDescription[] =
     "Write the task list: one JSONL line {prompt_id, messages, prompt_text} per task.";
 
 constexpr char kDryRunDescription[] =
-    R"(Write every grader request a run would send, one JSONL line per rubric row of each
-task with a response: {prompt_id, rubric_index, request_sha256, request}, where request is the
+    R"(write the grader requests a run would send, without sending any.
+
+One JSONL line per rubric row of each task with a response: {prompt_id, rubric_index, request_sha256, request}, where request is the
 exact chat-completions body (request_sha256 hashes its bytes). Prints the row count, the tasks
 skipped for lack of a response, estimated tokens (UTF-8 bytes of the grader messages / 4) and
 cost, with and without best-case prompt caching (prefixes of >= 1024 tokens shared with a
@@ -348,10 +350,14 @@ class OrchestratorCommandLine {
       HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*dry_run_command_, dry_run_api_,
                                                          dry_run_headers_, &dry_run_.grader));
       cli::DefaultPricesForModel(*dry_run_command_, dry_run_.grader.model, &dry_run_.prices);
+      dry_run_.grader_template =
+          cli::ResolveGraderTemplatePath(*dry_run_command_, dry_run_.grader_template);
       return RunDryRun(dry_run_);
     }
     if (command == "compare") return RunCompare(compare_);
     if (command == "score") {
+      score_.grader_template =
+          cli::ResolveGraderTemplatePath(*score_command_, score_.grader_template);
       HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*score_command_, score_api_,
                                                          score_headers_, &score_.grader));
       HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
@@ -424,6 +430,10 @@ class OrchestratorCommandLine {
     c.Flag("examples", &o.examples, "N", kExamplesHelp);
     c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
     c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
+    c.Bool("skip-unscorable-tasks", &o.skip_unscorable_tasks,
+           "leave out tasks without a rubric item of positive points (their score is undefined; "
+           "the reference fails on them), listed on stderr, in summary.json and report.html. "
+           "Without it such a task stops the run (exit 2) before any grader request");
     c.Bool("allow-partial-responses", &o.allow_partial_responses,
            "accept tasks without a response (reported as not graded). Without it they mark "
            "the reports INCOMPLETE and the run exits 3");
@@ -623,11 +633,10 @@ class OrchestratorCommandLine {
   }
 
   // The grader flags that shape (dry-run) or are recorded with (score) the grader requests;
-  // the template defaults to hb-grader's.
+  // the template defaults to hb-grader's (cli::ResolveGraderTemplatePath).
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
                                     bool* require_reference, GraderSettings* settings,
                                     GraderApiChoice* api, std::vector<std::string>* headers) {
-    *grader_template = GraderStackOptions().template_path;
     cli::AddGraderTemplateFlags(c, grader_template, require_reference);
     cli::AddGraderSettingsFlags(c, settings, api, headers);
   }

@@ -181,6 +181,26 @@ absl::StatusOr<std::vector<MetricSummary>> ReadMetrics(const SummaryReader& read
   return metrics;
 }
 
+// "skipped_unscorable_tasks" (absent in summaries written before it existed).
+std::vector<UnscorableTask> ReadUnscorableTasks(const SummaryReader& reader) {
+  std::vector<UnscorableTask> tasks;
+  absl::StatusOr<const rapidjson::Value*> list = reader.Get("skipped_unscorable_tasks");
+  if (!list.ok() || !(*list)->IsArray()) return tasks;
+  for (const rapidjson::Value& entry : (*list)->GetArray()) {
+    const rapidjson::Value* id = entry.IsObject() ? FindJsonMember(entry, "prompt_id") : nullptr;
+    if (id == nullptr || !id->IsString()) continue;
+    UnscorableTask task;
+    task.prompt_id.assign(id->GetString(), id->GetStringLength());
+    if (const rapidjson::Value* line = FindJsonMember(entry, "line"); line && line->IsInt()) {
+      task.line = line->GetInt();
+    }
+    const rapidjson::Value* reason = FindJsonMember(entry, "reason");
+    task.reason = reason != nullptr && reason->IsString() ? reason->GetString() : kUnscorableReason;
+    tasks.push_back(std::move(task));
+  }
+  return tasks;
+}
+
 }  // namespace
 
 absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) {
@@ -239,6 +259,7 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   p.checkpoint_index = static_cast<int>(index);
   HB_ASSIGN_OR_RETURN(p.simulated, reader.Bool("provenance.simulated"));
   HB_ASSIGN_OR_RETURN(p.incomplete, reader.Bool("provenance.incomplete"));
+  p.unscorable_tasks = ReadUnscorableTasks(reader);
   HB_ASSIGN_OR_RETURN(const rapidjson::Value* score, reader.Get("score"));
   p.score = score->IsNumber() ? score->GetDouble() : std::numeric_limits<double>::quiet_NaN();
   HB_ASSIGN_OR_RETURN(p.tasks, reader.Int("counts.tasks"));

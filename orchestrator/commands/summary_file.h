@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
+#include "common/healthbench/unscorable_tasks.h"
 
 namespace hb::commands_internal {
 
@@ -40,6 +41,8 @@ struct CheckpointSummary {
   int checkpoint_index = 0;
   bool simulated = false;
   bool incomplete = false;
+  // "skipped_unscorable_tasks" (`run --skip-unscorable-tasks`); empty when absent.
+  std::vector<UnscorableTask> unscorable_tasks;
   // "score" (NaN when no task is graded) and the metrics rebuilt from the reference's map:
   // every key with its mean, n and bootstrap std, in file order ("score" where its
   // score:n_samples is).

@@ -41,6 +41,7 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
 #include "common/healthbench/types.h"
+#include "common/healthbench/unscorable_tasks.h"
 #include "llm/token_prices.h"
 #include "orchestrator/report/verdict_file.h"
 
@@ -55,6 +56,10 @@ struct ReportContext {
   std::string subset;
   // Responses for tasks outside the dataset that were ignored (ResponseSet::ignored_extra).
   int64_t responses_ignored_extra = 0;
+  // Tasks of the selection left out of `dataset` because they cannot be scored (`run
+  // --skip-unscorable-tasks`): summary.json "skipped_unscorable_tasks" [{prompt_id, line,
+  // reason}] and a line of report.html's facts.
+  std::vector<UnscorableTask> unscorable_tasks;
   GraderSettings grader;
   // simple-evals PR #108's length adjustment: when set, every graded task also gets
   // overall_score_length_adjusted (tasks.jsonl, summary.json metrics, report.html).

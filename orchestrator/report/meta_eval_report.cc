@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
 #include "common/base/json_io.h"
@@ -16,6 +17,8 @@
 #include "orchestrator/report/html_report.h"
 #include "orchestrator/report/svg_charts.h"
 #include "rapidjson/document.h"
+#include "rapidjson/prettywriter.h"
+#include "rapidjson/stringbuffer.h"
 
 namespace hb {
 namespace {
@@ -256,6 +259,12 @@ absl::Status ReadJudgeSummary(const std::string& path, JudgeReport& judge) {
     HB_ASSIGN_OR_RETURN(judge.judgements, JsonInt(*graded, "counts.graded_rows"));
     HB_ASSIGN_OR_RETURN(const rapidjson::Value* incomplete, at({"provenance", "incomplete"}));
     HB_ASSIGN_OR_RETURN(judge.incomplete, JsonBool(*incomplete, "provenance.incomplete"));
+    HB_ASSIGN_OR_RETURN(const rapidjson::Value* provenance, at({"provenance"}));
+    rapidjson::StringBuffer buffer;
+    rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
+    writer.SetIndent(' ', 2);
+    provenance->Accept(writer);
+    judge.provenance_json.assign(buffer.GetString(), buffer.GetSize());
     return absl::OkStatus();
   };
   return WithMessagePrefix(read(), context);
@@ -300,7 +309,18 @@ std::string RenderMetaEvalHtml(const JudgeReport& judge) {
 absl::Status WriteMetaEvalReport(const MetaEvalResult& result, JudgeReport judge,
                                  const std::string& dir) {
   judge.view = MetaEvalViewOf(result);
-  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/meta_eval.json", MetaEvalJson(result)));
+  std::string json = MetaEvalJson(result);
+  const size_t end = json.rfind('}');
+  if (!judge.provenance_json.empty() && end != std::string::npos && end > 0) {
+    // Spliced in as text after the last member: the metrics keep MetaEvalJson's exact number
+    // formatting.
+    const size_t last = json.find_last_not_of(" \n", end - 1) + 1;
+    json.replace(
+        last, std::string::npos,
+        absl::StrCat(",\n  \"provenance\": ",
+                     absl::StrReplaceAll(judge.provenance_json, {{"\n", "\n  "}}), "\n}\n"));
+  }
+  HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/meta_eval.json", json));
   return WriteFileAtomically(dir + "/meta_eval.html", RenderMetaEvalHtml(judge));
 }
 

@@ -2,7 +2,8 @@
 // several judges side by side (`hb-orchestrator compare` of meta-eval folders).
 //
 //   meta_eval.json  MetaEvalJson(result): score, the reference's metrics, the model's and the
-//                   physicians' agreement, the failed rows.
+//                   physicians' agreement, the failed rows; and the provenance of the graded
+//                   rows (the judge, its settings, the file, the tool version).
 //   meta_eval.html  self-contained page: the judge's balanced F1 per category against the
 //                   physicians' spread (min..max, mean), the failed rows, the provenance.
 //
@@ -67,6 +68,9 @@ struct JudgeReport {
   // price, whatever was cached), over `judgements` graded rows.
   double cost_usd = 0;
   int64_t judgements = 0;
+  // The graded rows' summary.json "provenance" object (dataset, grader identity and settings,
+  // template, tool version, simulated, ...) as JSON text, indent 2; "" when not read.
+  std::string provenance_json;
   MetaEvalView view;
 
   // cost_usd per 1,000 judgements; nullopt without any.
@@ -74,14 +78,16 @@ struct JudgeReport {
 };
 
 // Fills `judge`'s grader_model, dataset, simulated, incomplete, cost_usd (usage.cost_usd +
-// usage.saved_usd) and judgements (counts.graded_rows) from the summary.json `run` wrote for
-// the graded rows (OUT/meta-eval/summary.json). kInvalidArgument naming the path and the field.
+// usage.saved_usd), judgements (counts.graded_rows) and provenance_json from the summary.json `run`
+// wrote for the graded rows (OUT/meta-eval/summary.json). kInvalidArgument naming the path and the
+// field.
 absl::Status ReadJudgeSummary(const std::string& path, JudgeReport& judge);
 
 // meta_eval.html of one judge.
 std::string RenderMetaEvalHtml(const JudgeReport& judge);
 
-// Writes dir/meta_eval.json (MetaEvalJson(result)) and dir/meta_eval.html (for `judge`, whose
+// Writes dir/meta_eval.json (MetaEvalJson(result), plus "provenance": judge.provenance_json
+// when set) and dir/meta_eval.html (for `judge`, whose
 // view is taken from `result`). Write errors name the path.
 absl::Status WriteMetaEvalReport(const MetaEvalResult& result, JudgeReport judge,
                                  const std::string& dir);

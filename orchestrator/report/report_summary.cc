@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
 #include "grader/grader_settings.h"
@@ -63,6 +64,35 @@ std::string GraderUpstreamFact(const ReportContext& context) {
     absl::StrAppend(&fact, ", ", context.grader_replicas.size(), " replica(s)");
   }
   return fact + ")";
+}
+
+// summary.json "skipped_unscorable_tasks": the tasks `run --skip-unscorable-tasks` left out.
+void WriteUnscorableTasks(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                          const std::vector<UnscorableTask>& tasks) {
+  writer.Key("skipped_unscorable_tasks");
+  writer.StartArray();
+  for (const UnscorableTask& task : tasks) {
+    writer.StartObject();
+    writer.Key("prompt_id");
+    WriteJsonString(writer, task.prompt_id);
+    writer.Key("line");
+    writer.Int(task.line);
+    writer.Key("reason");
+    WriteJsonString(writer, task.reason);
+    writer.EndObject();
+  }
+  writer.EndArray();
+}
+
+// report.html's fact on the tasks left out as unscorable.
+std::string UnscorableFact(const std::vector<UnscorableTask>& tasks) {
+  std::vector<std::string> named;
+  for (const UnscorableTask& task : tasks) {
+    named.push_back(absl::StrCat(task.prompt_id, " (line ", task.line, ")"));
+  }
+  return absl::StrCat(tasks.size(),
+                      " task(s) left out (--skip-unscorable-tasks): ", absl::StrJoin(named, ", "),
+                      ": ", tasks.front().reason);
 }
 
 // summary.json "usage": what the grading spent and what the verdict cache saved.
@@ -178,6 +208,7 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("failed_rows");
   writer.Int64(result.failed_rows);
   writer.EndObject();
+  WriteUnscorableTasks(writer, context.unscorable_tasks);
   WriteUsage(writer, context, result.usage);
   writer.Key("provenance");
   writer.StartObject();
@@ -315,6 +346,8 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
        absl::StrCat(result.graded, " of ", result.tasks, " (", result.not_graded, " not graded)")},
       {"rubric rows", absl::StrCat(result.graded_rows, " graded, ", result.failed_rows,
                                    " failed, of ", result.rows)},
+      {"unscorable tasks",
+       context.unscorable_tasks.empty() ? "none" : UnscorableFact(context.unscorable_tasks)},
       {"cost", CostFact(context, result.usage)},
       {"dataset", absl::StrCat(context.dataset_path, " (sha256 ", context.dataset_sha256, ")")},
       {"subset", context.subset.empty() ? "not given" : context.subset},

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -51,5 +53,30 @@ absl::StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::strin
 }
 
 OutputLock::~OutputLock() { ::close(fd_); }
+
+NewOutputDirs::NewOutputDirs(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::path(dir).lexically_normal();
+  if (!path.empty() && !path.has_filename()) path = path.parent_path();  // "out/" -> "out"
+  while (!path.empty() && !std::filesystem::exists(path, error) && !error) {
+    created_.push_back(path.string());
+    if (!path.has_parent_path() || path.parent_path() == path) break;
+    path = path.parent_path();
+  }
+}
+
+void NewOutputDirs::RemoveIfUnused() const {
+  if (created_.empty()) return;
+  std::error_code error;
+  const std::filesystem::path dir(created_.front());
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().filename() != kOutputLockFileName) return;  // something was written
+  }
+  if (error) return;
+  std::filesystem::remove(dir / kOutputLockFileName, error);
+  for (const std::string& folder : created_) {
+    if (!std::filesystem::remove(folder, error)) return;  // not empty, or already gone
+  }
+}
 
 }  // namespace hb

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -30,6 +31,23 @@ class OutputLock {
   OutputLock(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   const std::string path_;
   const int fd_;
+};
+
+// The folders a command is about to create for its output folder `dir` (recorded before
+// MakeDirs), so that a run that fails before writing anything takes them away again instead
+// of leaving an --out folder that holds only .lock.
+class NewOutputDirs {
+ public:
+  // Records `dir` and those of its parents that do not exist yet.
+  explicit NewOutputDirs(const std::string& dir);
+
+  // When this command created `dir` and it holds nothing but .lock (or nothing): removes the
+  // lock file and every recorded folder, deepest first, that is empty. Call once the lock is
+  // released. Never removes a folder that existed before, nor one with anything else in it.
+  void RemoveIfUnused() const;
+
+ private:
+  std::vector<std::string> created_;  // deepest first
 };
 
 }  // namespace hb

@@ -22,6 +22,7 @@
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/responses.h"
+#include "common/healthbench/unscorable_tasks.h"
 #include "grader/grader_info.h"
 #include "grader/grader_settings.h"
 #include "http/curl_http_client.h"
@@ -90,19 +91,74 @@ Dataset SubsetDataset(Dataset& dataset, const std::vector<size_t>& positions) {
 }
 
 // ---- Phase 1: the inputs. Every failure here is the caller's unless it is an I/O fault.
+constexpr char kDatasetFix[] =
+    "give the HealthBench JSONL's path (scripts/fetch_data.sh downloads the official files)";
+constexpr char kGraderTemplateFix[] =
+    "pass --grader-template PATH (scripts/fetch_data.sh --template-only writes "
+    "data/grader_template.txt)";
+
+// An input file given as `flag` `path` that could not be opened (`status` kNotFound,
+// kPermissionDenied or kFailedPrecondition: missing, unreadable, a folder) as kInvalidArgument
+// "<flag> <path>: <message>; <fix>". Other statuses (OK, a content error naming file:line) are
+// returned unchanged.
+absl::Status InputFileError(absl::string_view flag, absl::string_view path,
+                            const absl::Status& status, absl::string_view fix) {
+  if (status.code() != absl::StatusCode::kNotFound &&
+      status.code() != absl::StatusCode::kPermissionDenied &&
+      status.code() != absl::StatusCode::kFailedPrecondition) {
+    return status;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " ", path, ": ", status.message(), "; ", fix));
+}
+
 struct RunInputs {
   std::string dataset_sha256;
   Dataset dataset;  // this run's tasks (selection and shard applied)
   std::vector<LoadedCheckpoint> checkpoints;
   GraderTemplate grader_template;
+  // Tasks of the selection left out because they cannot be scored (--skip-unscorable-tasks).
+  std::vector<UnscorableTask> unscorable;
 };
+
+// The tasks of `dataset` (this run's selection) that cannot be scored: without
+// --skip-unscorable-tasks the first is an error naming its line and prompt_id (before any
+// request is sent); with it they are removed from `dataset`, listed on stderr and returned.
+absl::StatusOr<std::vector<UnscorableTask>> LeaveOutUnscorable(const RunOptions& options,
+                                                               Dataset& dataset) {
+  std::vector<UnscorableTask> unscorable = FindUnscorableTasks(dataset);
+  if (unscorable.empty()) return unscorable;
+  if (!options.skip_unscorable_tasks) {
+    const UnscorableTask& first = unscorable.front();
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.dataset, ":", first.line, ": task '", first.prompt_id,
+        "' cannot be scored: ", first.reason,
+        unscorable.size() > 1 ? absl::StrCat(" (", unscorable.size() - 1, " more such task(s))")
+                              : "",
+        ". The reference fails on such a task; fix the dataset, or pass "
+        "--skip-unscorable-tasks to leave these tasks out (listed in summary.json and "
+        "report.html)"));
+  }
+  std::vector<std::string> named;
+  for (const UnscorableTask& task : unscorable) {
+    named.push_back(absl::StrCat(task.prompt_id, " (line ", task.line, ")"));
+  }
+  std::fprintf(stderr,
+               "hb-orchestrator run: --skip-unscorable-tasks: left out %zu task(s) without a "
+               "rubric item of positive points (not graded, not in the score): %s\n",
+               unscorable.size(), absl::StrJoin(named, ", ").c_str());
+  RemoveTasks(dataset, unscorable);
+  return unscorable;
+}
 
 // The dataset and every checkpoint's responses from their files.
 absl::Status LoadInputFiles(const RunOptions& options, Dataset& full,
                             std::vector<LoadedCheckpoint>& checkpoints) {
   LoadOptions load_options;
   load_options.skip_invalid = options.skip_invalid;
-  HB_ASSIGN_OR_RETURN(full, LoadDataset(options.dataset, load_options));
+  absl::StatusOr<Dataset> dataset = LoadDataset(options.dataset, load_options);
+  HB_RETURN_IF_ERROR(InputFileError("--dataset", options.dataset, dataset.status(), kDatasetFix));
+  full = *std::move(dataset);
   if (!full.skipped.empty()) {
     HB_LOG_WARN("skipped {} invalid dataset lines (--skip-invalid); first: line {}: {}",
                 full.skipped.size(), full.skipped.front().line, full.skipped.front().error);
@@ -143,13 +199,19 @@ absl::StatusOr<RunInputs> LoadInputs(const RunOptions& options) {
   absl::StatusOr<std::vector<size_t>> positions =
       ShardTaskPositions(full.examples.size(), options.shard_index, options.shard_count);
   HB_RETURN_IF_ERROR(AsUsage(positions.status()));
-  HB_ASSIGN_OR_RETURN(GraderTemplate grader_template,
-                      GraderTemplate::Load(options.grader_options.template_path,
-                                           options.grader_options.require_reference_template));
+  const std::string& template_path = options.grader_options.template_path;
+  absl::StatusOr<GraderTemplate> grader_template =
+      GraderTemplate::Load(template_path, options.grader_options.require_reference_template);
+  HB_RETURN_IF_ERROR(InputFileError("--grader-template", template_path, grader_template.status(),
+                                    kGraderTemplateFix));
   std::string sha256 = full.sha256;
   Dataset dataset = SubsetDataset(full, *positions);
+  std::vector<UnscorableTask> unscorable;
+  if (!options.prepared_inputs) {
+    HB_ASSIGN_OR_RETURN(unscorable, LeaveOutUnscorable(options, dataset));
+  }
   return RunInputs{std::move(sha256), std::move(dataset), std::move(checkpoints),
-                   std::move(grader_template)};
+                   *std::move(grader_template), std::move(unscorable)};
 }
 
 // Whether some task of this run has a response: otherwise nothing is graded, and no grader is
@@ -718,14 +780,15 @@ absl::Status CollectRows(const RunInputs& inputs, const LoadedCheckpoint& c, Ver
   return absl::OkStatus();
 }
 
+// `with_score` false (meta-eval, whose score is its own): the rows only.
 void PrintCheckpointLine(const std::string& name, const CheckpointResult& result,
-                         const std::string& report_path) {
-  std::fprintf(stderr,
-               "%s: score %.4f over %lld graded task(s), %lld not graded; rows %lld graded, "
-               "%lld failed, %lld missing -> %s\n",
-               name.c_str(), result.score, static_cast<long long>(result.graded),
-               static_cast<long long>(result.not_graded),
-               static_cast<long long>(result.graded_rows),
+                         const std::string& report_path, bool with_score) {
+  const std::string score =
+      with_score ? absl::StrFormat("score %.4f over %d graded task(s), %d not graded; ",
+                                   result.score, result.graded, result.not_graded)
+                 : "";
+  std::fprintf(stderr, "%s: %srows %lld graded, %lld failed, %lld missing -> %s\n", name.c_str(),
+               score.c_str(), static_cast<long long>(result.graded_rows),
                static_cast<long long>(result.failed_rows),
                static_cast<long long>(result.rows - result.graded_rows - result.failed_rows),
                report_path.c_str());
@@ -751,6 +814,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.responses_sha256 = c.responses.sha256;
     context.subset = options.subset;
     context.responses_ignored_extra = c.responses.ignored_extra;
+    context.unscorable_tasks = inputs.unscorable;
     context.template_sha256 = grader.info.template_sha256();
     context.grader = SettingsOf(grader.info);
     context.length_adjustment = options.length_adjustment;
@@ -780,7 +844,8 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     totals.failed_rows += result->failed_rows;
     totals.missing_rows += result->rows - result->graded_rows - result->failed_rows;
     totals.usage += result->usage;
-    PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"));
+    PrintCheckpointLine(c.spec.name, *result, JoinPath(dir, "report.html"),
+                        !options.prepared_inputs);
     results.push_back(*std::move(result));
   }
   if (results.size() >= 2) {
@@ -1050,8 +1115,10 @@ int RunWithOptions(const RunOptions& options) {
       std::_Exit(kExitInterrupted);
     }
   });
+  const NewOutputDirs new_dirs(options.RunDir());
   absl::StatusOr<int> code = RunPhases(options, stop, nullptr);
   if (!code.ok()) {
+    new_dirs.RemoveIfUnused();  // a run refused before writing anything leaves no folder
     std::fprintf(stderr, "hb-orchestrator run: %s\n",
                  absl::StrReplaceAll(code.status().message(), {{"\n", " "}}).c_str());
     return ExitCodeFor(code.status());

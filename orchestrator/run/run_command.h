@@ -77,6 +77,10 @@ struct RunOptions {
   std::string subset;
   // Responses for tasks outside `dataset` are counted and skipped instead of an error.
   bool ignore_extra_responses = false;
+  // Tasks without a rubric item of positive points (common/healthbench/unscorable_tasks.h) are
+  // left out of the run (listed on stderr, in summary.json and report.html) instead of refusing
+  // the run (exit 2) before any grader request.
+  bool skip_unscorable_tasks = false;
   // Send each task's prompt_id upstream as `prompt_cache_key`.
   bool send_prompt_cache_key = false;
   std::vector<CheckpointSpec> checkpoints;

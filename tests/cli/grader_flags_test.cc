@@ -44,6 +44,24 @@ TEST_F(GraderFlagsTest, DefaultsAreTheReferencesSettings) {
   EXPECT_EQ(options.llm.api_key, "");
 }
 
+// --grader-template's default never depends on the working directory: every place it is looked
+// for is absolute, and the path resolved without the flag is one of them.
+TEST_F(GraderFlagsTest, TheDefaultTemplateIsNeverRelativeToTheWorkingDirectory) {
+  const std::vector<std::string> defaults = DefaultGraderTemplatePaths();
+  ASSERT_EQ(defaults.size(), 3u);
+  for (const std::string& path : defaults) EXPECT_EQ(path.front(), '/') << path;
+  EXPECT_THAT(defaults[0], HasSubstr("/share/healthbench/grader_template.txt"));
+  EXPECT_EQ(defaults[1], "/usr/share/healthbench/grader_template.txt");
+  EXPECT_EQ(defaults[2], hb::testing::SourceDir() + "/data/grader_template.txt");
+  HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options, Resolve({}));
+  EXPECT_THAT(defaults, ::testing::Contains(options.template_path));
+}
+
+TEST_F(GraderFlagsTest, AGivenTemplateIsTakenAsGiven) {
+  HB_ASSERT_OK_AND_ASSIGN(GraderStackOptions options, Resolve({"--grader-template=t.txt"}));
+  EXPECT_EQ(options.template_path, "t.txt");
+}
+
 TEST_F(GraderFlagsTest, FlagsFillTheStackOptions) {
   HB_ASSERT_OK_AND_ASSIGN(
       GraderStackOptions options,

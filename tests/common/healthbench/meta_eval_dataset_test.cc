@@ -8,6 +8,7 @@
 #include "common/base/file.h"
 #include "common/base/sha256.h"
 #include "common/healthbench/dataset.h"
+#include "common/healthbench/jsonl_file.h"
 #include "common/healthbench/prompts.h"
 #include "common/healthbench/types.h"
 #include "gmock/gmock.h"
@@ -112,8 +113,9 @@ TEST_F(MetaEvalDatasetTest, ErrorsNameFileLineAndField) {
                 StatusIs(absl::StatusCode::kInvalidArgument, prefix + c.message))
         << c.from;
   }
-  EXPECT_THAT(LoadMetaEvalDataset(Write(Row(1) + "\n\n" + Row(3))),
-              StatusIs(absl::StatusCode::kInvalidArgument, prefix + "blank line"));
+  EXPECT_THAT(
+      LoadMetaEvalDataset(Write(Row(1) + "\n\n" + Row(3))),
+      StatusIs(absl::StatusCode::kInvalidArgument, prefix + jsonl_internal::kBlankLineError));
   EXPECT_THAT(
       LoadMetaEvalDataset(Write(Row(1) + "\n[1]\n")),
       StatusIs(absl::StatusCode::kInvalidArgument, prefix + "expected a JSON object, got array"));

@@ -2,6 +2,7 @@
 // project's synthetic example (examples/) and on the real main sample (shared data).
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/base/file.h"
 #include "common/base/json.h"
 #include "common/base/sha256.h"
@@ -22,6 +24,7 @@
 #include "common/healthbench/prompts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "orchestrator/report/checkpoint_report.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
@@ -1340,7 +1343,13 @@ TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
   HB_ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(d, {}));
   const std::string id = dataset.examples[0].prompt_id;
   const std::string unknown = dir_ + "/unknown.jsonl";
-  Write(unknown, "{\"prompt_id\":\"nope\",\"response\":\"r\"}\n");
+  Write(unknown, "{\"prompt_id\":\"" + id + "\",\"response\":\"r\"}\n" +
+                     "{\"prompt_id\":\"nope\",\"response\":\"r\"}\n");
+  // Answers another dataset: no line is for a task of `d`.
+  const std::string foreign = dir_ + "/foreign.jsonl";
+  Write(foreign,
+        "{\"prompt_id\":\"nope\",\"response\":\"r\"}\n{\"prompt_id\":\"nah\","
+        "\"response\":\"s\"}\n");
   const std::string duplicate = dir_ + "/duplicate.jsonl";
   Write(duplicate, "{\"prompt_id\":\"" + id + "\",\"response\":\"r\"}\n{\"prompt_id\":\"" + id +
                        "\",\"response\":\"s\"}\n");
@@ -1360,9 +1369,23 @@ TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
       {with(
            {"score", "--dataset", d, "--responses", unknown, "--verdicts", v, "--out", dir_ + "/o"},
            true),
-       "hb-orchestrator score: " + unknown + ":1: unknown prompt_id 'nope' (not in " + d +
+       "hb-orchestrator score: " + unknown + ":2: unknown prompt_id 'nope' (not in " + d +
            "; to grade a subset with the responses to the whole set, pass "
            "--ignore-extra-responses)\n"},
+      // A file that answers no task is not offered --ignore-extra-responses (it would grade
+      // nothing), with the flag or without.
+      {with(
+           {"score", "--dataset", d, "--responses", foreign, "--verdicts", v, "--out", dir_ + "/o"},
+           true),
+       "hb-orchestrator score: " + foreign + ": no response is for a task of " + d +
+           " (the first, line 1, is for prompt_id 'nope'): these responses answer another "
+           "dataset; give the dataset they answer, or the responses to this one\n"},
+      {with({"score", "--dataset", d, "--responses", foreign, "--ignore-extra-responses",
+             "--verdicts", v, "--out", dir_ + "/o"},
+            true),
+       "hb-orchestrator score: " + foreign + ": no response is for a task of " + d +
+           " (the first, line 1, is for prompt_id 'nope'): these responses answer another "
+           "dataset; give the dataset they answer, or the responses to this one\n"},
       {with({"dry-run", "--dataset", d, "--responses", duplicate, "--out", dir_ + "/o.jsonl"},
             true),
        "hb-orchestrator dry-run: " + duplicate + ":2: duplicate prompt_id '" + id +
@@ -1390,6 +1413,79 @@ TEST_F(OrchestratorCliTest, BadInputsFailWithTheExactMessage) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, StartsWith("hb-orchestrator tasks: "));
   EXPECT_THAT(missing.err, HasSubstr(dir_ + "/absent.jsonl"));
+}
+
+// `hb-orchestrator help COMMAND` prints that command's help, as `COMMAND --help` does; the
+// top-level help gives each command a whole first sentence, and says `run` grades in process by
+// default.
+TEST_F(OrchestratorCliTest, HelpCommandAndTheTopLevelSummaries) {
+  const RunResult help_run = RunCli({"help", "run"});
+  EXPECT_EQ(help_run.exit_code, 0) << help_run.err;
+  EXPECT_EQ(help_run.out, RunCli({"run", "--help"}).out);
+  EXPECT_THAT(help_run.out, HasSubstr("Usage: hb-orchestrator run [OPTIONS]"));
+  const RunResult unknown = RunCli({"help", "runn"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "hb-orchestrator: unknown command 'runn' (see hb-orchestrator --help)\n");
+
+  const std::string top = RunCli({"--help"}).out;
+  // Every entry of the command list (continuation lines joined, spaces collapsed) ends a
+  // sentence.
+  const size_t begin = top.find("Subcommands:\n");
+  ASSERT_NE(begin, std::string::npos) << top;
+  const std::string list = top.substr(begin, top.find("\n\n", begin) - begin);
+  std::vector<std::string> entries;
+  for (const std::string& line : Lines(list)) {
+    if (absl::StartsWith(line, "  ") && line[2] != ' ') {
+      entries.push_back(line);
+    } else if (!entries.empty()) {
+      entries.back() += " " + std::string(absl::StripLeadingAsciiWhitespace(line));
+    }
+  }
+  EXPECT_GE(entries.size(), 8u) << list;
+  for (std::string& entry : entries) {
+    entry = absl::StrJoin(absl::StrSplit(entry, ' ', absl::SkipEmpty()), " ");
+    EXPECT_TRUE(absl::EndsWith(entry, ".")) << entry;
+  }
+  EXPECT_THAT(entries,
+              ::testing::Contains("run grade checkpoints, in this process (the default) or through "
+                                  "hb-grader replicas."));
+  EXPECT_THAT(entries, ::testing::Contains(
+                           "dry-run write the grader requests a run would send, without sending "
+                           "any."));
+}
+
+// --version prints the version every summary.json records (project version + git describe).
+TEST_F(OrchestratorCliTest, VersionIsTheToolVersionOfTheReports) {
+  const RunResult version = RunCli({"--version"});
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out, std::string(ToolVersion()) + "\n");
+}
+
+// Flag values and input paths that are wrong say which flag and what it takes.
+TEST_F(OrchestratorCliTest, RunErrorsNameTheFlagAndTheExpectedForm) {
+  const std::string d = examples_ + "/dataset.jsonl", r = examples_ + "/responses.jsonl";
+  const RunResult timeout =
+      RunCli({"run", "--dataset", d, "--responses", r, "--out", dir_ + "/o", "--row-timeout", "5"});
+  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_EQ(timeout.err,
+            "hb-orchestrator run: invalid value '5' for --row-timeout: expected a duration with a "
+            "unit, e.g. 5s, 300ms, 2m or 1h30m (see hb-orchestrator run --help)\n");
+  const std::string local = "--llm-base-url=http://127.0.0.1:1/v1";  // no key needed
+  const RunResult no_template =
+      RunCli({"run", "--dataset", d, "--responses", r, "--out", dir_ + "/o", local,
+              "--grader-template", dir_ + "/none.txt"});
+  EXPECT_EQ(no_template.exit_code, 2);
+  EXPECT_THAT(no_template.err,
+              StartsWith("hb-orchestrator run: --grader-template " + dir_ + "/none.txt: "));
+  EXPECT_THAT(no_template.err, HasSubstr("scripts/fetch_data.sh --template-only"));
+  const RunResult no_dataset =
+      RunCli({"run", "--dataset", dir_ + "/none.jsonl", "--responses", r, "--out", dir_ + "/o",
+              local, "--grader-template", ReferenceTemplatePath()});
+  EXPECT_EQ(no_dataset.exit_code, 2);
+  EXPECT_THAT(no_dataset.err,
+              StartsWith("hb-orchestrator run: --dataset " + dir_ + "/none.jsonl: "));
+  // Neither refusal left an --out folder behind (not even one holding .lock).
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/o"));
 }
 
 }  // namespace

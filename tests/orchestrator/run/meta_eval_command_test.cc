@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/commands/orchestrator_cli.h"
+#include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/report/meta_eval_report.h"
 #include "rapidjson/document.h"
 #include "simulator/sim_core.h"
@@ -155,6 +156,12 @@ class FakeJudge {
   std::unique_ptr<LoopbackHttpServer> server_;
 };
 
+int CountOccurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 struct Exit {
   int code = -1;
   std::string stderr_text;
@@ -196,6 +203,21 @@ std::string ExpectedDocument(const std::vector<std::optional<bool>>& verdicts) {
   return MetaEvalJson(*result);
 }
 
+// meta_eval.json without the "provenance" member it ends with (MetaEvalJson's document), and
+// that provenance in `provenance` (parsed).
+std::string WithoutProvenance(const std::string& text, rapidjson::Document* provenance = nullptr) {
+  const std::string key = ",\n  \"provenance\": ";
+  const size_t at = text.rfind(key);
+  EXPECT_NE(at, std::string::npos) << "meta_eval.json has no provenance";
+  if (at == std::string::npos) return text;
+  if (provenance != nullptr) {
+    const std::string object = text.substr(at + key.size(), text.rfind('}') - at - key.size());
+    provenance->Parse(object.c_str());
+    EXPECT_FALSE(provenance->HasParseError()) << object;
+  }
+  return text.substr(0, at) + "\n}\n";
+}
+
 // After a resumed run: the judge was asked only for the rows that had no verdict (`late`, and
 // 10 and 23, which never parse), and meta_eval.json is the whole file's document.
 void ExpectResumedOnlyTheRowsLeft(FakeJudge& judge, const std::set<int>& late,
@@ -207,7 +229,7 @@ void ExpectResumedOnlyTheRowsLeft(FakeJudge& judge, const std::set<int>& late,
   expected.insert(23);
   EXPECT_EQ(asked, expected);
   HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
-  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+  EXPECT_EQ(WithoutProvenance(ours), ExpectedDocument(SyntheticVerdicts()));
 }
 
 TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALabel) {
@@ -226,7 +248,18 @@ TEST(MetaEvalCommandTest, MatchesTheReferenceEndToEndAndNeverUsesAFailedRowAsALa
   EXPECT_EQ(requests.at(1), 1);
 
   HB_ASSERT_OK_AND_ASSIGN(const std::string ours, ReadFile(out + "/meta_eval.json"));
-  EXPECT_EQ(ours, ExpectedDocument(SyntheticVerdicts()));
+  rapidjson::Document provenance;
+  EXPECT_EQ(WithoutProvenance(ours, &provenance), ExpectedDocument(SyntheticVerdicts()));
+  // What graded it, as the rows' summary.json records it.
+  ASSERT_TRUE(provenance.IsObject());
+  EXPECT_STREQ(provenance["grader"]["model"].GetString(), "fake-judge");
+  EXPECT_STREQ(provenance["dataset"]["path"].GetString(),
+               TestData("meta_eval_synthetic.jsonl").c_str());
+  EXPECT_STREQ(provenance["tool_version"].GetString(), ToolVersion());
+  // One "score" line: the meta-eval's own (run's per-checkpoint line gives the rows only).
+  EXPECT_EQ(CountOccurrences(exit.stderr_text, " score "), 1) << exit.stderr_text;
+  EXPECT_THAT(exit.stderr_text, HasSubstr("hb-orchestrator meta-eval: score "));
+  EXPECT_THAT(exit.stderr_text, HasSubstr("meta-eval: rows 45 graded, 3 failed, 0 missing -> "));
 
   // The reference's code logic on the same verdicts (null = failed), value for value.
   const std::string reference_path = hb::testing::MakeTempDir() + "/reference.json";
