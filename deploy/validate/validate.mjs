@@ -25,7 +25,7 @@ const COMPANIONS = {
   'queue-example': 'prod',
 };
 /** Secrets the manifests use but never create (created by hand, see deploy/README.md). */
-const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token']);
+const EXTERNAL_SECRETS = new Set(['hb-llm-api-key', 'hb-auth-token', 'hb-quota-redis']);
 /** uid/gid of the images (deploy/docker/Dockerfile, USER). */
 const IMAGE_UID = 65532;
 /** Kinds we deploy; validating any other kind is an error until it is added here on purpose. */
@@ -377,6 +377,7 @@ export function checkHouseRules(report, objects, refs, label) {
   checkJobs(report, objects, refs, label);
   checkKueue(report, objects, label);
   checkSimulator(report, objects, refs, label);
+  checkQuota(report, objects, refs, label);
 }
 
 /** The grader Deployment agrees with its own flags, Service, probes and NetworkPolicy. */
@@ -766,6 +767,87 @@ function checkSimulator(report, objects, refs, label) {
   }
 }
 
+/** A NetworkPolicy peer's podSelector (matchLabels and In/NotIn/Exists/DoesNotExist) matches `labels`. */
+function selectorMatches(sel, labels) {
+  if (!sel) return false;
+  if (!matches(sel.matchLabels ?? {}, labels)) return false;
+  return (sel.matchExpressions ?? []).every((e) => {
+    const has = e.key in labels;
+    if (e.operator === 'In') return has && (e.values ?? []).includes(labels[e.key]);
+    if (e.operator === 'NotIn') return !has || !(e.values ?? []).includes(labels[e.key]);
+    if (e.operator === 'Exists') return has;
+    if (e.operator === 'DoesNotExist') return !has;
+    return false;
+  });
+}
+
+/** Does container `x` (of containersOf) call the judge itself, i.e. grade with an embedded grader? */
+function callsJudge({ c, image }) {
+  const { sub, flags } = parseArgs(c.args);
+  const embedded = !flags.get('grader')?.[0];
+  if (image === 'hb-grader') return true;
+  if (image === 'hb-env') return embedded;
+  return image === 'hb-orchestrator' && !c.command && ['run', 'watch', 'meta-eval'].includes(sub) && embedded;
+}
+
+/**
+ * The fleet quota (components/quota): Redis keeps its password out of every command line and
+ * has probes; when a Redis Service exists, every process that calls the judge itself passes
+ * --quota-redis to it with --quota-redis-password-file in the Secret Redis reads, and Redis's
+ * NetworkPolicy admits it from this namespace only; a process with a gRPC --grader must not pass
+ * --quota-redis (it exits 2: the graders make its upstream calls).
+ */
+function checkQuota(report, objects, refs, label) {
+  const redis = containersOf(refs).filter((x) => x.image === 'redis');
+  for (const { obj, spec, c } of containersOf(objects).filter((x) => x.image === 'redis')) {
+    const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
+    report.expect(c.readinessProbe && c.livenessProbe, `${id}: Redis needs a readinessProbe and a livenessProbe`);
+    const argv = [...(c.command ?? []), ...(c.args ?? [])].map(String).join('\n');
+    report.expect(!/--requirepass\b/.test(argv),
+      `${id}: --requirepass puts the password on Redis's command line; read it from the Secret file into the config on stdin`);
+    const files = [...argv.matchAll(/requirepass\s+\$\(cat\s+(\S+)\)/g)].map((m) => m[1]);
+    report.expect(files.length === 1 && secretOfFile(spec, c, files[0]),
+      `${id}: Redis must set requirepass from $(cat FILE) of a mounted Secret volume`);
+    const labels = podLabelsOf(obj);
+    const np = refs.find((n) => n.kind === 'NetworkPolicy' && matches(n.spec?.podSelector?.matchLabels, labels));
+    if (report.expect(np, `${id}: no NetworkPolicy selects the Redis pods`)) {
+      const peers = (np.spec.ingress ?? []).map((r) => r.from ?? []);
+      report.expect(peers.length && peers.every((from) => from.length && from.every((f) => f.podSelector && !f.namespaceSelector &&
+        (Object.keys(f.podSelector.matchLabels ?? {}).length || (f.podSelector.matchExpressions ?? []).length))),
+      `${id}: NetworkPolicy ${np.metadata.name} must admit only pods of this namespace chosen by label (a non-empty podSelector, no namespaceSelector)`);
+    }
+  }
+  const services = refs.filter((s) => s.kind === 'Service' && redis.some((x) => matches(s.spec?.selector, podLabelsOf(x.obj))));
+  for (const x of containersOf(objects).filter((y) => BINARIES[y.image])) {
+    const { obj, spec, c } = x;
+    const id = `${label}: ${obj.kind}/${obj.metadata.name} container ${c.name}`;
+    const { flags } = parseArgs(c.args);
+    const url = flags.get('quota-redis')?.[0];
+    if (services.length && callsJudge(x)) {
+      report.expect(url, `${id}: calls the judge but has no --quota-redis while the fleet quota is on (Service ${services[0].metadata.name}): it would ignore the shared budget`);
+    }
+    if (!url) continue;
+    report.expect(!flags.get('grader')?.[0],
+      `${id}: --quota-redis with a gRPC --grader (${flags.get('grader')?.[0]}): the process exits 2; the graders make its upstream calls, so only they take --quota-redis`);
+    const m = String(url).match(/^redis:\/\/([^/@]*@)?([a-z0-9-]+):(\d+)(\/\d+)?$/);
+    if (!report.expect(m, `${id}: --quota-redis ${url} must be redis://SERVICE:PORT[/DB] (the password from --quota-redis-password-file)`)) continue;
+    report.expect(!m[1], `${id}: --quota-redis has a password in the URL: it must never be on a command line; use --quota-redis-password-file`);
+    const file = flags.get('quota-redis-password-file')?.[0];
+    const secret = secretOfFile(spec, c, file);
+    report.expect(secret, `${id}: --quota-redis-password-file ${file} is not a file of a mounted Secret volume`);
+    const svc = services.find((s) => s.metadata.name === m[2] && (s.spec.ports ?? []).some((p) => p.port === Number(m[3])));
+    if (!report.expect(svc, `${id}: --quota-redis names ${m[2]}:${m[3]}, which is not a Service port of a Redis pod`)) continue;
+    const server = redis.find((r) => matches(svc.spec.selector, podLabelsOf(r.obj)));
+    const serverFile = [...[...(server.c.command ?? []), ...(server.c.args ?? [])].join('\n').matchAll(/requirepass\s+\$\(cat\s+(\S+)\)/g)][0]?.[1];
+    const serverSecret = secretOfFile(server.spec, server.c, serverFile);
+    report.expect(!secret || secret === serverSecret,
+      `${id}: --quota-redis-password-file is from Secret ${secret}, but Redis reads its password from Secret ${serverSecret}`);
+    const np = refs.find((n) => n.kind === 'NetworkPolicy' && matches(n.spec?.podSelector?.matchLabels, podLabelsOf(server.obj)));
+    report.expect(!np || (np.spec.ingress ?? []).some((r) => (r.from ?? []).some((f) => !f.namespaceSelector && selectorMatches(f.podSelector, podLabelsOf(obj)))),
+      `${id}: the NetworkPolicy ${np?.metadata?.name} of Redis does not admit these pods (labels ${JSON.stringify(podLabelsOf(obj))})`);
+  }
+}
+
 // ------------------------------------------------------------------------------------------
 // Flags against the binaries.
 
@@ -945,6 +1027,9 @@ function selftest(models, rendered) {
   const cronOf = (objs) => objs.find((o) => o.kind === 'CronJob');
   const cronPod = (objs) => cronOf(objs).spec.jobTemplate.spec.template.spec;
   const netpol = (objs, name) => objs.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === name);
+  const envC = (objs) => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hb-env').spec.template.spec.containers[0];
+  const quotaOf = (objs) => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hb-quota');
+  const quotaC = (objs) => quotaOf(objs).spec.template.spec.containers[0];
   const setArg = (c, name, value) => {
     c.args = c.args.map((a) => (a.startsWith(`--${name}=`) ? `--${name}=${value}` : a));
   };
@@ -1003,6 +1088,19 @@ function selftest(models, rendered) {
     ['queue-example', 'priority without a queue', (o) => { delete gradeJob(o).metadata.labels['kueue.x-k8s.io/queue-name']; }, 'needs kueue.x-k8s.io/queue-name'],
     ['queue-example', 'queue name invalid', (o) => { gradeJob(o).metadata.labels['kueue.x-k8s.io/queue-name'] = 'Team_A'; }, 'is not a valid LocalQueue name'],
     ['queue-example', 'queue label on the pods only', (o) => { const j = gradeJob(o); j.spec.template.metadata.labels['kueue.x-k8s.io/queue-name'] = 'team-a'; delete j.metadata.labels['kueue.x-k8s.io/queue-name']; delete j.metadata.labels['kueue.x-k8s.io/priority-class']; }, 'on the pod template only'],
+    ['quota-example', 'grader off the quota', (o) => { const c = gc(o); c.args = c.args.filter((a) => !a.startsWith('--quota-redis=')); }, 'calls the judge but has no --quota-redis'],
+    ['quota-example', 'embedded hb-env off the quota', (o) => { const c = envC(o); c.args = c.args.filter((a) => !/^--grader(-token-file)?=/.test(a)); }, 'calls the judge but has no --quota-redis'],
+    ['quota-example', 'quota with a gRPC grader', (o) => { envC(o).args.push('--quota-redis=redis://hb-quota:6379'); }, 'the process exits 2'],
+    ['quota-example', 'quota password not mounted', (o) => { const c = gc(o); c.volumeMounts = c.volumeMounts.filter((m) => m.name !== 'quota-password'); }, '--quota-redis-password-file /var/run/secrets/healthbench/quota/password is not a file of a mounted Secret'],
+    ['prod', 'quota flag without its Secret', (o) => { gc(o).args.push('--quota-redis=redis://hb-quota:6379'); }, '--quota-redis-password-file undefined is not a file of a mounted Secret'],
+    ['quota-example', 'quota password in the URL', (o) => { setArg(gc(o), 'quota-redis', 'redis://:hunter2@hb-quota:6379'); }, 'has a password in the URL'],
+    ['quota-example', 'quota service typo', (o) => { setArg(gc(o), 'quota-redis', 'redis://redis:6379'); }, 'names redis:6379, which is not a Service port of a Redis pod'],
+    ['quota-example', 'quota password of another Secret', (o) => { grader(o).spec.template.spec.volumes.find((v) => v.name === 'quota-password').secret.secretName = 'hb-auth-token'; }, 'but Redis reads its password from Secret hb-quota-redis'],
+    ['quota-example', 'redis as root', (o) => { quotaOf(o).spec.template.spec.securityContext.runAsNonRoot = false; }, 'runAsNonRoot'],
+    ['quota-example', 'redis without readiness', (o) => { delete quotaC(o).readinessProbe; }, 'Redis needs a readinessProbe and a livenessProbe'],
+    ['quota-example', 'redis password on its command line', (o) => { quotaC(o).args = ['exec redis-server --requirepass hunter2']; }, '--requirepass puts the password'],
+    ['quota-example', 'redis netpol from anywhere', (o) => { netpol(o, 'hb-quota').spec.ingress[0].from.push({ namespaceSelector: {} }); }, 'must admit only pods of this namespace'],
+    ['quota-example', 'redis netpol shuts the graders out', (o) => { netpol(o, 'hb-quota').spec.ingress[0].from[0].podSelector.matchExpressions[0].values = ['hb-env']; }, 'of Redis does not admit these pods'],
     ['capacity-test', 'graders not on the simulator', (o) => { o.find((x) => x.kind === 'ConfigMap' && x.metadata.name.startsWith('hb-grader-config')).data.HB_LLM_BASE_URL = 'https://api.openai.com/v1'; }, 'not the simulator Service'],
   ];
   for (const [overlay, what, mutate, expected] of cases) {
