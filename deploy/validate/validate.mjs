@@ -781,10 +781,16 @@ function selectorMatches(sel, labels) {
   });
 }
 
+/** Is `--grader` (its first value) the in-process grader: absent (the default) or "embedded"? */
+function embeddedGrader(flags) {
+  const g = flags.get('grader')?.[0];
+  return !g || g === 'embedded';
+}
+
 /** Does container `x` (of containersOf) call the judge itself, i.e. grade with an embedded grader? */
 function callsJudge({ c, image }) {
   const { sub, flags } = parseArgs(c.args);
-  const embedded = !flags.get('grader')?.[0];
+  const embedded = embeddedGrader(flags);
   if (image === 'hb-grader') return true;
   if (image === 'hb-env') return embedded;
   return image === 'hb-orchestrator' && !c.command && ['run', 'watch', 'meta-eval'].includes(sub) && embedded;
@@ -827,7 +833,7 @@ function checkQuota(report, objects, refs, label) {
       report.expect(url, `${id}: calls the judge but has no --quota-redis while the fleet quota is on (Service ${services[0].metadata.name}): it would ignore the shared budget`);
     }
     if (!url) continue;
-    report.expect(!flags.get('grader')?.[0],
+    report.expect(embeddedGrader(flags),
       `${id}: --quota-redis with a gRPC --grader (${flags.get('grader')?.[0]}): the process exits 2; the graders make its upstream calls, so only they take --quota-redis`);
     const m = String(url).match(/^redis:\/\/([^/@]*@)?([a-z0-9-]+):(\d+)(\/\d+)?$/);
     if (!report.expect(m, `${id}: --quota-redis ${url} must be redis://SERVICE:PORT[/DB] (the password from --quota-redis-password-file)`)) continue;
@@ -1090,6 +1096,7 @@ function selftest(models, rendered) {
     ['queue-example', 'queue label on the pods only', (o) => { const j = gradeJob(o); j.spec.template.metadata.labels['kueue.x-k8s.io/queue-name'] = 'team-a'; delete j.metadata.labels['kueue.x-k8s.io/queue-name']; delete j.metadata.labels['kueue.x-k8s.io/priority-class']; }, 'on the pod template only'],
     ['quota-example', 'grader off the quota', (o) => { const c = gc(o); c.args = c.args.filter((a) => !a.startsWith('--quota-redis=')); }, 'calls the judge but has no --quota-redis'],
     ['quota-example', 'embedded hb-env off the quota', (o) => { const c = envC(o); c.args = c.args.filter((a) => !/^--grader(-token-file)?=/.test(a)); }, 'calls the judge but has no --quota-redis'],
+    ['quota-example', 'hb-env --grader=embedded off the quota', (o) => { setArg(envC(o), 'grader', 'embedded'); }, 'calls the judge but has no --quota-redis'],
     ['quota-example', 'quota with a gRPC grader', (o) => { envC(o).args.push('--quota-redis=redis://hb-quota:6379'); }, 'the process exits 2'],
     ['quota-example', 'quota password not mounted', (o) => { const c = gc(o); c.volumeMounts = c.volumeMounts.filter((m) => m.name !== 'quota-password'); }, '--quota-redis-password-file /var/run/secrets/healthbench/quota/password is not a file of a mounted Secret'],
     ['prod', 'quota flag without its Secret', (o) => { gc(o).args.push('--quota-redis=redis://hb-quota:6379'); }, '--quota-redis-password-file undefined is not a file of a mounted Secret'],
