@@ -1097,6 +1097,8 @@ function selftest(models, rendered) {
     ['quota-example', 'grader off the quota', (o) => { const c = gc(o); c.args = c.args.filter((a) => !a.startsWith('--quota-redis=')); }, 'calls the judge but has no --quota-redis'],
     ['quota-example', 'embedded hb-env off the quota', (o) => { const c = envC(o); c.args = c.args.filter((a) => !/^--grader(-token-file)?=/.test(a)); }, 'calls the judge but has no --quota-redis'],
     ['quota-example', 'hb-env --grader=embedded off the quota', (o) => { setArg(envC(o), 'grader', 'embedded'); }, 'calls the judge but has no --quota-redis'],
+    ['quota-interactive-example', 'embedded hb-env off the quota', (o) => { const c = envC(o); c.args = c.args.filter((a) => !a.startsWith('--quota-redis=')); }, 'calls the judge but has no --quota-redis'],
+    ['quota-interactive-example', 'embedded hb-env without the password', (o) => { const c = envC(o); c.volumeMounts = c.volumeMounts.filter((m) => m.name !== 'quota-password'); }, 'is not a file of a mounted Secret'],
     ['quota-example', 'quota with a gRPC grader', (o) => { envC(o).args.push('--quota-redis=redis://hb-quota:6379'); }, 'the process exits 2'],
     ['quota-example', 'quota password not mounted', (o) => { const c = gc(o); c.volumeMounts = c.volumeMounts.filter((m) => m.name !== 'quota-password'); }, '--quota-redis-password-file /var/run/secrets/healthbench/quota/password is not a file of a mounted Secret'],
     ['prod', 'quota flag without its Secret', (o) => { gc(o).args.push('--quota-redis=redis://hb-quota:6379'); }, '--quota-redis-password-file undefined is not a file of a mounted Secret'],
