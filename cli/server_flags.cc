@@ -1,14 +1,9 @@
 #include "cli/server_flags.h"
 
-#include <exception>
-
-#include "absl/strings/str_cat.h"
-
 namespace hb::cli {
 
 void AddServerFlags(Command& command, ServerFlags* flags) {
-  command.Flag("metrics-listen", &flags->metrics_listen, "HOST:PORT",
-               "Prometheus /metrics listen address; empty disables it");
+  AddMetricsListenFlag(command, &flags->metrics_listen);
   command.Flag("drain-timeout", &flags->drain_timeout, "DURATION",
                "on SIGTERM/SIGINT, how long RPCs in progress may finish before they are "
                "cancelled");
@@ -33,22 +28,6 @@ absl::Status CheckServerFlags(const ServerFlags& flags) {
     return absl::InvalidArgumentError("--default-deadline must be positive");
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
-    const std::string& listen, std::shared_ptr<prometheus::Registry> registry) {
-  if (listen.empty()) return nullptr;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {  // civetweb reports bind failures by throwing
-    exposer = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot serve metrics on ", listen, ": ", e.what(),
-        " Is the port taken (by another server on this host)? Give a free one with "
-        "--metrics-listen=HOST:PORT (port 0 picks one), or --metrics-listen= to turn metrics off"));
-  }
-  exposer->RegisterCollectable(registry);
-  return exposer;
 }
 
 }  // namespace hb::cli

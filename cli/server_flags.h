@@ -1,6 +1,6 @@
 // The flags every server binary shares (hb-grader, hb-env): metrics listener, drain timeout,
-// log level, reflection and the transport-security group (security_flags.h), plus the one place
-// that starts the Prometheus exposer.
+// log level, reflection and the transport-security group (security_flags.h). The metrics
+// endpoint itself is cli/metrics_flags.h (shared with hb-orchestrator).
 #pragma once
 
 #include <memory>
@@ -9,9 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/command_line.h"
+#include "cli/metrics_flags.h"
 #include "cli/security_flags.h"
-#include "prometheus/exposer.h"
-#include "prometheus/registry.h"
 
 namespace hb::cli {
 
@@ -36,10 +35,5 @@ void AddServerFlags(Command& command, ServerFlags* flags);
 // kInvalidArgument naming the flag when --max-concurrent-rpcs is negative or --default-deadline
 // is not positive (hb-grader checks them again in CompleteGraderServerOptions).
 absl::Status CheckServerFlags(const ServerFlags& flags);
-
-// Serves `registry` on /metrics at `listen`; nullptr when `listen` is empty. kUnavailable naming
-// the address when it cannot be bound.
-absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
-    const std::string& listen, std::shared_ptr<prometheus::Registry> registry);
 
 }  // namespace hb::cli

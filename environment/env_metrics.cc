@@ -12,6 +12,13 @@ std::string CodeLabel(absl::StatusCode code) {
   return absl::AsciiStrToLower(absl::StatusCodeToString(code));
 }
 
+// The codes a judge call or a submission fails with that operators alert on.
+constexpr absl::StatusCode kFailureCodes[] = {
+    absl::StatusCode::kInvalidArgument,   absl::StatusCode::kDeadlineExceeded,
+    absl::StatusCode::kResourceExhausted, absl::StatusCode::kUnavailable,
+    absl::StatusCode::kInternal,          absl::StatusCode::kUnauthenticated,
+    absl::StatusCode::kPermissionDenied,  absl::StatusCode::kFailedPrecondition};
+
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
       0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
@@ -86,7 +93,13 @@ EnvMetrics::EnvMetrics(prometheus::Registry& registry)
                                   .Register(registry)),
       submits_ok_(submits_.Add({{"code", CodeLabel(absl::StatusCode::kOk)}})),
       latency_cache_(LatencySeries(latency_, "cache")),
-      latency_graded_(LatencySeries(latency_, "graded")) {}
+      latency_graded_(LatencySeries(latency_, "graded")) {
+  // At 0 from the start, so that `increase()` sees the first failure (deploy/monitoring/).
+  for (absl::StatusCode code : kFailureCodes) {
+    judge_failures_.Add({{"code", CodeLabel(code)}});
+    submits_.Add({{"code", CodeLabel(code)}});
+  }
+}
 
 void EnvMetrics::SubmitFinished(absl::StatusCode code, bool from_cache, absl::Duration latency) {
   (code == absl::StatusCode::kOk ? submits_ok_ : submits_.Add({{"code", CodeLabel(code)}}))

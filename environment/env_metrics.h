@@ -2,7 +2,8 @@
 // cache hits, in-flight de-duplications, submission latency and the latency hb-env adds over
 // the slowest judge call of a graded submission; and per trainer route (OpenRLHF /get_reward,
 // slime /reward, NeMo-Gym /verify, ...): requests by HTTP code, their latency, the rewards
-// answered and the samples that could not be graded.
+// answered and the samples that could not be graded. Submissions and judge failures exist at 0
+// from the start for the failure codes operators alert on.
 #pragma once
 
 #include "absl/status/status.h"

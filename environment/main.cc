@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
   if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
 
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
-      hb::cli::ServeMetrics(flags.server.metrics_listen, registry);
+      hb::cli::ServeMetrics(flags.server.metrics_listen, registry, "hb-env");
   if (!exposer.ok()) return Fail(exposer.status());
 
   const std::string& listen = flags.listen;

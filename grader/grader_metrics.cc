@@ -13,6 +13,26 @@ prometheus::Histogram::BucketBoundaries LatencyBuckets() {
 
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
 
+// The label values exported at 0 from the start (the RPC methods of grader_service, the codes
+// of a failed RPC, an upstream attempt's outcomes, the retry reasons: FailureKindName's retried
+// kinds).
+constexpr const char* kMethods[] = {"GradeItem", "GradeReply"};
+constexpr absl::StatusCode kRpcCodes[] = {absl::StatusCode::kOk,
+                                          absl::StatusCode::kInvalidArgument,
+                                          absl::StatusCode::kDeadlineExceeded,
+                                          absl::StatusCode::kResourceExhausted,
+                                          absl::StatusCode::kUnavailable,
+                                          absl::StatusCode::kInternal,
+                                          absl::StatusCode::kUnauthenticated,
+                                          absl::StatusCode::kPermissionDenied,
+                                          absl::StatusCode::kFailedPrecondition,
+                                          absl::StatusCode::kCancelled};
+constexpr const char* kUpstreamStatuses[] = {"200", "400",        "401",     "403",      "404",
+                                             "408", "429",        "500",     "502",      "503",
+                                             "504", "connection", "timeout", "cancelled"};
+constexpr const char* kRetryReasons[] = {"connection", "timeout",  "http_408",       "http_409",
+                                         "http_429",   "http_5xx", "malformed_reply"};
+
 }  // namespace
 
 GraderMetrics::GraderMetrics(prometheus::Registry& registry)
@@ -58,7 +78,22 @@ GraderMetrics::GraderMetrics(prometheus::Registry& registry)
                               .Register(registry)
                               .Add({})),
       upstream_in_flight_(upstream_in_flight_family_.Add({})),
-      upstream_latency_(upstream_latency_family_.Add({}, LatencyBuckets())) {}
+      upstream_cap_(prometheus::BuildGauge()
+                        .Name("hb_grader_upstream_max_in_flight")
+                        .Help("The cap on upstream attempts in progress (--max-upstream-in-flight)")
+                        .Register(registry)
+                        .Add({})),
+      upstream_latency_(upstream_latency_family_.Add({}, LatencyBuckets())) {
+  for (const char* method : kMethods) {
+    for (absl::StatusCode code : kRpcCodes)
+      Counter(rpcs_, {{"method", method}, {"code", CodeName(code)}});
+  }
+  for (const char* status : kUpstreamStatuses) Counter(upstream_calls_, {{"status", status}});
+  for (const char* reason : kRetryReasons) Counter(retries_, {{"reason", reason}});
+  for (const char* kind : {"prompt", "cached", "completion"}) Counter(tokens_, {{"kind", kind}});
+}
+
+void GraderMetrics::SetUpstreamCap(int64_t cap) { upstream_cap_.Set(static_cast<double>(cap)); }
 
 void GraderMetrics::VerdictCacheHit() { verdict_cache_hits_.Increment(); }
 

@@ -7,11 +7,16 @@
 //   hb_grader_upstream_calls_total{status}       upstream attempts by HTTP status (or
 //                                                "connection", "timeout", "cancelled")
 //   hb_grader_upstream_in_flight                 upstream attempts in progress
+//   hb_grader_upstream_max_in_flight             the cap on them (--max-upstream-in-flight)
 //   hb_grader_upstream_latency_seconds           one attempt's wall time
 //   hb_grader_retries_total{reason}              retries scheduled, by failure kind
 //   hb_grader_tokens_total{kind}                 prompt / cached / completion tokens
 //   hb_grader_ratelimit_remaining{resource}      last x-ratelimit-remaining-{requests,tokens}
 //   hb_grader_verdict_cache_hits_total           items answered from --verdict-cache
+//
+// Counters exist at 0 from the start for their known label values (RPC methods x the codes
+// alerts select on, the HTTP statuses and failure names an upstream answers, the retry reasons),
+// so that `increase()` sees the first 401 or 429 (deploy/monitoring/ alerts on them).
 //
 // Every method is thread-safe. Never put request content or secrets in a label.
 #pragma once
@@ -48,6 +53,8 @@ class GraderMetrics final : public LlmMetrics {
   void AddTokens(int64_t prompt, int64_t cached, int64_t completion) override;
   void SetRateLimitRemaining(absl::string_view resource, double value) override;
   void VerdictCacheHit();
+  // The cap on upstream attempts in progress (hb_grader_upstream_max_in_flight).
+  void SetUpstreamCap(int64_t cap);
 
   // Readers (tests). A series never touched reads 0.
   double RpcCount(absl::string_view method, absl::StatusCode code) const;
@@ -75,6 +82,7 @@ class GraderMetrics final : public LlmMetrics {
   prometheus::Family<prometheus::Gauge>& ratelimit_;
   prometheus::Counter& verdict_cache_hits_;
   prometheus::Gauge& upstream_in_flight_;
+  prometheus::Gauge& upstream_cap_;
   prometheus::Histogram& upstream_latency_;
 
   // Series lookups are cached: Family::Add builds a new object on every call.

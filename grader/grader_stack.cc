@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<GraderStack>> GraderStack::Start(const GraderStac
   stack->registry_ =
       options.registry != nullptr ? options.registry : std::make_shared<prometheus::Registry>();
   stack->metrics_ = std::make_unique<GraderMetrics>(*stack->registry_);
+  stack->metrics_->SetUpstreamCap(options.llm.max_upstream_in_flight);
   if (!options.verdict_cache_path.empty()) {
     HB_ASSIGN_OR_RETURN(stack->cache_, SqliteVerdictCache::Open(options.verdict_cache_path));
   }

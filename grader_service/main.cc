@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     return hb::ExitCodeFor(upstream);
   }
   absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
-      hb::cli::ServeMetrics(flags.server.metrics_listen, options->registry);
+      hb::cli::ServeMetrics(flags.server.metrics_listen, options->registry, "hb-grader");
   if (!exposer.ok()) {
     HB_LOG_ERROR("hb-grader: {}", std::string(exposer.status().message()));
     return 1;

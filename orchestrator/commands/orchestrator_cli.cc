@@ -14,12 +14,14 @@
 #include "absl/strings/strip.h"
 #include "cli/command_line.h"
 #include "cli/grader_flags.h"
+#include "cli/metrics_flags.h"
 #include "cli/security_flags.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/offline_commands.h"
+#include "orchestrator/commands/orchestrator_metrics.h"
 #include "orchestrator/commands/policy_flags.h"
 #include "orchestrator/commands/watch_command.h"
 #include "orchestrator/run/meta_eval_command.h"
@@ -325,6 +327,8 @@ class OrchestratorCommandLine {
     return options;
   }
 
+  const std::string& metrics_listen() const { return metrics_listen_; }
+
   absl::StatusOr<SampleOptions> SampleOptionsFromFlags() {
     SampleOptions options = sample_;
     HB_RETURN_IF_ERROR(cli::ResolvePolicyFlags(*sample_command_, sample_policy_, &options));
@@ -417,6 +421,8 @@ class OrchestratorCommandLine {
     cli::AddPolicySamplingFlags(c, &run_.policy);
     c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
            "policy requests outstanding at most, per --policy checkpoint");
+    c.Group("metrics");
+    cli::AddMetricsListenFlag(c, &metrics_listen_);
   }
 
   // The grading flags `run` and `watch` share (everything but what to grade and where to
@@ -561,6 +567,7 @@ class OrchestratorCommandLine {
     AddDispatchFlags(c, &o);
     AddBatchFlags(c, &o);
     AddProgressFlags(c, &o, &meta_eval_progress_);
+    cli::AddMetricsListenFlag(c, &metrics_listen_);
   }
 
   static void AddBatchFlags(cli::Command& c, RunOptions* o) {
@@ -602,6 +609,7 @@ class OrchestratorCommandLine {
            "false keeps --max-in-flight outstanding");
     c.Flag("progress-interval", &o.progress_interval, "DURATION",
            "between progress lines on stderr");
+    cli::AddMetricsListenFlag(c, &metrics_listen_);
   }
 
   void AddTasks() {
@@ -716,6 +724,8 @@ class OrchestratorCommandLine {
   }
 
   cli::Program program_;
+  // --metrics-listen of run, meta-eval and sample (off by default: one-off commands).
+  std::string metrics_listen_;
   cli::Command* run_command_ = nullptr;
   RunFlags run_;
   std::vector<std::string> response_specs_;
@@ -749,6 +759,19 @@ class OrchestratorCommandLine {
   cli::GraderFlags meta_eval_grader_;
   std::string meta_eval_progress_ = "auto";
 };
+
+// The --metrics-listen endpoint of `command` (none when the flag is empty); prints the error.
+absl::StatusOr<OrchestratorMetricsEndpoint> ServeCommandMetrics(
+    const OrchestratorCommandLine& command_line, const std::string& command,
+    const TokenPrices& prices, int64_t max_in_flight) {
+  const std::string log_name = absl::StrCat("hb-orchestrator ", command);
+  absl::StatusOr<OrchestratorMetricsEndpoint> metrics =
+      ServeOrchestratorMetrics(command_line.metrics_listen(), log_name, prices, max_in_flight);
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "%s: %s\n", log_name.c_str(), cli::OneLine(metrics.status()).c_str());
+  }
+  return metrics;
+}
 
 }  // namespace
 
@@ -784,6 +807,11 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<RunOptions> options = command_line.RunOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
+    absl::StatusOr<OrchestratorMetricsEndpoint> metrics =
+        ServeCommandMetrics(command_line, command, options->prices, options->max_in_flight);
+    if (!metrics.ok()) return kExitInternal;
+    options->metrics = metrics->metrics.get();
+    options->grader_options.registry = metrics->registry;  // an embedded grader's hb_grader_*
     return RunWithOptions(*options);
   }
   if (command == "watch") {
@@ -796,12 +824,21 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<MetaEvalCommandOptions> options = command_line.MetaEvalOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
+    absl::StatusOr<OrchestratorMetricsEndpoint> metrics =
+        ServeCommandMetrics(command_line, command, options->run.prices, options->run.max_in_flight);
+    if (!metrics.ok()) return kExitInternal;
+    options->run.metrics = metrics->metrics.get();
+    options->run.grader_options.registry = metrics->registry;
     return RunMetaEval(*options);
   }
   if (command == "sample") {
     InitLogging("info");
     absl::StatusOr<SampleOptions> options = command_line.SampleOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
+    absl::StatusOr<OrchestratorMetricsEndpoint> metrics =
+        ServeCommandMetrics(command_line, command, TokenPrices{}, options->max_in_flight);
+    if (!metrics.ok()) return kExitInternal;
+    options->metrics = metrics->metrics.get();
     return RunSample(*options);
   }
   int exit_code = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "orchestrator/report/run_metrics.h"
 
 namespace hb {
 
@@ -29,6 +30,14 @@ std::string FormatEta(absl::Duration d) {
   return absl::StrFormat("%dh%02dm", seconds / 3600, (seconds % 3600) / 60);
 }
 
+std::optional<absl::Duration> EstimatedTimeLeft(const ProgressSnapshot& s) {
+  const double secs = absl::ToDoubleSeconds(s.elapsed);
+  if (s.done_this_run <= 0 || secs <= 0) return std::nullopt;
+  const double per_second = static_cast<double>(s.done_this_run) / secs;
+  const int64_t remaining = std::max<int64_t>(0, s.total_rows - s.done_rows);
+  return absl::Seconds(static_cast<double>(remaining) / per_second);
+}
+
 std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& prices) {
   const double pct = s.total_rows > 0 ? 100.0 * static_cast<double>(s.done_rows) /
                                             static_cast<double>(s.total_rows)
@@ -36,11 +45,9 @@ std::string FormatProgressLine(const ProgressSnapshot& s, const TokenPrices& pri
   const double secs = absl::ToDoubleSeconds(s.elapsed);
   std::string rate = "-";
   std::string eta = "-";
-  if (s.done_this_run > 0 && secs > 0) {
-    const double per_second = static_cast<double>(s.done_this_run) / secs;
-    rate = absl::StrFormat("%.1f", per_second);
-    const int64_t remaining = std::max<int64_t>(0, s.total_rows - s.done_rows);
-    eta = FormatEta(absl::Seconds(static_cast<double>(remaining) / per_second));
+  if (const std::optional<absl::Duration> left = EstimatedTimeLeft(s)) {
+    rate = absl::StrFormat("%.1f", static_cast<double>(s.done_this_run) / secs);
+    eta = FormatEta(*left);
   }
   std::string in_flight = absl::StrCat(s.in_flight);
   if (s.window > 0) {
@@ -82,14 +89,16 @@ bool ParseProgressMode(absl::string_view text, ProgressMode* mode, std::string* 
   return true;
 }
 
-ProgressReporter::ProgressReporter(ProgressMode mode, FILE* out, TokenPrices prices)
-    : mode_(mode), out_(out), prices_(prices) {
+ProgressReporter::ProgressReporter(ProgressMode mode, FILE* out, TokenPrices prices,
+                                   RunMetrics* metrics)
+    : mode_(mode), out_(out), prices_(prices), metrics_(metrics) {
   if (mode_ == ProgressMode::kAuto) {
     mode_ = ::isatty(::fileno(out_)) ? ProgressMode::kTty : ProgressMode::kLog;
   }
 }
 
 void ProgressReporter::Report(const ProgressSnapshot& snapshot) {
+  if (metrics_ != nullptr) metrics_->Progress(snapshot);
   switch (mode_) {
     case ProgressMode::kTty:
       std::fprintf(out_, "\r%s\x1b[K", FormatProgressLine(snapshot, prices_).c_str());

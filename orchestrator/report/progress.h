@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -11,6 +12,8 @@
 #include "llm/token_prices.h"
 
 namespace hb {
+
+class RunMetrics;  // orchestrator/report/run_metrics.h
 
 // What one progress line shows.
 struct ProgressSnapshot {
@@ -43,6 +46,10 @@ struct ProgressSnapshot {
 // Estimated spend: uncached input, cached input and output tokens at `prices`.
 double EstimatedCostUsd(const ProgressSnapshot& snapshot, const TokenPrices& prices);
 
+// The time left at this process's row rate (rows recorded by this process over elapsed), for
+// the rows of the job not done yet; std::nullopt before the first row.
+std::optional<absl::Duration> EstimatedTimeLeft(const ProgressSnapshot& snapshot);
+
 // One line, no trailing newline, e.g.
 //   "rows 1200/5000 (24.0%) | 40.0 rows/s | ETA 1m35s | in flight 512 | retries 3 |
 //    failed 1 | tokens in 1.25M (cached 800.0k) out 45.6k | est. $1.23"
@@ -66,11 +73,12 @@ bool ParseProgressMode(absl::string_view text, ProgressMode* mode, std::string* 
 
 // Draws progress lines to `out` (not owned). kTty redraws one line ("\r" + line + clear to end
 // of line) and ends it with "\n" on Finish; kLog writes "progress: <line>\n" per report;
-// kOff writes nothing; kAuto means kTty when `out` is a terminal, else kLog. Not thread-safe:
-// call from one thread (the dispatcher's on_progress runs on Run's thread).
+// kOff writes nothing; kAuto means kTty when `out` is a terminal, else kLog. Every report also
+// goes to `metrics` (not owned; may be null), whatever the mode. Not thread-safe: call from one
+// thread (the dispatcher's on_progress runs on Run's thread).
 class ProgressReporter {
  public:
-  ProgressReporter(ProgressMode mode, FILE* out, TokenPrices prices);
+  ProgressReporter(ProgressMode mode, FILE* out, TokenPrices prices, RunMetrics* metrics = nullptr);
   void Report(const ProgressSnapshot& snapshot);
   // Ends a live line.
   void Finish();
@@ -80,6 +88,7 @@ class ProgressReporter {
   ProgressMode mode_;
   FILE* out_;
   TokenPrices prices_;
+  RunMetrics* metrics_;
   bool line_open_ = false;
 };
 

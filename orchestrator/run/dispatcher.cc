@@ -116,6 +116,7 @@ DispatchStats Dispatcher::StatsLocked() const {
 
 void Dispatcher::AddRows(std::vector<PlannedRow> rows) {
   if (rows.empty()) return;
+  if (options_.metrics != nullptr) options_.metrics->RowsPlanned(static_cast<int64_t>(rows.size()));
   absl::MutexLock add_lock(&add_mu_);
   size_t first;
   {
@@ -291,6 +292,8 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
   const ReplySignal signal = ReplySignalOf(result);
   RowRecord record;
   bool record_it = false;
+  std::optional<absl::StatusCode> retried;  // the code of a row sent again
+  absl::StatusCode outcome = absl::StatusCode::kOk;
   {
     absl::MutexLock lock(&mu_);
     --in_flight_;
@@ -325,12 +328,14 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
         const absl::Duration backoff =
             WaitOutRetryAfter(policy, BackoffCeiling(policy, attempts), signal.retry_after).delay;
         retries_.push(Retry{options_.clock->Now() + backoff, row});
+        retried = error.code();
         cv_.SignalAll();  // Run times the retry
       } else {
         record_it = true;
       }
       if (record_it) {
         record.ok = false;
+        outcome = error.code();
         CountFinishedLocked(error);
         record.error = absl::StrCat(absl::StatusCodeToString(error.code()), ": ", error.message(),
                                     " (attempt ", attempts, " of ", options_.row_attempts, ")");
@@ -339,6 +344,10 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
     if (record_it) ++awaiting_commit_;
     ChangedLocked();
   }
+  if (options_.metrics != nullptr) {
+    if (signal.rate_limited) options_.metrics->RateLimited();
+    if (retried.has_value()) options_.metrics->RowRetried(*retried);
+  }
   // Outside the lock: the queue may start the next row on this thread.
   queue_.Finish(ticket, signal);
   {
@@ -346,7 +355,7 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
     --finishing_;
     ChangedLocked();
   }
-  if (record_it) Record(std::move(record));
+  if (record_it) Record(std::move(record), outcome);
 }
 
 void Dispatcher::CountFinishedLocked(const absl::Status& outcome) {
@@ -363,14 +372,14 @@ void Dispatcher::CountFinishedLocked(const absl::Status& outcome) {
   }
 }
 
-void Dispatcher::Record(RowRecord record) {
+void Dispatcher::Record(RowRecord record, absl::StatusCode code) {
   const bool ok = record.ok;
   const bool from_cache = record.from_cache;
   // Spent tokens only: a cache hit's counts are what it saved.
   const int64_t prompt_tokens = from_cache ? 0 : record.prompt_tokens;
   const int64_t cached_tokens = from_cache ? 0 : record.cached_tokens;
   const int64_t completion_tokens = from_cache ? 0 : record.completion_tokens;
-  store_->Append(std::move(record), [this, ok, from_cache, prompt_tokens, cached_tokens,
+  store_->Append(std::move(record), [this, ok, code, from_cache, prompt_tokens, cached_tokens,
                                      completion_tokens](const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     --awaiting_commit_;
@@ -386,6 +395,11 @@ void Dispatcher::Record(RowRecord record) {
     prompt_tokens_ += prompt_tokens;
     cached_tokens_ += cached_tokens;
     completion_tokens_ += completion_tokens;
+    // Under the lock: once it is released Run may return and the dispatcher go.
+    if (options_.metrics != nullptr) {
+      options_.metrics->RowRecorded(code, from_cache);
+      options_.metrics->TokensSpent(prompt_tokens, cached_tokens, completion_tokens);
+    }
   });
 }
 

@@ -30,6 +30,7 @@
 #include "common/flow/paced_queue.h"
 #include "common/retry/retry_policy.h"
 #include "grader_client/grader_client.h"
+#include "orchestrator/report/run_metrics.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/verdict_store.h"
 
@@ -99,6 +100,9 @@ struct DispatcherOptions {
   // Called from Run's thread about every `progress_interval` and once at the end.
   std::function<void(const DispatchStats&)> on_progress;
   absl::Duration progress_interval = absl::Seconds(5);
+  // Told of rows planned, recorded and retried, upstream 429s and tokens spent, as they happen
+  // (outside the dispatcher's lock). Not owned; null: none.
+  RunMetrics* metrics = nullptr;
   // Time source for backoff, drain and progress; not owned, must outlive the dispatcher.
   Clock* clock = &Clock::Real();
   // Where Run's wake-ups are timed (the next retry due, pacing, progress, the drain deadline),
@@ -191,7 +195,8 @@ class Dispatcher {
                absl::StatusOr<healthbench::grader::v1::GradeItemResponse> result);
   // Counts a finished row (OK: graded) towards the run of same-code failures.
   void CountFinishedLocked(const absl::Status& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Record(RowRecord record);
+  // Journals `record`; `code` is its outcome (OK when graded).
+  void Record(RowRecord record, absl::StatusCode code);
 
   GraderClient* const client_;
   VerdictStore* const store_;

@@ -404,6 +404,7 @@ DispatcherOptions MakeDispatcherOptions(const RunOptions& options, const RunPlan
   dispatcher_options.stop_after_same_failures = options.stop_after_same_failures;
   dispatcher_options.drain_timeout = options.drain_timeout;
   dispatcher_options.send_prompt_cache_key = options.send_prompt_cache_key;
+  dispatcher_options.metrics = options.metrics;
   // A live line redraws often; log lines follow --progress-interval.
   dispatcher_options.progress_interval =
       reporter.mode() == ProgressMode::kTty
@@ -587,7 +588,7 @@ absl::StatusOr<bool> GradeRows(const RunOptions& options, const RunInputs& input
 absl::StatusOr<bool> GradeOnline(const RunOptions& options, const RunInputs& inputs, RunPlan plan,
                                  GraderConnection& grader, SqliteVerdictStore& store,
                                  StopSwitch& stop, int64_t& unsampled) {
-  ProgressReporter reporter(options.progress, stderr, options.prices);
+  ProgressReporter reporter(options.progress, stderr, options.prices, options.metrics);
   absl::StatusOr<bool> interrupted = GradeRows(
       options, inputs, std::move(plan), grader.grader_client(), store, reporter, stop, unsampled);
   reporter.Finish();

@@ -38,6 +38,7 @@
 #include "orchestrator/policy/policy_feed.h"
 #include "orchestrator/report/checkpoint_report.h"
 #include "orchestrator/report/progress.h"
+#include "orchestrator/report/run_metrics.h"
 #include "orchestrator/run/row_plan.h"
 #include "orchestrator/run/stop_switch.h"
 #include "security/transport_security.h"
@@ -117,6 +118,9 @@ struct RunOptions {
   bool force_new = false;
   ProgressMode progress = ProgressMode::kAuto;
   absl::Duration progress_interval = absl::Seconds(5);
+  // Told of the online grading as it goes (rows, retries, 429s, tokens, the progress gauges);
+  // not owned, null: none (`--metrics-listen` off). The Batch API path reports nothing yet.
+  RunMetrics* metrics = nullptr;
   absl::Duration drain_timeout = absl::Seconds(20);
   TokenPrices prices;
   // "online" (each row through the grader) or "batch" (the Batch API; needs grader "embedded").

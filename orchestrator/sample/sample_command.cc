@@ -87,6 +87,20 @@ std::string ProgressLine(const SampleOptions& options, int64_t done, int64_t tot
       FormatTokenCount(stats.usage.completion_tokens));
 }
 
+// The sampling part of a progress snapshot (no rows: `sample` grades nothing).
+ProgressSnapshot SamplingSnapshot(int64_t done, int64_t total, int64_t this_run,
+                                  const PolicySamplerStats& stats, absl::Duration elapsed) {
+  ProgressSnapshot snapshot;
+  snapshot.sample_total = total;
+  snapshot.sampled = done;
+  snapshot.sampling_in_flight = stats.in_flight;
+  snapshot.done_this_run = this_run;
+  snapshot.window = stats.window;
+  snapshot.retries = stats.retries;
+  snapshot.elapsed = elapsed;
+  return snapshot;
+}
+
 // What the consumer of the feed learns: the replies handed on, and that the feed finished.
 struct Arrivals {
   absl::Mutex mu;
@@ -125,10 +139,15 @@ absl::StatusOr<std::vector<PolicySampleResult>> SampleAll(
       finished = arrivals.finished;
     }
     const PolicyFeed::Progress progress = feed->progress();
+    const PolicySamplerStats stats = feed->SourceStats(0);
     std::fprintf(log, "%s\n",
-                 ProgressLine(options, done_before + progress.done, total, progress.done,
-                              feed->SourceStats(0), absl::Now() - start)
+                 ProgressLine(options, done_before + progress.done, total, progress.done, stats,
+                              absl::Now() - start)
                      .c_str());
+    if (options.metrics != nullptr) {
+      options.metrics->Progress(SamplingSnapshot(done_before + progress.done, total, progress.done,
+                                                 stats, absl::Now() - start));
+    }
   }
   feed->Stop();
   HB_RETURN_IF_ERROR(feed->status());

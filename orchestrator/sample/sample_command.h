@@ -29,6 +29,7 @@
 #include "common/base/scheduler.h"
 #include "llm/llm_client.h"
 #include "orchestrator/policy/policy_options.h"
+#include "orchestrator/report/run_metrics.h"
 
 namespace hb {
 
@@ -43,6 +44,9 @@ struct SampleOptions : PolicyOptions {
   int shard_count = 1;
   std::string out;
   absl::Duration progress_interval = absl::Seconds(5);
+  // Given the sampling progress (tasks, sampled, in flight, window, ETA) with every progress
+  // line; not owned, null: none (`--metrics-listen` off).
+  RunMetrics* metrics = nullptr;
 };
 
 // kInvalidArgument naming the flag behind the first bad field.

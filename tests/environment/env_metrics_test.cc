@@ -33,7 +33,11 @@ TEST_F(EnvMetricsTest, TheSeriesEverySubmissionTouchesExistFromTheStart) {
   EXPECT_THAT(text, HasSubstr("hb_env_submits_total{code=\"ok\"} 0"));
   EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"cache\"} 0"));
   EXPECT_THAT(text, HasSubstr("hb_env_submit_latency_seconds_count{source=\"graded\"} 0"));
-  EXPECT_THAT(text, Not(HasSubstr("code=\"unavailable\"")));
+  // The failures alerts select on exist at 0 too, so that increase() sees the first one.
+  EXPECT_THAT(text, HasSubstr("hb_env_submits_total{code=\"unavailable\"} 0"));
+  EXPECT_THAT(text, HasSubstr("hb_env_judge_failures_total{code=\"unauthenticated\"} 0"));
+  EXPECT_THAT(text, HasSubstr("hb_env_judge_failures_total{code=\"deadline_exceeded\"} 0"));
+  EXPECT_THAT(text, Not(HasSubstr("code=\"data_loss\"")));
 }
 
 TEST_F(EnvMetricsTest, SubmissionsCountByCodeAndLatencyBySource) {

@@ -1,5 +1,6 @@
 #include "orchestrator/run/dispatcher.h"
 
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "tests/testing/dispatch_watcher.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/fake_grader_client.h"
+#include "tests/testing/fake_run_metrics.h"
 #include "tests/testing/fake_scheduler.h"
 #include "tests/testing/in_memory_verdict_store.h"
 #include "tests/testing/status_matchers.h"
@@ -398,6 +400,37 @@ TEST(DispatcherTest, RetrySucceedsAndCountsAttempts) {
   std::vector<std::string> ids;
   for (const GradeItemRequest& r : client.requests()) ids.push_back(r.request_id());
   EXPECT_THAT(ids, ::testing::Contains("base/task1/1/2"));
+}
+
+TEST(DispatcherTest, TellsItsMetricsOfRowsRetriesFailuresAndTokens) {
+  Fixture fixture(2, 2);
+  FakeClock clock;
+  FakeScheduler scheduler(clock);
+  FakeGraderClient client;
+  absl::Mutex mu;
+  std::map<std::string, int> seen;
+  client.set_responder([&](const GradeItemRequest& request) -> absl::StatusOr<GradeItemResponse> {
+    absl::MutexLock lock(&mu);
+    const std::string row = request.prompt_cache_key() + "/" + request.rubric_item().criterion();
+    if (row == "task0/criterion 1") return absl::PermissionDeniedError("key refused");
+    if (++seen[row] == 1 && request.prompt_cache_key() == "task1") {
+      return absl::UnavailableError("replica went away");
+    }
+    return EvenIsMet(request);
+  });
+  InMemoryVerdictStore store;
+  testing::FakeRunMetrics metrics;
+  DispatcherOptions options = FastOptions(&clock, &scheduler);
+  options.metrics = &metrics;
+  Dispatcher dispatcher(&client, &store, options);
+  DispatchStats stats = dispatcher.Run(fixture.Rows());
+  EXPECT_EQ(stats.ok_rows, 3);
+  EXPECT_EQ(metrics.planned(), 4);
+  EXPECT_EQ(metrics.recorded(),
+            (std::map<std::string, int64_t>{{"OK", 3}, {"PERMISSION_DENIED", 1}}));
+  EXPECT_EQ(metrics.retried(), (std::map<std::string, int64_t>{{"UNAVAILABLE", 2}}));
+  EXPECT_EQ(metrics.prompt_tokens(), 3000);  // graded rows only
+  EXPECT_EQ(metrics.rate_limited(), 0);
 }
 
 TEST(DispatcherTest, RetryWaitsForItsBackoffOnTheClock) {

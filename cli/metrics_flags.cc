@@ -1,0 +1,48 @@
+#include "cli/metrics_flags.h"
+
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace hb::cli {
+namespace {
+
+// "HOST" of "HOST:PORT" ("[::1]:0" -> "[::1]").
+std::string HostOf(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+}  // namespace
+
+void AddMetricsListenFlag(Command& command, std::string* listen) {
+  command.Flag("metrics-listen", listen, "HOST:PORT",
+               "Prometheus /metrics listen address (port 0 picks one, printed on stderr); "
+               "empty disables it");
+}
+
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
+    const std::string& listen, std::shared_ptr<prometheus::Registry> registry,
+    const std::string& log_name) {
+  if (listen.empty()) return nullptr;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {  // civetweb reports bind failures by throwing
+    exposer = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", listen, ": ", e.what(),
+        " Is the port taken (by another server on this host)? Give a free one with "
+        "--metrics-listen=HOST:PORT (port 0 picks one), or --metrics-listen= to turn metrics off"));
+  }
+  exposer->RegisterCollectable(registry);
+  const std::vector<int> ports = exposer->GetListeningPorts();
+  if (!log_name.empty() && !ports.empty()) {
+    std::fprintf(stderr, "%s: metrics on http://%s:%d/metrics\n", log_name.c_str(),
+                 HostOf(listen).c_str(), ports.front());
+  }
+  return exposer;
+}
+
+}  // namespace hb::cli
