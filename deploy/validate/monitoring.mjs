@@ -9,13 +9,13 @@
 //   node monitoring.mjs --modules DIR selftest   each rule rejects the mistake it exists for
 //
 // House rules: the scrape jobs are named hb-grader, hb-env, hb-orchestrator (what the rules
-// select on); every alert has a severity (critical|warning) and a runbook_url naming a section
+// select on; a ScaledObject's Prometheus query selects one of them); every alert has a severity (critical|warning) and a runbook_url naming a section
 // of docs/runbooks.md that exists.
 // DIR holds node_modules/ from `npm ci` of deploy/validate/package-lock.json.
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Report, SOURCE_DIR, run } from './lib.mjs';
+import { Report, SOURCE_DIR, listFiles, run } from './lib.mjs';
 
 const MONITORING_DIR = join(SOURCE_DIR, 'deploy', 'monitoring', 'k8s');
 const RUNBOOKS = join(SOURCE_DIR, 'docs', 'runbooks.md');
@@ -114,6 +114,14 @@ export function houseRules(obj, anchors) {
       out.push(`jobLabel ${spec.jobLabel} selects ${name}: the scrape job must be one of ${[...SCRAPE_JOBS].join(', ')}`);
     }
   }
+  if (obj.kind === 'ScaledObject') {
+    for (const trigger of spec.triggers ?? []) {
+      const query = trigger.metadata?.query ?? '';
+      if (trigger.type === 'prometheus' && !/job="(hb-grader|hb-env)"/.test(query)) {
+        out.push(`trigger query must select a scrape job (job="hb-grader" or "hb-env"): ${query}`);
+      }
+    }
+  }
   if (obj.kind === 'PrometheusRule') {
     for (const group of spec.groups ?? []) {
       for (const rule of group.rules ?? []) {
@@ -130,10 +138,15 @@ export function houseRules(obj, anchors) {
   return out;
 }
 
+/** The kustomization's objects, plus the opt-in ones under keda/ (applied by hand). */
 function render(yaml) {
   const r = run(KUBECTL, ['kustomize', MONITORING_DIR]);
   if (r.status !== 0) throw new Error(`kubectl kustomize ${MONITORING_DIR} failed: ${r.stderr || r.error}`);
-  return yaml.parseAllDocuments(r.stdout).map((d) => d.toJS()).filter(Boolean);
+  const objects = yaml.parseAllDocuments(r.stdout).map((d) => d.toJS()).filter(Boolean);
+  for (const file of listFiles(join(MONITORING_DIR, 'keda'), ['.yaml'])) {
+    objects.push(...yaml.parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS()).filter(Boolean));
+  }
+  return objects;
 }
 
 function checkAll(report, models, objects, anchors) {
@@ -167,10 +180,14 @@ function selftest(report, models, objects, anchors) {
   badFor.spec.groups[0].rules.find((r) => r.alert).for = 'five minutes';
   rejected('an alert `for` that is no duration', badFor);
   const scaled = objects.find((o) => o.kind === 'ScaledObject');
+  report.expect(scaled, 'selftest: deploy/monitoring/k8s/keda holds a ScaledObject');
   if (scaled) {
     const bad = structuredClone(scaled);
     bad.spec.triggers[0].metadataa = bad.spec.triggers[0].metadata;
     rejected('a misspelt ScaledObject field', bad);
+    const job = structuredClone(scaled);
+    job.spec.triggers[0].metadata.query = 'sum(hb_grader_rpcs_in_flight)';
+    rejected('a ScaledObject query without the scrape job', job);
   }
 }
 

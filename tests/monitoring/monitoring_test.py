@@ -8,7 +8,7 @@
 
 lint: `promtool check metrics` on the /metrics of hb-llm-sim, hb-grader, hb-env and a running
 `hb-orchestrator run`, and the counters alerts rely on exist at 0 before their first increment.
-e2e: see E2eTest. Needs HB_SHARED_DIR (default: ../shared beside the source tree) for the
+e2e: a real Prometheus and faults injected by hb-llm-sim (see E2eTest). Needs HB_SHARED_DIR (default: ../shared beside the source tree) for the
 HealthBench data and the grader template. Everything runs in a temporary folder, removed at the
 end; every child process is stopped.
 """
@@ -136,14 +136,15 @@ class Fleet:
                                       "response": "Call emergency services now."}) + "\n")
         return path
 
-    def orchestrator(self, grader_port, name, examples, *flags):
+    def orchestrator(self, grader_port, name, examples, *flags, metrics=True):
         out = os.path.join(self.tmp, "run-" + name)
         return self.start([ARGS.hb_orchestrator, "run", "--dataset=" + DATA,
                            "--responses=%s=%s" % (name, self.responses(name)),
                            "--examples=%d" % examples, "--out=" + out,
                            "--grader=ipv4:127.0.0.1:%d" % grader_port,
                            "--grader-template=" + TEMPLATE, "--progress=log",
-                           "--progress-interval=1s", "--metrics-listen=127.0.0.1:0"] + list(flags))
+                           "--progress-interval=1s",
+                           "--metrics-listen=" + ("127.0.0.1:0" if metrics else "")] + list(flags))
 
 
 def fetch(url, timeout=10):
@@ -205,6 +206,172 @@ class LintTest(unittest.TestCase):
         self.assertEqual(sample(orch, "hb_orchestrator_max_in_flight"), 2.0)
 
 
+def free_port():
+    """A port no socket holds now (Prometheus takes no port 0); start() retries a lost race."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """Debian's prometheus on 127.0.0.1 with its storage in `fleet`'s folder, scraping `targets`
+    ({(job, namespace): [(host:port, {label: value})]}) every second and evaluating the rules of
+    deploy/monitoring/rules every second."""
+
+    def __init__(self, fleet, targets):
+        config = os.path.join(fleet.tmp, "prometheus.yml")
+        scrape = []
+        for (job, namespace), endpoints in sorted(targets.items()):
+            scrape.append({"job_name": "%s-%s" % (job, namespace), "static_configs": [
+                {"targets": [address], "labels": dict(labels, job=job, namespace=namespace)}
+                for address, labels in endpoints]})
+        rules = [os.path.join(MONITORING_DIR, "rules", f) for f in
+                 ("hb-recording.rules.yaml", "hb-alerts.rules.yaml")]
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                                  "evaluation_interval": "1s"},
+                       "rule_files": rules, "scrape_configs": scrape}, f)  # JSON is YAML
+        for attempt in range(3):
+            port = free_port()
+            proc = fleet.start([ARGS.prometheus, "--config.file=" + config,
+                                "--storage.tsdb.path=" + os.path.join(fleet.tmp, "tsdb-%d" % attempt),
+                                "--web.listen-address=127.0.0.1:%d" % port, "--log.level=info"])
+            try:
+                proc.wait_line("stderr", "Server is ready to receive web requests", timeout=60)
+                self.url = "http://127.0.0.1:%d" % port
+                return
+            except RuntimeError:  # the port was taken meanwhile: try another
+                if attempt == 2:
+                    raise
+
+    def api(self, path, **params):
+        body = json.loads(fetch(self.url + "/api/v1/" + path + "?" + urllib.parse.urlencode(params)))
+        if body.get("status") != "success":
+            raise AssertionError("%s %s: %s" % (path, params, body))
+        return body["data"]
+
+    def query(self, expr):
+        return self.api("query", query=expr)["result"]
+
+    def alerts(self):
+        """{(alertname, namespace): state} of the pending and firing alerts."""
+        return {(a["labels"]["alertname"], a["labels"].get("namespace", "")): a["state"]
+                for a in self.api("alerts")["alerts"]}
+
+
+def poll(what, predicate, timeout):
+    """Polls Prometheus's HTTP API (an outside process's state: nothing to wait on) every
+    0.5 s until predicate() returns a true value; fails naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    tick = threading.Event()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not within %.0f s" % (what, timeout))
+        tick.wait(0.5)
+
+
+# Per namespace of the test, the alerts a fault there may raise: its own, and the grader RPC
+# error budget (rows the upstream refused fail their RPCs). Any other alert fails the test.
+ALLOWED = {
+    "auth": {"HbUpstreamAuthRefused", "HbGraderErrorBudgetBurnFast", "HbGraderErrorBudgetBurnSlow"},
+    "ratelimit": {"HbUpstreamRateLimited", "HbGraderErrorBudgetBurnFast",
+                  "HbGraderErrorBudgetBurnSlow"},
+    "failing": {"HbUpstreamFailing", "HbGraderErrorBudgetBurnFast", "HbGraderErrorBudgetBurnSlow"},
+    "ok": set(),
+}
+EXPECTED = {("HbUpstreamAuthRefused", "auth"), ("HbUpstreamRateLimited", "ratelimit"),
+            ("HbUpstreamFailing", "failing")}
+
+
+def dashboard_queries():
+    """(dashboard file, panel title, expr) of every panel target of deploy/monitoring/dashboards,
+    with the template variables as Grafana's "All" sends them."""
+    out = []
+    folder = os.path.join(MONITORING_DIR, "dashboards")
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            dashboard = json.load(f)
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                out.append((name, panel["title"], target["expr"].replace("$namespace", ".*")))
+    return out
+
+
+class E2eTest(unittest.TestCase):
+    """A real Prometheus scraping real processes, with faults injected by hb-llm-sim: a key it
+    refuses, 429s, 503s, each behind its own hb-grader and scraped as its own namespace beside a
+    healthy one (hb-grader, hb-env and a running `hb-orchestrator run`). The matching alert of
+    each fault goes pending or firing in its namespace and no other alert appears anywhere; then
+    every query of the dashboards evaluates and returns data."""
+
+    def setUp(self):
+        self.fleet = Fleet()
+        self.addCleanup(self.fleet.close)
+
+    def start_fleet(self):
+        f = self.fleet
+        _, ok_sim = f.sim("--latency-ms=500")
+        _, auth_sim = f.sim("--api-key=the-right-key")
+        _, limit_sim = f.sim("--fault-429=0.5", "--retry-after-ms=50")
+        _, failing_sim = f.sim("--fault-503=0.5")
+        graders = {"ok": f.grader(ok_sim),
+                   "auth": f.grader(auth_sim, env={"OPENAI_API_KEY": "a-revoked-key"}),
+                   "ratelimit": f.grader(limit_sim), "failing": f.grader(failing_sim)}
+        env, env_http, env_metrics = f.env(ok_sim)
+        run = f.orchestrator(graders["ok"][1], "ckpt", 30, "--max-in-flight=2")
+        address = lambda url: urllib.parse.urlparse(url).netloc
+        targets = {("hb-grader", ns): [(address(g[2]), {})] for ns, g in graders.items()}
+        targets[("hb-env", "ok")] = [(address(env_metrics), {})]
+        targets[("hb-orchestrator", "ok")] = [
+            (address(run.metrics_url()), {"checkpoint": "ckpt", "job_name": "hb-grade-ckpt"})]
+        return graders, env_http, run, targets
+
+    def post_rewards(self, env_http, count):
+        with open(DATA, encoding="utf-8") as f:
+            tasks = [json.loads(line) for line in list(f)[:count]]
+        for task in tasks:
+            body = json.dumps({"prompt": task["prompt"], "response": "Call emergency services now.",
+                               "label": task["prompt_id"]}).encode()
+            request = urllib.request.Request("http://127.0.0.1:%d/reward" % env_http, data=body,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as r:
+                self.assertIn("reward", json.loads(r.read()))
+
+    def test_faults_fire_their_alerts_and_dashboards_have_data(self):
+        graders, env_http, run, targets = self.start_fleet()
+        prom = Prometheus(self.fleet, targets)
+        # Traffic starts once Prometheus holds the counters at 0: increase() sees the first 401.
+        for ns, status in (("auth", "401"), ("ratelimit", "429"), ("failing", "503")):
+            poll("%s's upstream %s counter scraped at 0" % (ns, status), lambda: prom.query(
+                'hb_grader_upstream_calls_total{namespace="%s",status="%s"} == 0' % (ns, status)),
+                timeout=30)
+        for ns in ("auth", "ratelimit", "failing"):
+            self.fleet.orchestrator(graders[ns][1], "traffic-" + ns, 3, "--max-in-flight=4",
+                                    metrics=False)
+        self.post_rewards(env_http, 3)
+
+        def expected_present():
+            alerts = prom.alerts()
+            for (name, ns), state in alerts.items():
+                self.assertIn(name, ALLOWED.get(ns, set()),
+                              "unrelated alert %s (%s) in namespace '%s'; all: %s" % (
+                                  name, state, ns, alerts))
+            return EXPECTED <= set(alerts) and alerts
+        alerts = poll("alerts %s pending or firing" % sorted(EXPECTED), expected_present, 90)
+        self.assertEqual(alerts[("HbUpstreamAuthRefused", "auth")], "firing")  # no `for`
+        self.assertIsNone(run.proc.poll(), "the orchestrator must still be running")
+
+        def all_have_data():
+            return all(prom.query(expr) for _, _, expr in dashboard_queries())
+        poll("every dashboard query returns data", all_have_data, 30)
+        for name, title, expr in dashboard_queries():
+            with self.subTest(dashboard=name, panel=title):
+                self.assertTrue(prom.query(expr), "no data: %s" % expr)
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
@@ -215,7 +382,7 @@ def main():
     for path in (DATA, TEMPLATE):
         if not os.path.exists(path):
             sys.exit("monitoring_test: %s is missing (set HB_SHARED_DIR)" % path)
-    cases = {"lint": LintTest, "e2e": globals().get("E2eTest")}[ARGS.mode]
+    cases = {"lint": LintTest, "e2e": E2eTest}[ARGS.mode]
     suite = unittest.defaultTestLoader.loadTestsFromTestCase(cases)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if result.wasSuccessful() else 1)
