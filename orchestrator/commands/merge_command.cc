@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <system_error>
@@ -11,9 +12,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/file.h"
+#include "common/base/sha256.h"
 #include "common/base/status_macros.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
@@ -21,12 +24,16 @@
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/summary_file.h"
 #include "orchestrator/report/checkpoint_report.h"
+#include "orchestrator/run/output_lock.h"
 #include "orchestrator/run/row_plan.h"
 
 namespace hb {
 namespace {
 
 using commands_internal::CheckpointSummary;
+
+// In a --when-complete merge's out: the sha256 of the shard outputs it merged.
+constexpr char kMergedFromFile[] = "merged-from.sha256";
 
 // One checkpoint's summary in one shard.
 struct ShardProvenance {
@@ -251,13 +258,98 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   return result;
 }
 
-}  // namespace
-
-absl::StatusOr<MergeResult> RunMerge(const MergeOptions& options) {
-  HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
-  if (options.shard_dirs.empty()) {
-    return absl::InvalidArgumentError("merge needs at least one SHARD_DIR");
+// The shard folders that do not hold a complete run yet, each with why: no checkpoint report
+// yet, one without a checkpoint another shard has, or a report marked incomplete (interrupted,
+// rows failed or missing). Empty when every shard is complete.
+std::vector<std::string> IncompleteShards(const MergeOptions& options) {
+  std::map<std::string, std::vector<std::string>> names;
+  std::set<std::string> all;
+  for (const std::string& dir : options.shard_dirs) {
+    absl::StatusOr<std::vector<std::string>> listed =
+        commands_internal::ListCheckpointFolders(dir, "shard");
+    if (listed.ok()) names[dir] = *listed;
+    all.insert(names[dir].begin(), names[dir].end());
   }
+  std::vector<std::string> incomplete;
+  for (const std::string& dir : options.shard_dirs) {
+    std::vector<std::string> why;
+    for (const std::string& name : all) {
+      if (std::find(names[dir].begin(), names[dir].end(), name) == names[dir].end()) {
+        why.push_back(absl::StrCat("no ", name, "/summary.json yet"));
+        continue;
+      }
+      absl::StatusOr<CheckpointSummary> summary =
+          commands_internal::ReadCheckpointSummary(dir + "/" + name);
+      if (!summary.ok()) {
+        why.push_back(std::string(summary.status().message()));
+      } else if (summary->incomplete) {
+        why.push_back(absl::StrCat(name, " is marked incomplete"));
+      }
+    }
+    if (all.empty()) why.push_back("no <checkpoint>/summary.json yet");
+    if (!why.empty()) incomplete.push_back(absl::StrCat(dir, " (", absl::StrJoin(why, "; "), ")"));
+  }
+  return incomplete;
+}
+
+// sha256 over what a merge reads from the shards (each checkpoint's summary, verdicts and
+// failures files, by path) and the options that change its output.
+absl::StatusOr<std::string> MergeInputsSha256(const MergeOptions& options) {
+  Sha256 hash;
+  auto add = [&hash](absl::string_view text) {
+    hash.Update(absl::StrCat(text.size(), ":"));
+    hash.Update(text);
+  };
+  add(options.dataset);
+  for (const auto& [name, path] : options.responses) add(absl::StrCat(name, "=", path));
+  add(options.allow_partial_shards ? "partial" : "whole");
+  for (const std::string& dir : options.shard_dirs) {
+    HB_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                        commands_internal::ListCheckpointFolders(dir, "shard"));
+    for (const std::string& name : names) {
+      for (const char* file : {"summary.json", "verdicts.jsonl", "failures.jsonl"}) {
+        const std::string path = absl::StrCat(dir, "/", name, "/", file);
+        std::error_code error;
+        if (!std::filesystem::exists(path, error)) continue;
+        HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+        add(path);
+        add(text);
+      }
+    }
+  }
+  return hash.FinishHex();
+}
+
+absl::StatusOr<MergeResult> MergeNow(const MergeOptions& options);
+
+// `merge --when-complete` (MergeOptions::when_complete).
+absl::StatusOr<MergeResult> MergeWhenComplete(const MergeOptions& options) {
+  MergeResult out;
+  const std::vector<std::string> incomplete = IncompleteShards(options);
+  if (!incomplete.empty()) {
+    out.message = absl::StrCat(
+        "merge: not merging yet: ", incomplete.size(), " of ", options.shard_dirs.size(),
+        " shard folders hold no complete run: ", absl::StrJoin(incomplete, ", "),
+        ". The last shard to complete merges (--when-complete)");
+    return out;
+  }
+  HB_RETURN_IF_ERROR(MakeDirs(options.out));
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<OutputLock> lock,
+                      OutputLock::Acquire(options.out, /*wait=*/true));
+  HB_ASSIGN_OR_RETURN(const std::string inputs, MergeInputsSha256(options));
+  const std::string record = options.out + "/" + kMergedFromFile;
+  absl::StatusOr<std::string> previous = ReadFile(record);
+  if (previous.ok() && absl::StripTrailingAsciiWhitespace(*previous) == inputs) {
+    out.message = absl::StrCat("merge: ", options.out, " already holds the merge of these ",
+                               options.shard_dirs.size(), " shards (", record, "); nothing to do");
+    return out;
+  }
+  HB_ASSIGN_OR_RETURN(out, MergeNow(options));
+  HB_RETURN_IF_ERROR(WriteFileAtomically(record, inputs + "\n"));
+  return out;
+}
+
+absl::StatusOr<MergeResult> MergeNow(const MergeOptions& options) {
   std::map<std::string, MergedCheckpoint> by_name;
   for (const std::string& shard_dir : options.shard_dirs) {
     HB_ASSIGN_OR_RETURN(std::vector<std::string> names,
@@ -311,6 +403,16 @@ absl::StatusOr<MergeResult> RunMerge(const MergeOptions& options) {
   }
   absl::StrAppend(&message, "\nmerge: reports in ", options.out);
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<MergeResult> RunMerge(const MergeOptions& options) {
+  HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
+  if (options.shard_dirs.empty()) {
+    return absl::InvalidArgumentError("merge needs at least one SHARD_DIR");
+  }
+  return options.when_complete ? MergeWhenComplete(options) : MergeNow(options);
 }
 
 }  // namespace hb

@@ -125,6 +125,13 @@ struct MergeOptions {
   std::string dataset;                           // overrides every recorded dataset path
   std::map<std::string, std::string> responses;  // checkpoint name -> responses path
   bool allow_partial_shards = false;
+  // `merge --when-complete`, run by each shard after its own run (`run --merge-when-complete`):
+  // merges only once every SHARD_DIR holds a complete run (a summary.json for every checkpoint
+  // any shard has, and no failures.jsonl rows); otherwise merges nothing and says which shard
+  // folders are not complete (not an error). Under an exclusive lock on out/.lock (waiting for
+  // another merger), and a no-op when out/merged-from.sha256 records the same shard outputs
+  // (their summary, verdicts and failures files and these options), written after each merge.
+  bool when_complete = false;
 };
 struct MergeResult {
   // What `merge` prints on stdout.

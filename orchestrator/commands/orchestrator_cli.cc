@@ -1,5 +1,6 @@
 #include "orchestrator/commands/orchestrator_cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -276,7 +277,23 @@ class OrchestratorCommandLine {
       HB_ASSIGN_OR_RETURN(options.policies, RunPoliciesFromFlags());
     }
     HB_RETURN_IF_ERROR(ValidateRunOptions(options));
+    if (merge_when_complete_ && options.shard_count <= 1) {
+      options.out = absl::StrCat(options.out, "/shard-", options.shard_index);
+    }
     return options;
+  }
+
+  // With --merge-when-complete: the merge each shard tries after its run (OrchestratorMain).
+  std::optional<MergeOptions> ShardMergeOptions() const {
+    if (!merge_when_complete_) return std::nullopt;
+    const RunOptions& o = run_.options;
+    MergeOptions merge;
+    merge.out = o.out + "/merged";
+    merge.when_complete = true;
+    for (int i = 0; i < std::max(o.shard_count, 1); ++i) {
+      merge.shard_dirs.push_back(absl::StrCat(o.out, "/shard-", i));
+    }
+    return merge;
   }
 
   // The policy checkpoints of `run` with their sampling settings (the flags they share).
@@ -336,9 +353,8 @@ class OrchestratorCommandLine {
     return options;
   }
 
-  // Runs the offline `command`; returns the text to print. `*exit_code` becomes 3
-  // (kExitRowsFailed) when a merged report is INCOMPLETE, else stays 0.
-  absl::StatusOr<std::string> RunOffline(const std::string& command, int* exit_code) {
+  // Runs the offline `command` (tasks, dry-run, compare, score); returns the text to print.
+  absl::StatusOr<std::string> RunOffline(const std::string& command) {
     if (command == "tasks") return RunTasks(tasks_);
     if (command == "dry-run") {
       HB_ASSIGN_OR_RETURN(dry_run_.prompt_cache_key_per_task,
@@ -371,6 +387,11 @@ class OrchestratorCommandLine {
           score_.ignore_extra_responses));
       return RunScore(score_);
     }
+    return absl::InternalError(absl::StrCat("no offline command '", command, "'"));
+  }
+
+  // `merge` from its flags (--responses NAME=PATH parsed here).
+  absl::StatusOr<MergeResult> RunMergeFromFlags() {
     for (const std::string& value : merge_responses_) {
       const size_t eq = value.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
@@ -382,9 +403,7 @@ class OrchestratorCommandLine {
             absl::StrCat("--responses names checkpoint '", value.substr(0, eq), "' twice"));
       }
     }
-    HB_ASSIGN_OR_RETURN(MergeResult merged, RunMerge(merge_));
-    if (merged.incomplete) *exit_code = kExitRowsFailed;
-    return merged.message;
+    return RunMerge(merge_);
   }
 
  private:
@@ -417,6 +436,10 @@ class OrchestratorCommandLine {
     c.Flag("shard-count", &o.shard_count, "N",
            "shards; shard i grades the selected tasks at positions p % N == i. Join shards "
            "with `hb-orchestrator merge`");
+    c.Bool("merge-when-complete", &merge_when_complete_,
+           "after this run succeeds, `merge --when-complete` DIR/shard-0 .. DIR/shard-<N-1> "
+           "into DIR/merged: the last shard to complete merges, no merge Job needed. The run "
+           "writes DIR/shard-<index> (with --shard-count 1 too)");
     c.Group("policy (for --policy)");
     cli::AddPolicySamplingFlags(c, &run_.policy);
     c.Flag("policy-max-in-flight", &run_.policy_max_in_flight, "N",
@@ -711,6 +734,10 @@ class OrchestratorCommandLine {
            "accept shards that do not cover every task (a shard folder missing, or one without a "
            "checkpoint): the merged report covers the given shards' tasks only, instead of being "
            "marked INCOMPLETE with exit 3");
+    c.Bool("when-complete", &merge_.when_complete,
+           "merge only once every SHARD_DIR holds a complete run, else say which do not and "
+           "exit 0 (run by each shard: the last to complete merges). Under a lock on DIR/.lock; "
+           "a no-op when DIR/merged-from.sha256 records the same shard outputs");
     c.Positionals("SHARD_DIR", &merge_.shard_dirs, "the shards' output folders");
   }
 
@@ -752,6 +779,7 @@ class OrchestratorCommandLine {
   cli::Command* score_command_ = nullptr;
   commands_internal::SubsetFlags score_subset_;
   MergeOptions merge_;
+  bool merge_when_complete_ = false;
   CompareOptions compare_;
   std::vector<std::string> merge_responses_;
   cli::Command* meta_eval_command_ = nullptr;
@@ -796,6 +824,25 @@ absl::StatusOr<MetaEvalCommandOptions> ParseMetaEvalArgs(const std::vector<std::
   return command_line.MetaEvalOptionsFromFlags();
 }
 
+namespace {
+
+// Prints a merge's outcome as `command` (merge, or run --merge-when-complete); its exit code:
+// 0, 3 (kExitRowsFailed) when a merged report is INCOMPLETE, 2 on an error.
+int PrintMerge(const std::string& command, const absl::StatusOr<MergeResult>& merged) {
+  if (!merged.ok()) {
+    std::fprintf(stderr, "hb-orchestrator %s: %s\n", command.c_str(),
+                 cli::OneLine(merged.status()).c_str());
+    return cli::kExitUsage;
+  }
+  std::cout << merged->message << std::endl;
+  if (!merged->incomplete) return kExitOk;
+  std::fprintf(stderr, "hb-orchestrator %s: some reports are marked INCOMPLETE (exit 3)\n",
+               command.c_str());
+  return kExitRowsFailed;
+}
+
+}  // namespace
+
 int OrchestratorMain(int argc, char** argv) {
   OrchestratorCommandLine command_line;
   cli::Program& program = command_line.program();
@@ -812,7 +859,10 @@ int OrchestratorMain(int argc, char** argv) {
     if (!metrics.ok()) return kExitInternal;
     options->metrics = metrics->metrics.get();
     options->grader_options.registry = metrics->registry;  // an embedded grader's hb_grader_*
-    return RunWithOptions(*options);
+    const int code = RunWithOptions(*options);
+    std::optional<MergeOptions> merge = command_line.ShardMergeOptions();
+    if (code != kExitOk || !merge.has_value()) return code;
+    return PrintMerge("run", RunMerge(*merge));
   }
   if (command == "watch") {
     InitLogging("info");
@@ -841,19 +891,15 @@ int OrchestratorMain(int argc, char** argv) {
     options->metrics = metrics->metrics.get();
     return RunSample(*options);
   }
-  int exit_code = 0;
-  absl::StatusOr<std::string> result = command_line.RunOffline(command, &exit_code);
+  if (command == "merge") return PrintMerge(command, command_line.RunMergeFromFlags());
+  absl::StatusOr<std::string> result = command_line.RunOffline(command);
   if (!result.ok()) {
     std::fprintf(stderr, "hb-orchestrator %s: %s\n", command.c_str(),
                  cli::OneLine(result.status()).c_str());
     return cli::kExitUsage;
   }
   std::cout << *result << std::endl;
-  if (exit_code == kExitRowsFailed) {
-    std::fprintf(stderr, "hb-orchestrator %s: some reports are marked INCOMPLETE (exit 3)\n",
-                 command.c_str());
-  }
-  return exit_code;
+  return kExitOk;
 }
 
 }  // namespace hb

@@ -26,7 +26,7 @@ std::string HolderPid(int fd) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& dir, bool wait) {
   std::string path = dir.empty() || dir.back() == '/' ? dir + kOutputLockFileName
                                                       : absl::StrCat(dir, "/", kOutputLockFileName);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -34,7 +34,9 @@ absl::StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::strin
     return absl::PermissionDeniedError(
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  int locked = ::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB);
+  while (locked != 0 && wait && errno == EINTR) locked = ::flock(fd, LOCK_EX);
+  if (locked != 0) {
     const int error = errno;
     std::string message =
         error == EWOULDBLOCK

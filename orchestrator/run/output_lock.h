@@ -19,7 +19,10 @@ class OutputLock {
   // writes this process's pid in the file. Errors: kFailedPrecondition "another hb-orchestrator
   // holds <dir>/.lock (pid N)" when another open file holds it (another process, or another
   // OutputLock of this one); kPermissionDenied naming the file when it cannot be opened.
-  static absl::StatusOr<std::unique_ptr<OutputLock>> Acquire(const std::string& dir);
+  // With `wait`, blocks until the holder releases it instead (`merge --when-complete`: two
+  // shards finishing together merge one after the other, the second finding the merge done).
+  static absl::StatusOr<std::unique_ptr<OutputLock>> Acquire(const std::string& dir,
+                                                             bool wait = false);
   OutputLock(const OutputLock&) = delete;
   OutputLock& operator=(const OutputLock&) = delete;
   // Releases the lock; the file stays (removing it would race with a waiting run).
