@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Renders the Jobs that grade one checkpoint: an Indexed grading Job (hb-grade-CHECKPOINT) and
-# its merge Job (hb-merge-CHECKPOINT, created suspended), from jobs/grade-checkpoint/*.yaml.in.
+# Renders the Job that grades one checkpoint: an Indexed grading Job (hb-grade-CHECKPOINT) from
+# jobs/grade-checkpoint/grade-job.yaml.in. Its shards write /results/CHECKPOINT/shard-<i> and
+# the last one to complete merges them into /results/CHECKPOINT/merged (`run
+# --merge-when-complete`): no merge Job to start by hand.
 # Ten checkpoints are ten renders; put the outputs in an overlay (see overlays/grade-example).
 #
 #   deploy/k8s/render-job.sh [options] CHECKPOINT RESPONSES_PATH > ckpt.yaml
@@ -27,7 +29,7 @@
 #                                  kueue.x-k8s.io/queue-name=NAME (a LocalQueue of the namespace)
 #                                  and create it suspended, for Kueue to admit (unsuspend) once
 #                                  the ClusterQueue has quota for its requests (parallelism x the
-#                                  pod's cpu/memory requests). The merge Job is not queued
+#                                  pod's cpu/memory requests)
 #   --priority-class NAME          with --queue: label kueue.x-k8s.io/priority-class=NAME (a
 #                                  WorkloadPriorityClass)
 #
@@ -132,13 +134,7 @@ render() {  # template
       -e "s|@PARALLELISM@|$parallelism|g" \
       -e "s|@MAX_IN_FLIGHT@|$max_in_flight|g" \
       -e "s|@BACKOFF_LIMIT_PER_INDEX@|$backoff_limit_per_index|g" \
-      -e "s|@DEADLINE_SECONDS@|$deadline_seconds|g" "$1" |
-    awk -v n="$shards" -v ckpt="$checkpoint" '
-      $0 == "@SHARD_DIR_ARGS@" {
-        for (i = 0; i < n; i++) printf "            - /results/%s/shard-%d\n", ckpt, i
-        next
-      }
-      { print }'
+      -e "s|@DEADLINE_SECONDS@|$deadline_seconds|g" "$1"
 }
 
 # With --queue: the Kueue labels after the Job's own labels, and `suspend: true` first in its spec.
@@ -166,5 +162,3 @@ if [ -n "$queue" ]; then
 else
   render "$templates/grade-job.yaml.in"
 fi
-echo "---"
-render "$templates/merge-job.yaml.in"

@@ -591,7 +591,12 @@ function checkJobs(report, objects, refs, label) {
       report.expect(idx?.valueFrom?.fieldRef?.fieldPath === "metadata.annotations['batch.kubernetes.io/job-completion-index']",
         `${id}: env JOB_COMPLETION_INDEX must come from the job-completion-index annotation`);
       const out = flag('out') ?? '';
-      report.expect(/\/shard-\$\(JOB_COMPLETION_INDEX\)$/.test(out), `${id}: --out ${out} must end in /shard-$(JOB_COMPLETION_INDEX)`);
+      // No hand between shard and report: the shards merge themselves (the last to complete
+      // merges OUT/shard-* into OUT/merged), so --out is the checkpoint's folder, one for all.
+      report.expect(flags.has('merge-when-complete'),
+        `${id}: a sharded grading Job must merge by itself (--merge-when-complete), not through a suspended merge Job a person patches`);
+      report.expect(!out.includes('$(JOB_COMPLETION_INDEX)'),
+        `${id}: --out ${out} must be the checkpoint's folder, not per shard (run writes OUT/shard-<index> and merges into OUT/merged)`);
       const outMount = mountOf(out);
       report.expect(outMount && !outMount.readOnly && volumeOf(outMount)?.persistentVolumeClaim,
         `${id}: --out ${out} must be on a writable PersistentVolumeClaim`);
@@ -608,27 +613,8 @@ function checkJobs(report, objects, refs, label) {
       checkPolicies(report, id, obj, flags.get('policy') ?? [], refs);
       checkGraderTarget(report, id, obj, flag('grader') ?? '', refs, graders);
     } else if (sub === 'merge') {
-      const ckpt = obj.metadata.labels?.['healthbench.openai/checkpoint'];
-      const grade = objects.find((o) => o.kind === 'Job' && o !== obj && o.metadata.labels?.['healthbench.openai/checkpoint'] === ckpt &&
-        parseArgs(o.spec.template.spec.containers[0].args).sub === 'run');
-      if (report.expect(grade, `${id}: no grading Job for checkpoint ${ckpt}`)) {
-        const n = grade.spec.completions;
-        const gout = parseArgs(grade.spec.template.spec.containers[0].args).flags.get('out')[0];
-        const want = Array.from({ length: n }, (_, i) => gout.replace('$(JOB_COMPLETION_INDEX)', String(i)));
-        report.expect(JSON.stringify(positional) === JSON.stringify(want),
-          `${id}: merges ${JSON.stringify(positional)}, expected the ${n} shard folders ${JSON.stringify(want)}`);
-      }
-      report.expect(obj.spec.suspend === true, `${id}: the merge Job must be created suspended (started after grading completes)`);
-      // merge reloads the dataset and responses from the paths the shards recorded.
-      if (grade) {
-        const gflags = parseArgs(grade.spec.template.spec.containers[0].args).flags;
-        for (const v of [...(gflags.get('dataset') ?? []), ...(gflags.get('responses') ?? [])]) {
-          const path = String(v).slice(String(v).indexOf('=') + 1);
-          report.expect(mountOf(path), `${id}: ${path} (recorded by the shards, reloaded by merge) is not mounted`);
-        }
-      }
-      const outMount = mountOf(flag('out') ?? '');
-      report.expect(outMount && !outMount.readOnly, `${id}: --out must be on a writable volume`);
+      // A merge Job either waits suspended for a person to patch it, or starts before the shards.
+      report.fail(`${id}: merge runs in the grading Job (run --merge-when-complete), not as a ${obj.spec.suspend ? 'suspended ' : ''}Job a person must start`);
     } else if (sub === 'compare') {
       report.expect(obj.spec.completionMode !== 'Indexed', `${id}: compare is one pod, not an Indexed Job`);
       report.expect(positional.length >= 2, `${id}: compare needs at least two result folders, got ${positional.length}`);
@@ -952,8 +938,8 @@ function checkRenderJob(report, models) {
   const r = run('bash', [script, '--shards', '3', '--parallelism', '2', '--max-in-flight', '16', '1e3', '/inputs/r/1e3.jsonl']);
   if (report.expect(r.status === 0, `render-job.sh sample failed: ${r.stderr}`)) {
     const objects = parseDocs(models.yaml, r.stdout, 'render-job.sh sample');
-    report.expect(objects.length === 2 && objects[0].spec.completions === 3 && objects[0].spec.parallelism === 2,
-      'render-job.sh sample: expected a 3-shard grading Job with parallelism 2 and a merge Job');
+    report.expect(objects.length === 1 && objects[0].spec.completions === 3 && objects[0].spec.parallelism === 2,
+      'render-job.sh sample: expected one 3-shard grading Job with parallelism 2 (it merges by itself)');
     return objects;
   }
   return [];
@@ -1028,7 +1014,6 @@ function selftest(models, rendered) {
   const grader = (objs) => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hb-grader');
   const gc = (objs) => grader(objs).spec.template.spec.containers[0];
   const gradeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-grade-'));
-  const mergeJob = (objs) => objs.find((o) => o.kind === 'Job' && o.metadata.name.startsWith('hb-merge-'));
   const watchOf = (objs) => objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hb-watch');
   const cronOf = (objs) => objs.find((o) => o.kind === 'CronJob');
   const cronPod = (objs) => cronOf(objs).spec.jobTemplate.spec.template.spec;
@@ -1070,12 +1055,11 @@ function selftest(models, rendered) {
     ['grade-example', 'exit 2 retried', (o) => { gradeJob(o).spec.podFailurePolicy.rules.shift(); }, 'exit code 2'],
     ['grade-example', 'exit 4 counted', (o) => { gradeJob(o).spec.podFailurePolicy.rules.splice(1, 1); }, 'exit code 4'],
     ['grade-example', 'shard count', (o) => { gradeJob(o).spec.completions = 9; }, '--shard-count 8 != completions 9'],
-    ['grade-example', 'out not per shard', (o) => { setArg(gradeJob(o).spec.template.spec.containers[0], 'out', '/results/x'); }, 'must end in /shard-$(JOB_COMPLETION_INDEX)'],
+    ['grade-example', 'out per shard', (o) => { setArg(gradeJob(o).spec.template.spec.containers[0], 'out', '/results/x/shard-$(JOB_COMPLETION_INDEX)'); }, 'not per shard'],
+    ['grade-example', 'no self-merge', (o) => { const c = gradeJob(o).spec.template.spec.containers[0]; c.args = c.args.filter((a) => a !== '--merge-when-complete'); }, 'must merge by itself'],
     ['grade-example', 'grader typo', (o) => { setArg(gradeJob(o).spec.template.spec.containers[0], 'grader', 'dns:///hb-grader:50051'); }, 'Service hb-grader, which is not defined'],
     ['grade-example', 'job labels not admitted', (o) => { gradeJob(o).spec.template.metadata.labels['app.kubernetes.io/name'] = 'x'; }, 'does not admit this Job'],
-    ['grade-example', 'merge misses a shard', (o) => { mergeJob(o).spec.template.spec.containers[0].args.pop(); }, 'expected the 8 shard folders'],
-    ['grade-example', 'merge without inputs', (o) => { const c = mergeJob(o).spec.template.spec.containers[0]; c.volumeMounts = c.volumeMounts.filter((m) => m.mountPath !== '/inputs'); }, 'reloaded by merge) is not mounted'],
-    ['grade-example', 'merge not suspended', (o) => { delete mergeJob(o).spec.suspend; }, 'created suspended'],
+    ['grade-example', 'suspended merge Job', (o) => { const m = clone(gradeJob(o)); m.metadata.name = 'hb-merge-x'; m.spec = { suspend: true, podFailurePolicy: m.spec.podFailurePolicy, template: m.spec.template }; m.spec.template.spec.containers[0].args = ['merge', '--out=/results/x/merged', '/results/x/shard-0']; o.push(m); }, 'not as a suspended Job a person must start'],
     ['grade-example', 'pvc missing', (o) => { gradeJob(o).spec.template.spec.volumes[1].persistentVolumeClaim.claimName = 'nope'; }, 'PersistentVolumeClaim nope is not defined'],
     ['policy-example', 'policy service typo', (o) => { const c = gradeJob(o).spec.template.spec.containers[0]; c.args = c.args.map((a) => a.replace('@http://hb-policy-ckpt-0300:', '@http://hb-policy:')); }, 'Service hb-policy, which is not defined'],
     ['policy-example', 'policy sharded', (o) => { gradeJob(o).spec.completions = 2; }, 'completions must be 1'],
