@@ -82,14 +82,9 @@ absl::StatusOr<CheckpointResult> LoadResult(const CheckpointSummary& summary) {
   }
   result.prompt_ids = std::move(scores.prompt_ids);
   result.task_scores = std::move(scores.scores);
+  if (summary.length_adjustment.has_value())
+    result.adjusted_task_scores = std::move(scores.adjusted);
   return result;
-}
-
-// ", length-adjusted 0.1234" when the checkpoint has overall_score_length_adjusted, else "".
-std::string LengthAdjustedText(const CheckpointResult& result) {
-  const MetricSummary* adjusted = FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey);
-  if (adjusted == nullptr || result.graded == 0) return "";
-  return absl::StrFormat(", length-adjusted %.4f", adjusted->mean);
 }
 
 // Errors for names used twice and gradings that cannot be compared with the baseline's.
@@ -222,11 +217,10 @@ absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
   std::string message;
   for (const CheckpointSummary& summary : summaries) {
     HB_ASSIGN_OR_RETURN(CheckpointResult result, LoadResult(summary));
-    absl::StrAppend(&message, "compare: ", result.checkpoint, ": score ",
-                    result.graded > 0 ? absl::StrFormat("%.4f", result.score) : "n/a",
-                    LengthAdjustedText(result), ", ", result.graded, " of ", result.tasks,
-                    " tasks graded", result.simulated ? " SIMULATED" : "",
-                    result.incomplete ? " INCOMPLETE" : "", " (", result.dir, ")\n");
+    absl::StrAppend(&message, "compare: ", result.checkpoint, ": score ", HeadlineOf(result).Text(),
+                    ", ", result.graded, " of ", result.tasks, " tasks graded",
+                    result.simulated ? " SIMULATED" : "", result.incomplete ? " INCOMPLETE" : "",
+                    " (", result.dir, ")\n");
     results.push_back(std::move(result));
   }
   HB_RETURN_IF_ERROR(WriteComparison(results, summaries[baseline].seed, options.out, baseline));

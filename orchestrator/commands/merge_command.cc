@@ -384,7 +384,7 @@ absl::StatusOr<MergeResult> MergeNow(const MergeOptions& options) {
     absl::StrAppend(&message, message.empty() ? "" : "\n", "merge: ", merged->name, ": ",
                     merged->shards.size(), " shards, ", result.graded, " of ", result.tasks,
                     " tasks graded, ", result.graded_rows, " of ", result.rows, " rows graded, ",
-                    result.failed_rows, " failed");
+                    result.failed_rows, " failed; score ", HeadlineOf(result).Text());
     for (const std::string& gap : gaps) {
       absl::StrAppend(&message, "\nmerge: ", merged->name, ": ", gap,
                       options.allow_partial_shards

@@ -78,7 +78,8 @@ std::string FormatDryRunEstimate(const DryRunOptions& options, const DryRunEstim
 absl::StatusOr<std::string> RunDryRun(const DryRunOptions& options);
 
 // `score`: re-scores a checkpoint from a verdict file (no grader calls) and writes the report
-// files of WriteCheckpointReport into `out`.
+// files of WriteCheckpointReport into `out`, keeping the grading's provenance (see
+// ScoreOptions::grader_given).
 struct ScoreOptions {
   // The dataset file graded (for --subset hard|consensus, the subset's file).
   std::string dataset;
@@ -101,6 +102,14 @@ struct ScoreOptions {
   std::optional<LengthAdjustment> length_adjustment;
   std::string grader_endpoint;
   bool simulated = false;
+  // Which of the above the command line gave. What it did not give is taken from the
+  // summary.json beside `verdicts` when that summary records these verdicts' grading (same
+  // responses and dataset sha256): the grader that graded them (settings, template sha256,
+  // upstream, version, replicas, endpoint), its length adjustment and its SIMULATED mark. A
+  // given grader setting or length adjustment that contradicts it is kInvalidArgument naming
+  // the field and both values.
+  bool grader_given = false, length_adjustment_given = false, grader_template_given = false,
+       grader_endpoint_given = false;
 };
 absl::StatusOr<std::string> RunScore(const ScoreOptions& options);
 

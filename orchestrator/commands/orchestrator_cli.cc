@@ -149,8 +149,10 @@ task's first row).)";
 
 constexpr char kScoreDescription[] =
     R"(Score a checkpoint from verdicts.jsonl without grading and write DIR/tasks.jsonl,
-summary.json, verdicts.jsonl, failures.jsonl and report.html. The grader flags and the
-template's sha256 are recorded in the provenance (--grader-template="" records none).)";
+summary.json, verdicts.jsonl, failures.jsonl and report.html. When the summary.json beside the
+verdicts records their grading (a run's checkpoint folder), its grader, template sha256, length
+adjustment and SIMULATED mark are kept, and grader flags that contradict it are refused; else
+the grader flags and the template's sha256 are recorded (--grader-template="" records none).)";
 
 constexpr char kMergeDescription[] =
     R"(Merge sharded runs: each SHARD_DIR holds <checkpoint>/summary.json and
@@ -378,10 +380,28 @@ class OrchestratorCommandLine {
     if (command == "score") {
       score_.grader_template =
           cli::ResolveGraderTemplatePath(*score_command_, score_.grader_template);
+      if (score_professional_) {
+        HB_RETURN_IF_ERROR(
+            cli::ApplyProfessionalGrader(*score_command_, &score_.grader, &score_api_));
+        HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(score_.dataset));
+      }
       HB_RETURN_IF_ERROR(cli::ResolveGraderSettingsFlags(*score_command_, score_api_,
                                                          score_headers_, &score_.grader));
-      HB_ASSIGN_OR_RETURN(score_.length_adjustment, cli::ResolveLengthAdjustmentFlags(
-                                                        *score_command_, score_length_adjustment_));
+      HB_ASSIGN_OR_RETURN(
+          score_.length_adjustment,
+          score_professional_
+              ? cli::ResolveProfessionalLengthAdjustment(*score_command_, score_length_adjustment_)
+              : cli::ResolveLengthAdjustmentFlags(*score_command_, score_length_adjustment_));
+      score_.grader_given = score_professional_;
+      for (const char* flag : {"llm-model", "llm-temperature", "llm-max-tokens", "llm-api",
+                               "llm-reasoning-effort", "llm-extra-body", "llm-header"}) {
+        score_.grader_given = score_.grader_given || score_command_->Given(flag);
+      }
+      score_.length_adjustment_given =
+          score_professional_ || score_command_->Given("length-adjustment-center") ||
+          score_command_->Given("length-adjustment-penalty-per-500-chars");
+      score_.grader_template_given = score_command_->Given("grader-template");
+      score_.grader_endpoint_given = score_command_->Given("grader-endpoint");
       HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(
           score_subset_, score_command_->Given("subset"), score_.dataset, score_.subset,
           score_.ignore_extra_responses));
@@ -720,6 +740,7 @@ class OrchestratorCommandLine {
     AddGraderRequestFlags(c, &o.grader_template, &o.require_reference_template, &o.grader,
                           &score_api_, &score_headers_);
     cli::AddLengthAdjustmentFlags(c, &score_length_adjustment_);
+    cli::AddProfessionalFlag(c, &score_professional_);
     c.Flag("grader-endpoint", &o.grader_endpoint, "URL", "grader endpoint to record");
     c.Bool("simulated", &o.simulated, "mark the report as simulated");
   }
@@ -775,6 +796,7 @@ class OrchestratorCommandLine {
   GraderApiChoice score_api_ = GraderApiChoice::kAuto;
   std::vector<std::string> score_headers_;
   cli::LengthAdjustmentFlags score_length_adjustment_;
+  bool score_professional_ = false;
   ScoreOptions score_;
   cli::Command* score_command_ = nullptr;
   commands_internal::SubsetFlags score_subset_;

@@ -260,7 +260,12 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(p.simulated, reader.Bool("provenance.simulated"));
   HB_ASSIGN_OR_RETURN(p.incomplete, reader.Bool("provenance.incomplete"));
   p.unscorable_tasks = ReadUnscorableTasks(reader);
+  // "raw_score" is the reference's score; "score" is the length-adjusted one when there is one
+  // (summaries written before raw_score existed have the raw score there).
   HB_ASSIGN_OR_RETURN(const rapidjson::Value* score, reader.Get("score"));
+  if (absl::StatusOr<const rapidjson::Value*> raw = reader.Get("raw_score"); raw.ok()) {
+    score = *raw;
+  }
   p.score = score->IsNumber() ? score->GetDouble() : std::numeric_limits<double>::quiet_NaN();
   HB_ASSIGN_OR_RETURN(p.tasks, reader.Int("counts.tasks"));
   HB_ASSIGN_OR_RETURN(p.graded, reader.Int("counts.graded"));
@@ -342,6 +347,13 @@ absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir) {
     out.prompt_ids.push_back(*std::move(prompt_id));
     out.scores.push_back(score->IsNull() ? std::nullopt
                                          : std::optional<double>(score->GetDouble()));
+    const rapidjson::Value* metrics = FindJsonMember(doc, "metrics");
+    const rapidjson::Value* adjusted = metrics != nullptr && metrics->IsObject()
+                                           ? FindJsonMember(*metrics, kLengthAdjustedScoreKey)
+                                           : nullptr;
+    out.adjusted.push_back(adjusted != nullptr && adjusted->IsNumber()
+                               ? std::optional<double>(adjusted->GetDouble())
+                               : std::nullopt);
   }
   return out;
 }

@@ -54,11 +54,13 @@ struct CheckpointSummary {
 // Reads `dir`/summary.json.
 absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir);
 
-// The per-task scores of `dir`/tasks.jsonl in file order: prompt_ids and scores (nullopt for a
-// task not graded). Errors name the file and line.
+// The per-task scores of `dir`/tasks.jsonl in file order: prompt_ids, scores (nullopt for a
+// task not graded) and length-adjusted scores. Errors name the file and line.
 struct TaskScores {
   std::vector<std::string> prompt_ids;
   std::vector<std::optional<double>> scores;
+  // Each task's metrics.overall_score_length_adjusted (nullopt when absent).
+  std::vector<std::optional<double>> adjusted;
 };
 absl::StatusOr<TaskScores> ReadTaskScores(const std::string& dir);
 

@@ -24,26 +24,68 @@ namespace {
 using report_internal::kBootstrapSamples;
 using ComparisonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
-// The graded prompt_ids of `result` -> their scores.
-absl::flat_hash_map<std::string, double> GradedScores(const CheckpointResult& result) {
-  absl::flat_hash_map<std::string, double> scores;
-  for (size_t t = 0; t < result.prompt_ids.size(); ++t) {
-    if (result.task_scores[t].has_value()) scores[result.prompt_ids[t]] = *result.task_scores[t];
+using TaskScoreList = std::vector<std::optional<double>>;
+
+// The graded prompt_ids of `result` -> their `scores` (task_scores or adjusted_task_scores).
+absl::flat_hash_map<std::string, double> GradedScores(const CheckpointResult& result,
+                                                      const TaskScoreList& scores) {
+  absl::flat_hash_map<std::string, double> graded;
+  for (size_t t = 0; t < result.prompt_ids.size() && t < scores.size(); ++t) {
+    if (scores[t].has_value()) graded[result.prompt_ids[t]] = *scores[t];
   }
-  return scores;
+  return graded;
 }
 
-// The scores of the tasks graded in both, paired by prompt_id, in the baseline's order.
+absl::flat_hash_map<std::string, double> GradedScores(const CheckpointResult& result) {
+  return GradedScores(result, result.task_scores);
+}
+
+// The scores (`pick`: raw or length-adjusted) of the tasks graded in both, paired by prompt_id,
+// in the baseline's order.
 void PairGraded(const CheckpointResult& baseline, const CheckpointResult& other,
-                std::vector<double>& a, std::vector<double>& b) {
-  const absl::flat_hash_map<std::string, double> other_scores = GradedScores(other);
-  for (size_t t = 0; t < baseline.prompt_ids.size(); ++t) {
-    if (!baseline.task_scores[t].has_value()) continue;
+                const TaskScoreList CheckpointResult::*pick, std::vector<double>& a,
+                std::vector<double>& b) {
+  const TaskScoreList& base_scores = baseline.*pick;
+  const absl::flat_hash_map<std::string, double> other_scores = GradedScores(other, other.*pick);
+  for (size_t t = 0; t < baseline.prompt_ids.size() && t < base_scores.size(); ++t) {
+    if (!base_scores[t].has_value()) continue;
     auto it = other_scores.find(baseline.prompt_ids[t]);
     if (it == other_scores.end()) continue;
-    a.push_back(*baseline.task_scores[t]);
+    a.push_back(*base_scores[t]);
     b.push_back(it->second);
   }
+}
+
+// The paired-bootstrap difference of `pick` (nullopt when no task is graded in both).
+std::optional<PairedDifference> Difference(const CheckpointResult& baseline,
+                                           const CheckpointResult& other,
+                                           const TaskScoreList CheckpointResult::*pick,
+                                           uint32_t seed) {
+  std::vector<double> a, b;
+  PairGraded(baseline, other, pick, a, b);
+  if (a.empty()) return std::nullopt;
+  AggregateOptions options;
+  options.bootstrap_samples = kBootstrapSamples;
+  options.seed = seed;
+  return PairedBootstrap(a, b, options);
+}
+
+// {difference, ci_low, ci_high} (nulls without a difference) and n.
+void WriteDifferenceFields(ComparisonWriter& writer,
+                           const std::optional<PairedDifference>& difference) {
+  for (const auto& [key, value] : {std::pair<const char*, double PairedDifference::*>{
+                                       "difference", &PairedDifference::difference},
+                                   {"ci_low", &PairedDifference::ci_low},
+                                   {"ci_high", &PairedDifference::ci_high}}) {
+    writer.Key(key);
+    if (difference.has_value()) {
+      WritePythonFloat(writer, (*difference).*value);
+    } else {
+      writer.Null();
+    }
+  }
+  writer.Key("n");
+  writer.Int64(difference.has_value() ? difference->n : 0);
 }
 
 // Tasks graded by every checkpoint.
@@ -131,36 +173,33 @@ HtmlComparisonCheckpoint CheckpointView(const CheckpointResult& result,
   return view;
 }
 
-// The difference of `other` to `baseline` (JSON and page).
+// The difference of `other` to `baseline` (JSON and page): of the length-adjusted scores when
+// both have them (the raw difference beside it, "raw"), else of the raw scores.
 HtmlComparisonPair WriteDifference(ComparisonWriter& writer, const CheckpointResult& baseline,
                                    const CheckpointResult& other, uint32_t seed) {
-  std::vector<double> a, b;
-  PairGraded(baseline, other, a, b);
   HtmlComparisonPair pair{baseline.checkpoint, other.checkpoint, std::nullopt};
+  pair.length_adjusted =
+      !baseline.adjusted_task_scores.empty() && !other.adjusted_task_scores.empty();
+  const std::optional<PairedDifference> raw =
+      Difference(baseline, other, &CheckpointResult::task_scores, seed);
+  pair.difference = pair.length_adjusted
+                        ? Difference(baseline, other, &CheckpointResult::adjusted_task_scores, seed)
+                        : raw;
   writer.StartObject();
   writer.Key("baseline");
   WriteJsonString(writer, baseline.checkpoint);
   writer.Key("checkpoint");
   WriteJsonString(writer, other.checkpoint);
-  if (!a.empty()) {
-    AggregateOptions options;
-    options.bootstrap_samples = kBootstrapSamples;
-    options.seed = seed;
-    pair.difference = PairedBootstrap(a, b, options);
-    writer.Key("difference");
-    WritePythonFloat(writer, pair.difference->difference);
-    writer.Key("ci_low");
-    WritePythonFloat(writer, pair.difference->ci_low);
-    writer.Key("ci_high");
-    WritePythonFloat(writer, pair.difference->ci_high);
-  } else {
-    for (const char* key : {"difference", "ci_low", "ci_high"}) {
-      writer.Key(key);
-      writer.Null();
-    }
+  WriteDifferenceFields(writer, pair.difference);
+  writer.Key("length_adjusted");
+  writer.Bool(pair.length_adjusted);
+  if (pair.length_adjusted) {
+    pair.raw = raw;
+    writer.Key("raw");
+    writer.StartObject();
+    WriteDifferenceFields(writer, raw);
+    writer.EndObject();
   }
-  writer.Key("n");
-  writer.Int64(static_cast<int64_t>(a.size()));
   writer.EndObject();
   return pair;
 }

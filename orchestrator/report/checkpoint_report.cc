@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -103,6 +104,27 @@ absl::Status WriteHtml(const HtmlReport& head, const std::vector<TaskState>& tas
 }  // namespace
 
 const char* ToolVersion() { return HB_TOOL_VERSION; }
+
+HeadlineScore HeadlineOf(const CheckpointResult& result) {
+  HeadlineScore headline;
+  headline.graded = result.graded > 0;
+  headline.score = headline.raw = result.score;
+  headline.bootstrap_std = headline.raw_bootstrap_std = result.score_bootstrap_std;
+  const MetricSummary* adjusted = FindMetric(result.aggregate.metrics, kLengthAdjustedScoreKey);
+  if (adjusted != nullptr && headline.graded) {
+    headline.length_adjusted = true;
+    headline.score = adjusted->mean;
+    headline.bootstrap_std = adjusted->bootstrap_std;
+  }
+  return headline;
+}
+
+std::string HeadlineScore::Text() const {
+  if (!graded) return "n/a";
+  if (!length_adjusted) return absl::StrFormat("%.4f (bootstrap std %.4f)", score, bootstrap_std);
+  return absl::StrFormat("%.4f length-adjusted (bootstrap std %.4f; raw %.4f, bootstrap std %.4f)",
+                         score, bootstrap_std, raw, raw_bootstrap_std);
+}
 
 absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     const Dataset& dataset, const ResponseSet& responses, const std::vector<VerdictRow>& verdicts,
@@ -198,6 +220,13 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
   for (TaskState& task : tasks) {
     result.prompt_ids.push_back(task.example->prompt_id);
     result.task_scores.push_back(task.score);
+    if (context.length_adjustment.has_value()) {
+      std::optional<double> adjusted;
+      for (const auto& [key, value] : task.metrics) {
+        if (task.score.has_value() && key == kLengthAdjustedScoreKey) adjusted = value;
+      }
+      result.adjusted_task_scores.push_back(adjusted);
+    }
     if (task.score.has_value()) {
       ++result.graded;
     } else {

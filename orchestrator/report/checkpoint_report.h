@@ -9,9 +9,11 @@
 //                  string when the task is not graded), completion_id, response, system_prompt,
 //                  metrics (the task's OrderedMetrics, in order), rubric_items [{criterion,
 //                  points, tags, criteria_met, explanation}] (nulls for rows without verdict).
-//   summary.json   checkpoint, score, metrics (ReferenceMetricsMap order and key names), counts,
-//                  usage, provenance; indent 2. "usage": attempts and the tokens spent upstream
-//                  (prompt_tokens, cached_tokens, completion_tokens), cost_usd at
+//   summary.json   checkpoint, score (HeadlineOf: the length-adjusted score when there is one),
+//                  raw_score (the clipped mean of the task scores, the reference's "score"),
+//                  score_length_adjusted, metrics (ReferenceMetricsMap order and key names),
+//                  counts, usage, provenance; indent 2. "usage": attempts and the tokens spent
+//                  upstream (prompt_tokens, cached_tokens, completion_tokens), cost_usd at
 //                  context.prices (given as prices_usd_per_mtok; batch_rows, the rows graded
 //                  through the Batch API, at batch_price_factor x those), from_cache_rows,
 //                  saved_tokens and saved_usd (verdict-cache hits), wall_seconds.
@@ -130,6 +132,9 @@ struct CheckpointResult {
   AggregateResult aggregate;
   // Per task in dataset order; nullopt = not graded.
   std::vector<std::optional<double>> task_scores;
+  // Per task in the same order, its overall_score_length_adjusted (nullopt = not graded);
+  // empty when the checkpoint has no length adjustment.
+  std::vector<std::optional<double>> adjusted_task_scores;
   // The dataset's prompt ids in the same order (comparisons pair tasks by them).
   std::vector<std::string> prompt_ids;
   // aggregate's "score" bootstrap std (0 when no task is graded).
@@ -143,6 +148,21 @@ struct CheckpointResult {
   // empty for a checkpoint written beside the comparison (out_dir/<checkpoint>).
   std::string dir;
 };
+
+// The score a checkpoint leads with (the last line of `run`, `score` and `compare`, summary.json's
+// "score", report.html's headline): with a length adjustment (simple-evals PR #108) the
+// length-adjusted score, the raw score beside it; else the raw score.
+struct HeadlineScore {
+  bool graded = false;  // some task is graded (else every number is NaN)
+  bool length_adjusted = false;
+  double score = 0, bootstrap_std = 0;
+  double raw = 0, raw_bootstrap_std = 0;
+
+  // "0.5123 (bootstrap std 0.0100)", or with a length adjustment "0.5123 length-adjusted
+  // (bootstrap std 0.0100; raw 0.5400, bootstrap std 0.0110)"; "n/a" when nothing is graded.
+  std::string Text() const;
+};
+HeadlineScore HeadlineOf(const CheckpointResult& result);
 
 // Scores the checkpoint and writes the five files above into `dir`. Errors:
 // kInvalidArgument when a verdict or failure names a prompt_id not in `dataset`, a rubric index

@@ -261,10 +261,16 @@ std::string HtmlReportHead(const HtmlReport& report) {
                   "</style>\n</head>\n<body>\n<h1>HealthBench report: ",
                   HtmlEscape(report.checkpoint), "</h1>\n");
   AppendBanners(out, report);
-  absl::StrAppend(&out, "<p class=\"score\">Score: <b>", FormatScore(report.score), "</b>");
+  absl::StrAppend(&out, "<p class=\"score\">Score",
+                  report.raw_score.has_value() ? " (length-adjusted)" : "", ": <b>",
+                  FormatScore(report.score), "</b>");
   if (report.score.has_value()) {
     absl::StrAppend(&out, " &plusmn; ", FormatStd(report.score_bootstrap_std),
                     " <span class=\"muted\">(bootstrap std)</span>");
+  }
+  if (report.raw_score.has_value()) {
+    absl::StrAppend(&out, "; raw score ", FormatScore(report.raw_score), " &plusmn; ",
+                    FormatStd(report.raw_bootstrap_std));
   }
   absl::StrAppend(&out, "</p>\n<table>\n");
   for (const auto& [key, value] : report.facts) {
@@ -505,20 +511,29 @@ std::string RenderComparisonHtml(const HtmlComparison& page) {
                   "<p class=\"muted\">Paired bootstrap over the tasks graded in both "
                   "checkpoints: ",
                   page.bootstrap_samples, " resamples, seed ", page.seed,
-                  ", 95% percentile interval.</p>\n<table><tr><th>baseline</th><th>checkpoint"
-                  "</th><th>difference</th><th>95% CI</th><th>n</th></tr>\n");
+                  ", 95% percentile interval; of the length-adjusted scores where both "
+                  "checkpoints have them (the raw scores' difference beside it).</p>\n<table><tr>"
+                  "<th>baseline</th><th>checkpoint</th><th>difference</th><th>95% CI</th><th>n"
+                  "</th><th>raw difference [95% CI]</th></tr>\n");
   for (const HtmlComparisonPair& pair : page.pairs) {
     absl::StrAppend(&out, "<tr><td>", HtmlEscape(pair.baseline), "</td><td>",
                     HtmlEscape(pair.checkpoint), "</td>");
     if (pair.difference.has_value()) {
       absl::StrAppend(&out, "<td class=\"num\">",
                       absl::StrFormat("%+.3f", pair.difference->difference),
-                      "</td><td class=\"num\">[", absl::StrFormat("%+.3f", pair.difference->ci_low),
-                      ", ", absl::StrFormat("%+.3f", pair.difference->ci_high),
-                      "]</td><td class=\"num\">", pair.difference->n, "</td></tr>\n");
+                      pair.length_adjusted ? " (length-adjusted)" : "", "</td><td class=\"num\">[",
+                      absl::StrFormat("%+.3f", pair.difference->ci_low), ", ",
+                      absl::StrFormat("%+.3f", pair.difference->ci_high),
+                      "]</td><td class=\"num\">", pair.difference->n, "</td>");
     } else {
-      absl::StrAppend(&out, "<td>n/a</td><td>n/a</td><td class=\"num\">0</td></tr>\n");
+      absl::StrAppend(&out, "<td>n/a</td><td>n/a</td><td class=\"num\">0</td>");
     }
+    absl::StrAppend(&out, "<td class=\"num\">",
+                    !pair.raw.has_value()
+                        ? std::string(pair.length_adjusted ? "n/a" : "(the difference)")
+                        : absl::StrFormat("%+.3f [%+.3f, %+.3f]", pair.raw->difference,
+                                          pair.raw->ci_low, pair.raw->ci_high),
+                    "</td></tr>\n");
   }
   absl::StrAppend(&out, "</table>\n</body>\n</html>\n");
   return out;

@@ -53,6 +53,10 @@ struct HtmlReport {
   std::string checkpoint;
   std::optional<double> score;  // nullopt when nothing is graded
   double score_bootstrap_std = 0;
+  // Set when `score` is the length-adjusted score (simple-evals PR #108): the raw score, shown
+  // beside the headline.
+  std::optional<double> raw_score;
+  double raw_bootstrap_std = 0;
   bool simulated = false;
   bool incomplete = false;
   std::vector<std::pair<std::string, std::string>> facts;  // counts and provenance, in order
@@ -117,6 +121,10 @@ struct HtmlComparisonCheckpoint {
 struct HtmlComparisonPair {
   std::string baseline, checkpoint;
   std::optional<PairedDifference> difference;  // nullopt when no task is graded in both
+  // `difference` is of the length-adjusted scores (both checkpoints have them); `raw` is then
+  // the raw scores' difference, shown beside it.
+  bool length_adjusted = false;
+  std::optional<PairedDifference> raw;
 };
 struct HtmlComparison {
   std::vector<HtmlComparisonCheckpoint> checkpoints;  // in the order given

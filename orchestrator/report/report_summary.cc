@@ -178,8 +178,13 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.StartObject();
   writer.Key("checkpoint");
   WriteJsonString(writer, context.checkpoint);
+  const HeadlineScore headline = HeadlineOf(result);
   writer.Key("score");
-  WritePythonFloat(writer, result.score);
+  WritePythonFloat(writer, headline.score);
+  writer.Key("raw_score");
+  WritePythonFloat(writer, headline.raw);
+  writer.Key("score_length_adjusted");
+  writer.Bool(headline.length_adjusted);
   writer.Key("metrics");
   writer.StartObject();
   if (result.graded > 0) {
@@ -337,8 +342,13 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
                          const std::string& generated_at) {
   HtmlReport html;
   html.checkpoint = context.checkpoint;
-  if (result.graded > 0) html.score = result.score;
-  html.score_bootstrap_std = result.score_bootstrap_std;
+  const HeadlineScore headline = HeadlineOf(result);
+  if (headline.graded) html.score = headline.score;
+  html.score_bootstrap_std = headline.bootstrap_std;
+  if (headline.length_adjusted) {
+    html.raw_score = headline.raw;
+    html.raw_bootstrap_std = headline.raw_bootstrap_std;
+  }
   html.simulated = context.simulated;
   html.incomplete = incomplete;
   html.facts = {

@@ -785,8 +785,8 @@ absl::Status CollectRows(const RunInputs& inputs, const LoadedCheckpoint& c, Ver
 void PrintCheckpointLine(const std::string& name, const CheckpointResult& result,
                          const std::string& report_path, bool with_score) {
   const std::string score =
-      with_score ? absl::StrFormat("score %.4f over %d graded task(s), %d not graded; ",
-                                   result.score, result.graded, result.not_graded)
+      with_score ? absl::StrFormat("score %s over %d graded task(s), %d not graded; ",
+                                   HeadlineOf(result).Text(), result.graded, result.not_graded)
                  : "";
   std::fprintf(stderr, "%s: %srows %lld graded, %lld failed, %lld missing -> %s\n", name.c_str(),
                score.c_str(), static_cast<long long>(result.graded_rows),

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -609,6 +610,87 @@ TEST_F(OrchestratorCliTest, ScoreWithLengthAdjustment) {
   EXPECT_EQ(Num(summary["provenance"]["length_adjustment"]["center"]), 100.0);
   EXPECT_EQ(Num(summary["provenance"]["length_adjustment"]["penalty_per_500_chars"]), 0.0147);
   EXPECT_THAT(Read(out + "/report.html"), HasSubstr("overall_score_length_adjusted"));
+  // The adjusted score is the headline (summary.json's score, report.html's, the stdout line),
+  // the raw score beside it.
+  const double adjusted = Num(metrics["overall_score_length_adjusted"]);
+  const double raw = Num(metrics["overall_score"]);
+  EXPECT_NE(adjusted, raw);
+  EXPECT_EQ(Num(summary["score"]), adjusted);
+  EXPECT_EQ(Num(summary["raw_score"]), raw);
+  EXPECT_TRUE(summary["score_length_adjusted"].GetBool());
+  EXPECT_THAT(r.out, HasSubstr(absl::StrFormat(
+                         "score: responses: %.4f length-adjusted (bootstrap std %.4f; raw %.4f, "
+                         "bootstrap std %.4f); 3 of 3 tasks graded",
+                         adjusted, Num(metrics["overall_score_length_adjusted:bootstrap_std"]), raw,
+                         Num(metrics["score:bootstrap_std"]))));
+  EXPECT_THAT(Read(out + "/report.html"),
+              HasSubstr(absl::StrFormat("Score (length-adjusted): <b>%.3f</b>", adjusted)));
+  EXPECT_THAT(Read(out + "/report.html"), HasSubstr(absl::StrFormat("; raw score %.3f", raw)));
+}
+
+// `score` of a checkpoint folder keeps what graded its verdicts (the summary.json beside them):
+// the grader identity and the length adjustment, never the flags' defaults (gpt-4.1 chat); a
+// grader flag that contradicts it is refused. `score --professional` takes the bundle.
+TEST_F(OrchestratorCliTest, ScoreKeepsTheGradingOfItsVerdicts) {
+  const std::string dataset =
+      SourceDir() + "/tests/common/healthbench/testdata/professional_synthetic.jsonl";
+  const std::string responses = dir_ + "/pro.jsonl";
+  Write(responses,
+        "{\"prompt_id\":\"pro-001\",\"response\":\"Depends on CrCl.\"}\n"
+        "{\"prompt_id\":\"2\",\"response\":\"Troponin negative, aspirin.\"}\n"
+        "{\"prompt_id\":\"pro-003\",\"response\":\"4 g par jour maximum.\"}\n");
+  HB_ASSERT_OK_AND_ASSIGN(Dataset pro, LoadDataset(dataset, {}));
+  std::string verdicts;
+  for (size_t t = 0; t < pro.examples.size(); ++t) {
+    for (size_t i = 0; i < pro.examples[t].rubrics.size(); ++i) {
+      verdicts += VerdictLine(pro.examples[t].prompt_id, i, MetA(t, i));
+    }
+  }
+  Write(dir_ + "/pro.verdicts.jsonl", verdicts);
+  const auto score = [&](const std::string& verdicts_path, const std::string& out,
+                         std::vector<std::string> extra) {
+    std::vector<std::string> args = {"score",
+                                     "--dataset",
+                                     dataset,
+                                     "--responses",
+                                     responses,
+                                     "--verdicts",
+                                     verdicts_path,
+                                     "--out",
+                                     out,
+                                     "--grader-template",
+                                     ReferenceTemplatePath()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args);
+  };
+  const RunResult first = score(dir_ + "/pro.verdicts.jsonl", dir_ + "/graded", {"--professional"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  for (const std::string& out : {dir_ + "/graded", dir_ + "/rescored"}) {
+    if (out == dir_ + "/rescored") {
+      const RunResult again = RunCli({"score", "--dataset", dataset, "--responses", responses,
+                                      "--verdicts", dir_ + "/graded/verdicts.jsonl", "--out", out});
+      ASSERT_EQ(again.exit_code, 0) << again.err;
+      EXPECT_THAT(again.out, HasSubstr("length-adjusted"));
+    }
+    SCOPED_TRACE(out);
+    rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+    const rapidjson::Value& grader = summary["provenance"]["grader"];
+    EXPECT_EQ(Str(grader["model"]), "gpt-5.4-2026-03-05");
+    EXPECT_EQ(Str(grader["api"]), "responses");
+    EXPECT_EQ(Str(grader["reasoning_effort"]), "low");
+    EXPECT_EQ(Num(summary["provenance"]["length_adjustment"]["center"]), 2000.0);
+    EXPECT_EQ(Str(summary["provenance"]["grader_template_sha256"]), kGraderTemplateSha256);
+    EXPECT_TRUE(summary["score_length_adjusted"].GetBool());
+    EXPECT_EQ(Num(summary["score"]), Num(summary["metrics"]["overall_score_length_adjusted"]));
+  }
+  const RunResult contradicted =
+      score(dir_ + "/graded/verdicts.jsonl", dir_ + "/o", {"--llm-model=gpt-4.1-2025-04-14"});
+  EXPECT_EQ(contradicted.exit_code, 2);
+  EXPECT_THAT(
+      contradicted.err,
+      HasSubstr("hb-orchestrator score: the grader flags contradict the grading of " + dir_ +
+                "/graded/verdicts.jsonl (" + dir_ + "/graded/summary.json): grader "));
+  EXPECT_THAT(contradicted.err, HasSubstr("drop them to keep what graded these verdicts"));
 }
 
 TEST_F(OrchestratorCliTest, ScoreRefusesVerdictsOfOtherResponses) {
@@ -894,6 +976,8 @@ TEST_F(MergeTest, LengthAdjustedScoresMergeAndCompare) {
   RunResult merged =
       RunCli({"merge", "--out", dir_ + "/merged", dir_ + "/shard0", dir_ + "/shard1"}, env);
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_THAT(merged.out, ContainsRegex("merge: b_new: 2 shards, .*; score [0-9.]+ "
+                                        "length-adjusted \\(bootstrap std [0-9.]+; raw "));
   for (const std::string ckpt : {"a_base", "b_new"}) {
     for (const char* file : {"tasks.jsonl", "report.html"}) {
       EXPECT_EQ(Read(dir_ + "/merged/" + ckpt + "/" + file),
@@ -915,16 +999,46 @@ TEST_F(MergeTest, LengthAdjustedScoresMergeAndCompare) {
   RunResult compared = RunCli(
       {"compare", "--out", dir_ + "/cmp", dir_ + "/merged/a_base", dir_ + "/merged/b_new"}, env);
   ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_EQ(Num(full["score"]), adjusted);  // the headline
+  const double raw = Num(full["raw_score"]);
   EXPECT_THAT(compared.out,
-              HasSubstr(absl::StrFormat("compare: b_new: score %.4f, length-adjusted %.4f, 28 of "
-                                        "30 tasks graded",
-                                        Num(full["score"]), adjusted)));
+              HasSubstr(absl::StrFormat("compare: b_new: score %.4f length-adjusted (bootstrap "
+                                        "std %.4f; raw %.4f, bootstrap std %.4f), 28 of 30 tasks "
+                                        "graded",
+                                        adjusted, std, raw, Num(metrics["score:bootstrap_std"]))));
   rapidjson::Document cmp = ParseJson(Read(dir_ + "/cmp/comparison.json"));
   const rapidjson::Value& b_new = cmp["checkpoints"][1];
   EXPECT_EQ(Str(b_new["checkpoint"]), "b_new");
   EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["mean"]), adjusted);
   EXPECT_EQ(b_new["overall_score_length_adjusted"]["n_samples"].GetInt(), n);
   EXPECT_EQ(Num(b_new["overall_score_length_adjusted"]["bootstrap_std"]), std);
+  // The paired difference is of the adjusted scores, the raw one beside it: the adjusted task
+  // scores' mean difference over the tasks both graded.
+  const rapidjson::Value& difference = cmp["differences"][0];
+  EXPECT_TRUE(difference["length_adjusted"].GetBool());
+  std::map<std::string, double> base_adjusted, new_adjusted;
+  for (const auto& [ckpt, scores] :
+       {std::pair<std::string, std::map<std::string, double>*>{"a_base", &base_adjusted},
+        {"b_new", &new_adjusted}}) {
+    for (const std::string& line : Lines(Read(dir_ + "/merged/" + ckpt + "/tasks.jsonl"))) {
+      rapidjson::Document task = ParseJson(line);
+      if (task["score"].IsNumber()) {
+        (*scores)[Str(task["prompt_id"])] = Num(task["metrics"]["overall_score_length_adjusted"]);
+      }
+    }
+  }
+  double sum = 0;
+  int both = 0;
+  for (const auto& [id, value] : base_adjusted) {
+    if (new_adjusted.count(id) == 0) continue;
+    sum += new_adjusted[id] - value;
+    ++both;
+  }
+  EXPECT_EQ(difference["n"].GetInt(), both);
+  EXPECT_NEAR(Num(difference["difference"]), sum / both, 1e-12);
+  EXPECT_TRUE(difference["raw"]["difference"].IsNumber());
+  EXPECT_NE(Num(difference["raw"]["difference"]), Num(difference["difference"]));
+  EXPECT_THAT(Read(dir_ + "/cmp/comparison.html"), HasSubstr(" (length-adjusted)</td>"));
   const std::string page = Read(dir_ + "/cmp/comparison.html");
   EXPECT_THAT(page, HasSubstr("<th>length-adjusted</th><th>its bootstrap std</th>"));
   EXPECT_THAT(page, HasSubstr(absl::StrFormat("<td class=\"num\">%.3f</td><td class=\"num\">"

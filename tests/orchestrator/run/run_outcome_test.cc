@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
 #include "gmock/gmock.h"
@@ -130,6 +131,33 @@ TEST_F(RunOutcomeTest, ABlankLineSaysHowToMendTheFile) {
                          "object, as the reference reads it: delete the empty line)\n"));
   EXPECT_EQ(CountLines(request_log_), 0u);
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/out"));  // nor the parent it created
+}
+
+// With a length adjustment the run's result line, summary.json's score and report.html's
+// headline give the adjusted score, the raw one beside it.
+TEST_F(RunOutcomeTest, TheLengthAdjustedScoreIsTheHeadline) {
+  const std::string out = dir_ + "/out";
+  const ProcessResult result = Run(out, {"--skip-unscorable-tasks", "--length-adjustment-center=0",
+                                         "--length-adjustment-penalty-per-500-chars=20"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  rapidjson::Document summary;
+  summary.Parse(ReadText(out + "/answers/summary.json").c_str());
+  ASSERT_FALSE(summary.HasParseError());
+  const rapidjson::Value& metrics = summary["metrics"];
+  const double adjusted = metrics["overall_score_length_adjusted"].GetDouble();
+  const double raw = metrics["overall_score"].GetDouble();
+  EXPECT_NE(adjusted, raw);
+  EXPECT_EQ(summary["score"].GetDouble(), adjusted);
+  EXPECT_EQ(summary["raw_score"].GetDouble(), raw);
+  EXPECT_TRUE(summary["score_length_adjusted"].GetBool());
+  EXPECT_THAT(result.err,
+              HasSubstr(absl::StrFormat(
+                  "answers: score %.4f length-adjusted (bootstrap std %.4f; raw %.4f, bootstrap "
+                  "std %.4f) over 1 graded task(s)",
+                  adjusted, metrics["overall_score_length_adjusted:bootstrap_std"].GetDouble(), raw,
+                  metrics["score:bootstrap_std"].GetDouble())));
+  EXPECT_THAT(ReadText(out + "/answers/report.html"),
+              HasSubstr(absl::StrFormat("Score (length-adjusted): <b>%.3f</b>", adjusted)));
 }
 
 // A folder that existed before the run is never removed, even when the run is refused.
