@@ -23,6 +23,18 @@ absl::Status ValidateGraderSettings(const GraderSettings& settings) {
   if (settings.max_tokens <= 0) {
     return absl::InvalidArgumentError("--llm-max-tokens must be positive");
   }
+  if (settings.max_tokens > kMaxGraderMaxTokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--llm-max-tokens must be at most ", kMaxGraderMaxTokens, ", got ", settings.max_tokens,
+        ": the upstream would refuse every request (the reference's grader uses 2048)"));
+  }
+  if (!(settings.temperature >= 0 && settings.temperature <= 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--llm-temperature must be in [0, 2] (the range OpenAI-compatible APIs "
+        "accept), got ",
+        settings.temperature,
+        ": the upstream would refuse every request (the reference's grader uses 0.5)"));
+  }
   const std::string& effort = settings.reasoning_effort;
   if (!effort.empty() && effort != "low" && effort != "medium" && effort != "high") {
     return absl::InvalidArgumentError(

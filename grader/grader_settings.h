@@ -14,8 +14,14 @@
 
 namespace hb {
 
-// kInvalidArgument naming the flag when a setting cannot produce a valid request
-// ("--llm-max-tokens must be positive", "--llm-reasoning-effort must be low, medium or high,
+// The largest --llm-max-tokens accepted: no model answers with more (a grader verdict takes a few
+// hundred tokens).
+inline constexpr int kMaxGraderMaxTokens = 1000000;
+
+// kInvalidArgument naming the flag when a setting cannot produce a valid request, so it is
+// refused at start instead of being sent upstream ("--llm-max-tokens must be positive",
+// "--llm-max-tokens must be at most 1000000, got N", "--llm-temperature must be in [0, 2] ...,
+// got 9", "--llm-reasoning-effort must be low, medium or high,
 // got 'x'", an effort on the chat API, an --llm-extra-body that is not a JSON object or sets a
 // key the request already has: see ExtraBodyKeyRefusal). Thread-safe.
 absl::Status ValidateGraderSettings(const GraderSettings& settings);

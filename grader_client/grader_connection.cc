@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
@@ -10,12 +12,65 @@
 
 namespace hb {
 
+namespace {
+
+constexpr char kTargetForms[] =
+    "'embedded', or the gRPC target of the hb-grader replicas: dns:///HOST:PORT, "
+    "ipv4:HOST:PORT[,HOST:PORT...], ipv6:[ADDR]:PORT, unix:PATH or HOST:PORT";
+
+// The schemes gRPC's resolvers take ("dns:///host:port", "ipv4:1.2.3.4:5", "unix:/path").
+bool IsGrpcScheme(absl::string_view scheme) {
+  for (absl::string_view known : {"dns", "ipv4", "ipv6", "unix", "unix-abstract", "vsock", "xds"}) {
+    if (absl::EqualsIgnoreCase(scheme, known)) return true;
+  }
+  return false;
+}
+
+// HOST:PORT or [V6]:PORT with a port in [1, 65535].
+bool IsHostPort(absl::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) return false;
+  const absl::string_view host = text.substr(0, colon);
+  int port = 0;
+  if (!absl::SimpleAtoi(text.substr(colon + 1), &port) || port < 1 || port > 65535) return false;
+  if (absl::StartsWith(host, "[")) return absl::EndsWith(host, "]") && host.size() > 2;
+  return host.find_first_of(":/") == absl::string_view::npos;
+}
+
+absl::Status NotATarget(const std::string& flag, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--grader '", flag, "' ", why, ": give ", kTargetForms,
+                   ". An OpenAI-compatible URL goes in --llm-base-url "
+                   "(graded by --grader embedded, the default)"));
+}
+
+}  // namespace
+
 absl::StatusOr<GraderTarget> ParseGraderTarget(const std::string& flag) {
   if (flag.empty()) {
     return absl::InvalidArgumentError(
         "--grader is empty: give 'embedded' or the gRPC target of the hb-grader replicas");
   }
   if (flag == kEmbeddedGrader) return GraderTarget{};
+  if (flag.find_first_of(" \t\r\n") != std::string::npos) {
+    return NotATarget(flag, "contains white space");
+  }
+  const size_t colon = flag.find(':');
+  const absl::string_view scheme =
+      colon == std::string::npos ? absl::string_view() : absl::string_view(flag).substr(0, colon);
+  if (absl::EqualsIgnoreCase(scheme, "http") || absl::EqualsIgnoreCase(scheme, "https")) {
+    return NotATarget(flag, "is an HTTP URL, not an hb-grader gRPC target");
+  }
+  if (IsGrpcScheme(scheme)) {
+    if (flag.size() == colon + 1 || absl::EndsWith(flag, "/")) {
+      return NotATarget(flag, "names no address after its scheme");
+    }
+    return GraderTarget{GraderTarget::Kind::kRemote, flag};
+  }
+  if (absl::StrContains(flag, "://")) {
+    return NotATarget(flag, absl::StrCat("has scheme '", scheme, "', which gRPC does not resolve"));
+  }
+  if (!IsHostPort(flag)) return NotATarget(flag, "is not a gRPC target (no scheme, no HOST:PORT)");
   return GraderTarget{GraderTarget::Kind::kRemote, flag};
 }
 

@@ -30,8 +30,11 @@ struct GraderTarget {
   bool embedded() const { return kind == Kind::kEmbedded; }
 };
 
-// "embedded" or a gRPC target ("dns:///grader-headless:50051", "127.0.0.1:50051").
-// kInvalidArgument naming --grader for an empty value.
+// "embedded" or a gRPC target: a resolver scheme gRPC knows with an address ("dns:///
+// grader-headless:50051", "ipv4:127.0.0.1:50051,127.0.0.1:50052", "unix:/run/grader.sock") or
+// HOST:PORT ("127.0.0.1:50051"). kInvalidArgument naming --grader for an empty value, white space,
+// a scheme gRPC does not resolve, a value without a scheme or a port, and an HTTP URL
+// ("http://127.0.0.1:9/v1": the message sends it to --llm-base-url).
 absl::StatusOr<GraderTarget> ParseGraderTarget(const std::string& flag);
 
 struct GraderConnectOptions {

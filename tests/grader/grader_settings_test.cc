@@ -1,6 +1,7 @@
 // The grader's API choice (simple-evals PR #108's routing) and the settings it refuses.
 #include "grader/grader_settings.h"
 
+#include <cmath>
 #include <string>
 
 #include "common/base/sha256.h"
@@ -70,6 +71,39 @@ TEST(ValidateGraderSettingsTest, EffortIsLowMediumOrHighAndOnlyOnResponses) {
   EXPECT_THAT(
       ValidateGraderSettings(settings),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("only through the Responses API")));
+}
+
+// Values every OpenAI-compatible API refuses are refused here, at start, naming the flag: sent
+// upstream they would fail every request with a 400 that reads like a bad key.
+TEST(ValidateGraderSettingsTest, TemperatureAndMaxTokensTheUpstreamWouldRefuse) {
+  GraderSettings settings;
+  HB_EXPECT_OK(ValidateGraderSettings(settings));
+  for (double t : {0.0, 2.0}) {
+    settings.temperature = t;
+    HB_EXPECT_OK(ValidateGraderSettings(settings)) << t;
+  }
+  for (double t : {9.0, -0.1, 2.0001, std::nan("")}) {
+    settings.temperature = t;
+    EXPECT_THAT(ValidateGraderSettings(settings),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("--llm-temperature must be in [0, 2]")))
+        << t;
+  }
+  settings.temperature = 9;
+  EXPECT_THAT(ValidateGraderSettings(settings),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got 9: the upstream would "
+                                                                     "refuse every request")));
+  settings.temperature = 0.5;
+  settings.max_tokens = kMaxGraderMaxTokens;
+  HB_EXPECT_OK(ValidateGraderSettings(settings));
+  settings.max_tokens = kMaxGraderMaxTokens + 1;
+  EXPECT_THAT(ValidateGraderSettings(settings),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--llm-max-tokens must be at most 1000000, got 1000001")));
+  settings.max_tokens = 0;
+  EXPECT_THAT(
+      ValidateGraderSettings(settings),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--llm-max-tokens must be positive")));
 }
 
 TEST(GraderApiChoiceTest, ParsesAndUnparsesTheFlag) {
