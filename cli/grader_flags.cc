@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -224,12 +225,43 @@ void AddPriceFlags(Command& command, TokenPrices* prices) {
                "USD per million output tokens");
 }
 
-void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices) {
+bool PriceFlagsGiven(const Command& command) {
   for (const char* flag :
        {"price-input-per-mtok", "price-cached-input-per-mtok", "price-output-per-mtok"}) {
-    if (command.Given(flag)) return;
+    if (command.Given(flag)) return true;
   }
+  return false;
+}
+
+void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices) {
+  if (PriceFlagsGiven(command)) return;
   if (const std::optional<TokenPrices> list = ListPricesForModel(model)) *prices = *list;
+}
+
+std::vector<ExpectedGraderField> ExpectedRemoteGrader(const Command& command, bool professional,
+                                                      GraderApiChoice api,
+                                                      const GraderSettings& settings) {
+  std::vector<ExpectedGraderField> expected;
+  if (professional) {
+    expected = ExpectedGraderFields(settings, {"model", "api", "reasoning_effort", "extra_body"},
+                                    "--professional");
+  }
+  const std::pair<const char*, const char*> flags[] = {{"llm-model", "model"},
+                                                       {"llm-temperature", "temperature"},
+                                                       {"llm-max-tokens", "max_tokens"},
+                                                       {"llm-api", "api"},
+                                                       {"llm-reasoning-effort", "reasoning_effort"},
+                                                       {"llm-extra-body", "extra_body"},
+                                                       {"llm-header", "headers"}};
+  for (const auto& [flag, name] : flags) {
+    if (!command.Given(flag)) continue;
+    if (std::string(flag) == "llm-api" && api == GraderApiChoice::kAuto) continue;
+    for (ExpectedGraderField& field :
+         ExpectedGraderFields(settings, {name}, absl::StrCat("--", flag))) {
+      expected.push_back(std::move(field));
+    }
+  }
+  return expected;
 }
 
 void AddLengthAdjustmentFlags(Command& command, LengthAdjustmentFlags* flags) {

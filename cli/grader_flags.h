@@ -14,6 +14,7 @@
 #include "cli/command_line.h"
 #include "common/grading/scoring.h"
 #include "common/healthbench/types.h"
+#include "grader/grader_info.h"
 #include "grader/grader_settings.h"
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_connection.h"
@@ -102,6 +103,9 @@ absl::Status CheckUpstreamFlagsAreEmbedded(const std::string& grader,
 // --price-input-per-mtok, --price-cached-input-per-mtok, --price-output-per-mtok.
 void AddPriceFlags(Command& command, TokenPrices* prices);
 
+// Whether any --price-* flag was given.
+bool PriceFlagsGiven(const Command& command);
+
 // After parsing: when none of the --price-* flags was given, the grader `model`'s list prices
 // (ListPricesForModel) replace the gpt-4.1 defaults; a model without list prices keeps them.
 void DefaultPricesForModel(const Command& command, const std::string& model, TokenPrices* prices);
@@ -137,6 +141,15 @@ absl::Status CheckProfessionalDataset(const std::string& dataset);
 // each flag, when given, must say the same (kInvalidArgument otherwise).
 absl::StatusOr<std::optional<LengthAdjustment>> ResolveProfessionalLengthAdjustment(
     const Command& command, const LengthAdjustmentFlags& flags);
+
+// After parsing, for a gRPC --grader: the settings this command line asked the grader for, to be
+// checked against what the replicas report (CheckGraderIsExpected): under --professional the
+// bundle's model, API, reasoning effort and no extra body; each of --llm-model,
+// --llm-temperature, --llm-max-tokens, --llm-api (chat or responses), --llm-reasoning-effort,
+// --llm-extra-body and --llm-header that was given. `settings` are the resolved ones.
+std::vector<ExpectedGraderField> ExpectedRemoteGrader(const Command& command, bool professional,
+                                                      GraderApiChoice api,
+                                                      const GraderSettings& settings);
 
 // --listen HOST:PORT (port 0 picks a free port), with `*address` as the default.
 void AddListenFlag(Command& command, std::string* address, const std::string& help);

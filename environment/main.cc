@@ -283,6 +283,18 @@ int main(int argc, char** argv) {
   // through ExitCodeFor, like every other bad input.
   if (!grader.ok()) return Fail(grader.status());
   const healthbench::grader::v1::GraderInfo& grader_info = (*grader)->info;
+  // Replicas must grade with what this command line asked for (--professional, --llm-model, ...):
+  // refused before any task is served (exit 2 naming the field).
+  if (!target->embedded()) {
+    if (absl::Status expected = hb::CheckGraderIsExpected(
+            hb::cli::ExpectedRemoteGrader(program.root(), flags.professional,
+                                          flags.grader_flags.api, grader_options->settings),
+            grader_info, flags.grader);
+        !expected.ok()) {
+      std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(expected).c_str());
+      return hb::ExitCodeFor(expected);
+    }
+  }
   hb::GraderClient* client = &(*grader)->grader_client();
   hb::Scheduler* scheduler = &(*grader)->scheduler();
 

@@ -7,6 +7,13 @@
 
 namespace hb {
 
+bool SentOnApi(GraderApi api, absl::string_view name) {
+  if (api == GraderApi::kResponses) {
+    return name != "temperature" && name != "max_tokens" && name != "system_message";
+  }
+  return name != "reasoning_effort";
+}
+
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity) {
   const GraderSettings& s = identity.settings;
   std::vector<IdentityField> fields = {
@@ -33,6 +40,19 @@ std::vector<IdentityField> IdentityFields(const GraderIdentity& identity) {
     fields.push_back({"headers", "grader_headers", HeadersIdentity(s.headers), "--llm-header"});
   }
   return fields;
+}
+
+std::string IdentityFieldFlag(const std::string& name) {
+  // An identity that lists every field.
+  GraderIdentity every;
+  every.settings.api = GraderApi::kResponses;
+  every.settings.reasoning_effort = "low";
+  every.settings.extra_body = "{}";
+  every.settings.headers = {GraderHeader{"x", "", ""}};
+  for (const IdentityField& field : IdentityFields(every)) {
+    if (field.name == name) return field.flag;
+  }
+  return "";
 }
 
 namespace {

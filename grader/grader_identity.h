@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "common/healthbench/types.h"
 
 namespace hb {
@@ -37,12 +38,23 @@ struct IdentityField {
   std::string flag;
 };
 
+// Whether the requests of a grader on `api` carry the setting `name` (an IdentityField name):
+// the Responses API (simple-evals PR #108) sends the model, the prompt and the reasoning effort,
+// never a temperature, max_tokens or a system message; chat completions sends no reasoning
+// effort. Provenance (summary.json, report.html) lists only what is sent; the identity's keys
+// keep every field (a Responses grader's unsent ones are at their defaults, which
+// ResolveGraderSettings enforces), so journals and caches stay valid.
+bool SentOnApi(GraderApi api, absl::string_view name);
+
 // The fields in a fixed order: model, temperature, max_tokens, system_message, template_sha256,
 // then api (when not chat), reasoning_effort, extra_body and headers (each when set; headers
 // as HeadersIdentity: lower-cased names and the sha256 of each value, never a value).
 // A field added later is listed only when it differs from its default, so journals and caches
 // written before it existed stay valid for graders that do not use it.
 std::vector<IdentityField> IdentityFields(const GraderIdentity& identity);
+
+// The flag that sets the field `name` ("--llm-model" for "model"), "" when none or unknown.
+std::string IdentityFieldFlag(const std::string& name);
 
 // The first field on which two identities differ: a's fields in order, then those only b lists
 // (a field one side does not list is at its default there, compared as "").

@@ -91,6 +91,57 @@ GraderSettings SettingsOf(const GraderInfo& info) {
   return settings;
 }
 
+namespace {
+
+// The value `fields` lists under `name`, "" when it does not list it.
+const IdentityField* FindField(const std::vector<IdentityField>& fields, const std::string& name) {
+  for (const IdentityField& field : fields) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+// A value as a message shows it: an unlisted api is chat, any other unlisted field none.
+std::string Shown(const std::string& name, const std::string& value) {
+  if (!value.empty()) return absl::StrCat("'", value, "'");
+  return name == "api" ? "'chat'" : "none";
+}
+
+}  // namespace
+
+std::vector<ExpectedGraderField> ExpectedGraderFields(const GraderSettings& settings,
+                                                      const std::vector<std::string>& names,
+                                                      const std::string& source) {
+  const std::vector<IdentityField> fields = IdentityFields(GraderIdentity{settings, ""});
+  std::vector<ExpectedGraderField> expected;
+  for (const std::string& name : names) {
+    const IdentityField* field = FindField(fields, name);
+    expected.push_back({name, field == nullptr ? "" : field->value, source});
+  }
+  return expected;
+}
+
+absl::Status CheckGraderIsExpected(const std::vector<ExpectedGraderField>& expected,
+                                   const GraderInfo& info, const std::string& target) {
+  const std::vector<IdentityField> fields = IdentityFields(IdentityOf(info));
+  for (const ExpectedGraderField& want : expected) {
+    const IdentityField* has = FindField(fields, want.name);
+    const std::string value = has == nullptr ? "" : has->value;
+    if (value == want.value) continue;
+    const std::string flag = IdentityFieldFlag(want.name);
+    const std::string fix =
+        want.name == "api" ? absl::StrCat("--llm-api=", want.value.empty() ? "chat" : want.value)
+        : flag.empty()     ? absl::StrCat("the same ", want.name)
+                           : absl::StrCat(flag, "=", want.value);
+    return absl::FailedPreconditionError(absl::StrCat(
+        want.source, " asks for a grader with ", want.name, " ", Shown(want.name, want.value),
+        ", but the hb-grader replicas at ", target, " grade with ", want.name, " ",
+        Shown(want.name, value), " (GetInfo); nothing was graded: start every replica with ", fix,
+        ", or grade with --grader embedded"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
                                std::vector<std::string>* warnings) {
   if (replicas.empty()) return absl::OkStatus();

@@ -41,4 +41,31 @@ struct ReplicaInfo {
 absl::Status CheckGradersAgree(const std::vector<ReplicaInfo>& replicas,
                                std::vector<std::string>* warnings = nullptr);
 
+// A setting a command line asked its grader for, to be checked against what a remote grader
+// reports (GetInfo) before anything is graded.
+struct ExpectedGraderField {
+  // An IdentityField name: "model", "api", "reasoning_effort", "temperature", ...
+  std::string name;
+  // As IdentityFields renders it; "" when the field is not listed (at its default).
+  std::string value;
+  // What asked for it, for the message: "--professional", "--llm-model".
+  std::string source;
+};
+
+// The fields `names` of `settings` as IdentityFields renders them ("" for one it does not
+// list), each with `source`.
+std::vector<ExpectedGraderField> ExpectedGraderFields(const GraderSettings& settings,
+                                                      const std::vector<std::string>& names,
+                                                      const std::string& source);
+
+// OK when `info` (what the replicas at `target` grade with; they agree, CheckGradersAgree) has
+// every expected value. Otherwise kFailedPrecondition naming the first field that differs, who
+// asked for it, what the replicas grade with and the fix: "--professional asks for a grader with
+// model 'gpt-5.4-2026-03-05', but the hb-grader replicas at ipv4:10.0.0.7:50051 grade with
+// model 'gpt-4.1-2025-04-14' (GetInfo); nothing was graded: start every replica with
+// --llm-model=gpt-5.4-2026-03-05, or grade with --grader embedded".
+absl::Status CheckGraderIsExpected(const std::vector<ExpectedGraderField>& expected,
+                                   const healthbench::grader::v1::GraderInfo& info,
+                                   const std::string& target);
+
 }  // namespace hb

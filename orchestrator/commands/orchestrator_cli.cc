@@ -340,6 +340,12 @@ class OrchestratorCommandLine {
     HB_ASSIGN_OR_RETURN(options.run.grader_options, cli::ResolveGraderFlags(meta_eval_grader_));
     cli::DefaultPricesForModel(*meta_eval_command_, options.run.grader_options.settings.model,
                                &options.run.prices);
+    options.run.prices_follow_grader = !cli::PriceFlagsGiven(*meta_eval_command_);
+    if (options.run.grader != kEmbeddedGrader) {
+      options.run.expected_grader =
+          cli::ExpectedRemoteGrader(*meta_eval_command_, /*professional=*/false,
+                                    meta_eval_grader_.api, options.run.grader_options.settings);
+    }
     HB_RETURN_IF_ERROR(
         cli::CheckUpstreamFlagsAreEmbedded(options.run.grader, options.run.grader_options));
     HB_RETURN_IF_ERROR(ValidateMetaEvalOptions(options));
@@ -514,6 +520,11 @@ class OrchestratorCommandLine {
     }
     HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(flags.grader));
     cli::DefaultPricesForModel(command, options.grader_options.settings.model, &options.prices);
+    options.prices_follow_grader = !cli::PriceFlagsGiven(command);
+    if (options.grader != kEmbeddedGrader) {
+      options.expected_grader = cli::ExpectedRemoteGrader(
+          command, flags.professional, flags.grader.api, options.grader_options.settings);
+    }
     HB_ASSIGN_OR_RETURN(
         options.length_adjustment,
         flags.professional
@@ -555,7 +566,8 @@ class OrchestratorCommandLine {
            "or ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin). The template sha256 and the "
            "model settings are recorded in the journal and reports");
     c.Bool("simulated-verdicts", &o->simulated_verdicts,
-           "the endpoint is hb-llm-sim: reports are marked SIMULATED and a banner is printed");
+           "mark the verdicts SIMULATED (reports and a banner) whatever the endpoint; not needed "
+           "for hb-llm-sim, which says what it is (x-hb-llm-sim) and marks its verdicts itself");
     cli::AddGraderFlags(c, grader);
     cli::AddGraderClientSecurityFlags(c, &o->grader_security);
   }

@@ -32,6 +32,7 @@
 #include "common/grading/scoring.h"
 #include "common/healthbench/dataset.h"
 #include "common/healthbench/responses.h"
+#include "grader/grader_info.h"
 #include "grader/grader_stack_options.h"
 #include "grader_client/grader_client.h"
 #include "grader_client/grader_connection.h"
@@ -123,6 +124,14 @@ struct RunOptions {
   RunMetrics* metrics = nullptr;
   absl::Duration drain_timeout = absl::Seconds(20);
   TokenPrices prices;
+  // No --price-* flag was given: `prices` become the list prices of the model the grader reports
+  // (GetInfo; gpt-4.1's for a model without list prices), so a gRPC --grader is priced at its
+  // replicas' model, not at this command's --llm-model.
+  bool prices_follow_grader = false;
+  // For a gRPC --grader: the settings this command line asked the grader for (--professional,
+  // --llm-model, ...; cli::ExpectedRemoteGrader), checked against what the replicas report before
+  // any row is sent (exit 2 naming the field: CheckGraderIsExpected).
+  std::vector<ExpectedGraderField> expected_grader;
   // "online" (each row through the grader) or "batch" (the Batch API; needs grader "embedded").
   std::string grader_mode = "online";
   BatchRunOptions batch;

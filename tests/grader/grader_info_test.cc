@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "grader/grader_settings.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -69,6 +70,69 @@ TEST(GraderInfoTest, UpstreamAndVersionDifferencesOnlyWarn) {
                           "graders disagree on version: replica a has '0.1.0', replica b has "
                           "'0.2'"));
   EXPECT_THAT(CheckGradersAgree({}), IsOk());
+}
+
+}  // namespace
+}  // namespace hb
+
+namespace hb {
+namespace {
+
+GraderSettings ProfessionalSettings() {
+  GraderSettings settings;
+  settings.model = kProfessionalGraderModel;
+  settings.api = GraderApi::kResponses;
+  settings.reasoning_effort = kProfessionalReasoningEffort;
+  return settings;
+}
+
+// --professional (or a --llm-* flag) against a gRPC grader: what the replicas report must be
+// what the command line asked for, else the run refuses before grading, naming the field.
+TEST(GraderInfoTest, ARemoteGraderMustGradeWithWhatTheCommandLineAskedFor) {
+  const std::vector<ExpectedGraderField> professional = ExpectedGraderFields(
+      ProfessionalSettings(), {"model", "api", "reasoning_effort", "extra_body"}, "--professional");
+  ASSERT_EQ(professional.size(), 4u);
+  EXPECT_EQ(professional[1].value, "responses");
+  EXPECT_EQ(professional[3].value, "");  // no extra body: not listed
+  const auto info = [](const GraderSettings& settings) {
+    return MakeGraderInfo(settings, "sha-t", "https://api.openai.com/v1", "0.1.0");
+  };
+  HB_EXPECT_OK(CheckGraderIsExpected(professional, info(ProfessionalSettings()), "ipv4:h:1"));
+  EXPECT_THAT(CheckGraderIsExpected(professional, info(GraderSettings{}), "ipv4:h:1"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "--professional asks for a grader with model 'gpt-5.4-2026-03-05', but the "
+                       "hb-grader replicas at ipv4:h:1 grade with model 'gpt-4.1-2025-04-14' "
+                       "(GetInfo); nothing was graded: start every replica with "
+                       "--llm-model=gpt-5.4-2026-03-05, or grade with --grader embedded"));
+  GraderSettings chat = ProfessionalSettings();
+  chat.api = GraderApi::kChatCompletions;
+  chat.reasoning_effort = "";
+  EXPECT_THAT(CheckGraderIsExpected(professional, info(chat), "ipv4:h:1"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("with api 'responses', but the hb-grader replicas at ipv4:h:1 "
+                                 "grade with api 'chat' (GetInfo); nothing was graded: start "
+                                 "every replica with --llm-api=responses")));
+  GraderSettings medium = ProfessionalSettings();
+  medium.reasoning_effort = "medium";
+  EXPECT_THAT(
+      CheckGraderIsExpected(professional, info(medium), "ipv4:h:1"),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--llm-reasoning-effort=low")));
+  GraderSettings extra = ProfessionalSettings();
+  extra.extra_body = R"({"x":1})";
+  EXPECT_THAT(CheckGraderIsExpected(professional, info(extra), "ipv4:h:1"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("with extra_body none, but the hb-grader replicas at ipv4:h:1 "
+                                 "grade with extra_body '{\"x\":1}'")));
+  GraderSettings cold;
+  cold.temperature = 0;
+  EXPECT_THAT(
+      CheckGraderIsExpected(ExpectedGraderFields(cold, {"temperature"}, "--llm-temperature"),
+                            info(GraderSettings{}), "dns:///g:1"),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("--llm-temperature asks for a grader with temperature '0', but "
+                         "the hb-grader replicas at dns:///g:1 grade with temperature "
+                         "'0.5'")));
+  HB_EXPECT_OK(CheckGraderIsExpected({}, info(GraderSettings{}), "dns:///g:1"));
 }
 
 }  // namespace
