@@ -125,6 +125,7 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
         out.rate_limit = rate_limit_;
         if (rate_limit_seen_.has_value()) out.rate_limit_age = now - *rate_limit_seen_;
         out.rate_limited_attempts = rate_limited_attempts_;
+        out.simulated = result->simulated;
         if (!cache_key_.empty()) {
           grader_.cache_->Store(cache_key_, CachedVerdict{out.raw_reply, out.model, out.usage});
         }

@@ -103,6 +103,8 @@ struct ItemVerdict {
   absl::Duration rate_limit_age = absl::ZeroDuration();
   // Attempts answered with HTTP 429.
   int rate_limited_attempts = 0;
+  // The accepted reply came from hb-llm-sim (ChatResult::simulated): a simulated verdict.
+  bool simulated = false;
   // Answered from the VerdictCache: no upstream request was made (attempts 0); `raw_reply`,
   // `model` and `usage` are the cached grading's (`usage` is what the hit saved, not spent).
   bool from_cache = false;

@@ -52,6 +52,7 @@ void ItemVerdictToProto(const ItemVerdict& verdict, grader_v1::GradeItemResponse
   response->set_raw_reply(verdict.raw_reply);
   response->set_rate_limited_attempts(verdict.rate_limited_attempts);
   response->set_from_cache(verdict.from_cache);
+  response->set_simulated(verdict.simulated);
   const RateLimitInfo& rl = verdict.rate_limit;
   const bool has_requests = rl.limit_requests || rl.remaining_requests || rl.reset_requests;
   const bool has_tokens = rl.limit_tokens || rl.remaining_tokens || rl.reset_tokens;

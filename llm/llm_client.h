@@ -60,6 +60,10 @@ struct RateLimitInfo {
   std::optional<absl::Duration> reset_tokens;
 };
 
+// The response header by which hb-llm-sim (simulator/) says that it is a simulator, not a model:
+// any reply carrying it is a simulated verdict (ChatResult::simulated), whatever the flags said.
+inline constexpr char kSimulatorHeader[] = "x-hb-llm-sim";
+
 // A usable completion: HTTP 200 with a string `choices[0].message.content`.
 struct ChatResult {
   std::string content;
@@ -71,6 +75,8 @@ struct ChatResult {
   int http_status = 0;
   absl::Duration latency = absl::ZeroDuration();
   RateLimitInfo rate_limit;
+  // The endpoint identified itself as hb-llm-sim (kSimulatorHeader): the content is simulated.
+  bool simulated = false;
 };
 
 // Receives the outcome of one call, exactly once. Errors carry an AttemptOutcome payload;

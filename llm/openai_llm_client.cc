@@ -276,6 +276,7 @@ absl::StatusOr<ChatResult> InterpretLlmResponse(const HttpResponse& response,
   result.rate_limit.remaining_tokens = IntHeader(response, "x-ratelimit-remaining-tokens");
   result.rate_limit.reset_requests = DurationHeader(response, "x-ratelimit-reset-requests");
   result.rate_limit.reset_tokens = DurationHeader(response, "x-ratelimit-reset-tokens");
+  result.simulated = response.Header(kSimulatorHeader) != nullptr;
   HB_RETURN_IF_ERROR(api == GraderApi::kResponses ? ReadResponse(doc, result)
                                                   : ReadChatCompletion(doc, result));
   return result;

@@ -69,6 +69,7 @@ class OpenAiLlmClient final : public LlmClient {
 // the SDK's output_text (every "output_text" part of every "message" item of `output`,
 // joined; "" when none) and usage comes from input_tokens, input_tokens_details.cached_tokens
 // and output_tokens (reasoning tokens included); finish_reason is the response's `status`.
+// `simulated` is set when the response carries kSimulatorHeader.
 // A non-array `output` is a malformed reply (kUnavailable, retried). Exposed for tests and the
 // Batch API path.
 absl::StatusOr<ChatResult> InterpretLlmResponse(const HttpResponse& response,

@@ -238,6 +238,12 @@ Simulator::Simulator(SimulatorOptions options, const Clock* clock)
       }) {}
 
 SimAction Simulator::Handle(const SimHttpRequest& request) {
+  SimAction action = Route(request);
+  action.headers.emplace_back(kSimulatorHeader, "1");
+  return action;
+}
+
+SimAction Simulator::Route(const SimHttpRequest& request) {
   const bool responses_path = request.path == "/v1/responses" || request.path == "/responses";
   const bool chat_path = request.path == "/v1/chat/completions" ||
                          request.path == "/chat/completions" || responses_path;
@@ -258,7 +264,18 @@ SimAction Simulator::Handle(const SimHttpRequest& request) {
     }
     return batch_.Handle(request);
   }
-  if (request.method == "GET" && request.path == "/healthz") {
+  if (request.method == "GET" && (request.path == "/v1/models" || request.path == "/models")) {
+    // OpenAI's model list, authenticated like the grader requests: what a client's start-up
+    // probe asks (llm/endpoint_preflight.h ProbeEndpoint). Not a grader request: not counted.
+    action.headers.emplace_back("Content-Type", kJsonType);
+    if (std::string refused = Unauthorized(request); !refused.empty()) {
+      action.status = 401;
+      action.body = BuildErrorBody(refused, "invalid_request_error", "invalid_api_key");
+    } else {
+      action.body = R"({"object":"list","data":[{"id":"hb-llm-sim","object":"model","created":0,)"
+                    R"("owned_by":"hb-llm-sim"}]})";
+    }
+  } else if (request.method == "GET" && request.path == "/healthz") {
     action.headers.emplace_back("Content-Type", "text/plain");
     action.body = "ok\n";
   } else if (request.method == "GET" && request.path == "/metrics") {

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "llm/llm_client.h"
 #include "simulator/faults.h"
 #include "simulator/prompt_cache.h"
 #include "simulator/rate_limiter.h"
@@ -123,6 +124,8 @@ class Simulator {
  public:
   Simulator(SimulatorOptions options, const Clock* clock);
 
+  // Every response carries kSimulatorHeader (llm/llm_client.h: "x-hb-llm-sim: 1"), by which
+  // clients know that its verdicts are simulated.
   SimAction Handle(const SimHttpRequest& request);
 
   // The counters in the Prometheus text format (SimMetrics), for GET /metrics.
@@ -132,6 +135,8 @@ class Simulator {
   void AddInFlight(int64_t delta) { metrics_.AddInFlight(delta); }
 
  private:
+  // Handle without the simulator header.
+  SimAction Route(const SimHttpRequest& request);
   // Why `request` is refused before its body is read: "" when it carries the --api-key bearer
   // token and every --require-header, else the 401 error message.
   std::string Unauthorized(const SimHttpRequest& request) const;

@@ -204,6 +204,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   std::vector<RowFailure> failures;
   std::set<std::string> endpoints;
   bool simulated = false;
+  std::string simulated_reason;
   for (const ShardProvenance& shard : merged.shards) {
     const std::string verdicts_path = shard.summary.dir + "/verdicts.jsonl";
     HB_ASSIGN_OR_RETURN(VerdictFile file, ReadVerdictFile(verdicts_path, dataset));
@@ -222,6 +223,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
     }
     endpoints.insert(shard.summary.grader_endpoint);
     simulated = simulated || shard.summary.simulated;
+    if (simulated_reason.empty()) simulated_reason = shard.summary.simulated_reason;
   }
 
   ReportContext context;
@@ -239,6 +241,7 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.length_adjustment = first.length_adjustment;
   context.seed = first.seed;
   context.simulated = simulated;
+  context.simulated_reason = simulated_reason;
   // Missing rows mark the merged report incomplete by themselves (WriteCheckpointReport);
   // missing shards too, unless accepted (then `dataset` holds only the given shards' tasks).
   context.incomplete = !gaps.empty() && !options.allow_partial_shards;

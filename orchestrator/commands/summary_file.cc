@@ -225,11 +225,19 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(p.responses_sha256, reader.String("provenance.responses.sha256"));
   HB_ASSIGN_OR_RETURN(p.template_sha256, reader.String("provenance.grader_template_sha256"));
   HB_ASSIGN_OR_RETURN(p.grader.model, reader.String("provenance.grader.model"));
-  HB_ASSIGN_OR_RETURN(p.grader.temperature, reader.Double("provenance.grader.temperature"));
-  HB_ASSIGN_OR_RETURN(int64_t max_tokens, reader.Int("provenance.grader.max_tokens"));
-  p.grader.max_tokens = static_cast<int>(max_tokens);
-  HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
   HB_RETURN_IF_ERROR(ReadLaterGraderFields(path, reader, p.grader));
+  // Only what the grader's API sends is recorded (SentOnApi): a Responses grader's summary has
+  // no temperature, max_tokens or system message, which stay at their defaults.
+  if (SentOnApi(p.grader.api, "temperature")) {
+    HB_ASSIGN_OR_RETURN(p.grader.temperature, reader.Double("provenance.grader.temperature"));
+  }
+  if (SentOnApi(p.grader.api, "max_tokens")) {
+    HB_ASSIGN_OR_RETURN(int64_t max_tokens, reader.Int("provenance.grader.max_tokens"));
+    p.grader.max_tokens = static_cast<int>(max_tokens);
+  }
+  if (SentOnApi(p.grader.api, "system_message")) {
+    HB_ASSIGN_OR_RETURN(p.grader.system_message, reader.String("provenance.grader.system_message"));
+  }
   if (absl::StatusOr<const rapidjson::Value*> adjustment =
           reader.Get("provenance.length_adjustment");
       adjustment.ok() && !(*adjustment)->IsNull()) {
@@ -258,6 +266,10 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(int64_t index, reader.Int("provenance.checkpoint_index"));
   p.checkpoint_index = static_cast<int>(index);
   HB_ASSIGN_OR_RETURN(p.simulated, reader.Bool("provenance.simulated"));
+  if (absl::StatusOr<const rapidjson::Value*> reason = reader.Get("provenance.simulated_reason");
+      reason.ok() && (*reason)->IsString()) {
+    p.simulated_reason = (*reason)->GetString();
+  }
   HB_ASSIGN_OR_RETURN(p.incomplete, reader.Bool("provenance.incomplete"));
   p.unscorable_tasks = ReadUnscorableTasks(reader);
   // "raw_score" is the reference's score; "score" is the length-adjusted one when there is one

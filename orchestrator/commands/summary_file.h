@@ -40,6 +40,8 @@ struct CheckpointSummary {
   uint32_t seed = 0;
   int checkpoint_index = 0;
   bool simulated = false;
+  // provenance.simulated_reason; empty when null or absent (summaries written before it).
+  std::string simulated_reason;
   bool incomplete = false;
   // "skipped_unscorable_tasks" (`run --skip-unscorable-tasks`); empty when absent.
   std::vector<UnscorableTask> unscorable_tasks;

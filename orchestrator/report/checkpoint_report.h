@@ -77,8 +77,11 @@ struct ReportContext {
   std::vector<std::string> shards;
   // numpy seed of the bootstrap (AggregateOptions::seed).
   uint32_t seed = 0;
-  // The verdicts came from the bundled simulator, not a real grader model (red banner).
+  // The verdicts are simulated, not a real grader model's (red banner), and why we know:
+  // "the grader endpoint identified itself as hb-llm-sim" or "declared by --simulated-verdicts"
+  // (empty: not said, e.g. a merge of simulated shards).
   bool simulated = false;
+  std::string simulated_reason;
   // The run stopped before every row was attempted. The report also marks itself incomplete
   // when some row of a task with a response has neither a verdict nor a failure.
   bool incomplete = false;

@@ -131,9 +131,12 @@ void AppendTask(std::string& out, const HtmlTask& task, size_t index) {
 
 void AppendBanners(std::string& out, const HtmlReport& report) {
   if (report.simulated) {
-    absl::StrAppend(&out,
-                    "<div class=\"banner simulated\">SIMULATED: these verdicts come from the "
-                    "grader simulator, not a real grader model. The scores mean nothing.</div>\n");
+    const std::string why = report.simulated_reason.empty()
+                                ? std::string()
+                                : absl::StrCat(" (", HtmlEscape(report.simulated_reason), ")");
+    absl::StrAppend(&out, "<div class=\"banner simulated\">SIMULATED", why,
+                    ": these verdicts are not a real grader model's. The scores mean "
+                    "nothing.</div>\n");
   }
   if (report.incomplete) {
     absl::StrAppend(&out,

@@ -58,6 +58,8 @@ struct HtmlReport {
   std::optional<double> raw_score;
   double raw_bootstrap_std = 0;
   bool simulated = false;
+  // Why the verdicts are simulated (ReportContext::simulated_reason); empty: not said.
+  std::string simulated_reason;
   bool incomplete = false;
   std::vector<std::pair<std::string, std::string>> facts;  // counts and provenance, in order
   std::vector<MetricSummary> metrics;                      // AggregateResult::metrics

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/json.h"
 #include "common/base/json_io.h"
+#include "grader/grader_identity.h"
 #include "grader/grader_settings.h"
 #include "http/url_redaction.h"
 #include "rapidjson/prettywriter.h"
@@ -251,12 +252,21 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.StartObject();
   writer.Key("model");
   WriteJsonString(writer, context.grader.model);
-  writer.Key("temperature");
-  WritePythonFloat(writer, context.grader.temperature);
-  writer.Key("max_tokens");
-  writer.Int(context.grader.max_tokens);
-  writer.Key("system_message");
-  WriteJsonString(writer, context.grader.system_message);
+  // Only what the grader's API sends (SentOnApi): a Responses grader has no temperature,
+  // max_tokens or system message.
+  const GraderApi api = context.grader.api;
+  if (SentOnApi(api, "temperature")) {
+    writer.Key("temperature");
+    WritePythonFloat(writer, context.grader.temperature);
+  }
+  if (SentOnApi(api, "max_tokens")) {
+    writer.Key("max_tokens");
+    writer.Int(context.grader.max_tokens);
+  }
+  if (SentOnApi(api, "system_message")) {
+    writer.Key("system_message");
+    WriteJsonString(writer, context.grader.system_message);
+  }
   writer.Key("api");
   WriteJsonString(writer, GraderApiName(context.grader.api));
   writer.Key("reasoning_effort");
@@ -328,6 +338,12 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   WriteJsonString(writer, ToolVersion());
   writer.Key("simulated");
   writer.Bool(context.simulated);
+  writer.Key("simulated_reason");
+  if (context.simulated && !context.simulated_reason.empty()) {
+    WriteJsonString(writer, context.simulated_reason);
+  } else {
+    writer.Null();
+  }
   writer.Key("incomplete");
   writer.Bool(incomplete);
   writer.Key("generated_at");
@@ -350,6 +366,7 @@ HtmlReport BuildHtmlHead(const ReportContext& context, const CheckpointResult& r
     html.raw_bootstrap_std = headline.raw_bootstrap_std;
   }
   html.simulated = context.simulated;
+  html.simulated_reason = context.simulated_reason;
   html.incomplete = incomplete;
   html.facts = {
       {"tasks graded",

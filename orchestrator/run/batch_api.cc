@@ -114,6 +114,7 @@ absl::StatusOr<HttpResponse> BatchApi::Once(HttpRequest request) {
     done.Notify();
   });
   done.WaitForNotification();
+  if (result.ok() && result->Header(kSimulatorHeader) != nullptr) simulated_ = true;
   return result;
 }
 

@@ -12,6 +12,7 @@
 // The API key is never part of a message.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,6 +87,8 @@ class BatchApi {
   absl::StatusOr<std::string> FileContent(const std::string& file_id);
 
   const std::string& base_url() const { return options_.base_url; }
+  // Some answer carried hb-llm-sim's header (kSimulatorHeader): the batch verdicts are simulated.
+  bool simulated() const { return simulated_.load(std::memory_order_relaxed); }
 
  private:
   // One exchange, retried as above; `what` names it in errors ("POST /files").
@@ -96,6 +99,7 @@ class BatchApi {
   HttpClient& http_;
   Scheduler& scheduler_;
   const BatchApiOptions options_;
+  std::atomic<bool> simulated_{false};
 };
 
 // Parses a batch object (the body of GET /batches/{id}). kDataLoss when it is not one.

@@ -420,6 +420,7 @@ absl::Status BatchGrader::Record(Active& a, std::vector<size_t>& retry) {
       record.ok = true;
       record.criteria_met = verdict->criteria_met;
       record.explanation = verdict->explanation;
+      record.simulated = api_.simulated();
       ++progress_.ok_rows;
     } else if (FinalCode(verdict.status().code()) || attempts_[i] >= options_.max_attempts) {
       record.error = absl::StrCat(absl::StatusCodeToString(verdict.status().code()), ": ",

@@ -314,6 +314,7 @@ void Dispatcher::OnReply(size_t row, DispatchTicket ticket,
       record.cached_tokens = result->usage().cached_prompt_tokens();
       record.completion_tokens = result->usage().completion_tokens();
       record.from_cache = result->from_cache();
+      record.simulated = result->simulated();
     } else {
       const absl::Status& error = result.status();
       const bool retryable = IsRetryableCode(error.code());

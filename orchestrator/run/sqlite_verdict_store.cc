@@ -46,8 +46,9 @@ constexpr char kJournalSchema[] =
     "CREATE TABLE IF NOT EXISTS runs(started_unix_ms INTEGER NOT NULL,"
     " wall_ms INTEGER NOT NULL);";
 
-// Journals written before the verdict cache (resp. batch grading) have no rows.from_cache
-// (resp. rows.batch): add it (their rows were all graded online, hence the default 0).
+// Journals written before the verdict cache (resp. batch grading, simulator detection) have no
+// rows.from_cache (resp. rows.batch, rows.simulated): add it with the default 0 (their rows were
+// all graded online; a simulator was then declared by --simulated-verdicts, not recorded).
 absl::Status AddFlagColumn(Database& db, const std::string& column) {
   const std::string select = "SELECT " + column + " FROM rows LIMIT 0";
   if (Statement(db, select.c_str()).rc() == SQLITE_OK) return absl::OkStatus();
@@ -62,7 +63,7 @@ absl::StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& path) 
   options.lock_hint = " (is another hb-orchestrator using this --out folder?)";
   options.busy_timeout = absl::Seconds(5);
   options.schema = kJournalSchema;
-  for (const char* column : {"from_cache", "batch"}) {
+  for (const char* column : {"from_cache", "batch", "simulated"}) {
     options.migrations.push_back([column](Database& db) { return AddFlagColumn(db, column); });
   }
   return Database::Open(path, options);
@@ -325,8 +326,8 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
         db_,
         "INSERT INTO rows(checkpoint, prompt_id, rubric_index, status, criteria_met,"
         " explanation, attempts, prompt_tokens, cached_tokens, completion_tokens,"
-        " error, time_unix_ms, from_cache, batch)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " error, time_unix_ms, from_cache, batch, simulated)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
         " ON CONFLICT(checkpoint, prompt_id, rubric_index) DO UPDATE SET"
         " status = excluded.status, criteria_met = excluded.criteria_met,"
         " explanation = excluded.explanation,"
@@ -335,7 +336,8 @@ absl::Status SqliteVerdictStore::WriteBatch(const std::vector<Queued>& batch) {
         " cached_tokens = rows.cached_tokens + excluded.cached_tokens,"
         " completion_tokens = rows.completion_tokens + excluded.completion_tokens,"
         " error = excluded.error, time_unix_ms = excluded.time_unix_ms,"
-        " from_cache = excluded.from_cache, batch = excluded.batch"
+        " from_cache = excluded.from_cache, batch = excluded.batch,"
+        " simulated = excluded.simulated"
         " WHERE rows.status != 'ok'");
     // A task's first reply is the one its rows were graded on: never replace it.
     Statement insert_reply(db_,
@@ -388,6 +390,7 @@ absl::Status SqliteVerdictStore::WriteRow(Statement& insert, const RowRecord& ro
   sqlite3_bind_int64(s, 12, absl::ToUnixMillis(row.time));
   sqlite3_bind_int(s, 13, row.from_cache ? 1 : 0);
   sqlite3_bind_int(s, 14, row.batch ? 1 : 0);
+  sqlite3_bind_int(s, 15, row.simulated ? 1 : 0);
   const int rc = sqlite3_step(s);
   if (rc != SQLITE_DONE) return database_->Error(rc, "inserting a row");
   return absl::OkStatus();
@@ -398,7 +401,7 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
   Statement stmt(db_,
                  "SELECT prompt_id, rubric_index, status, criteria_met, explanation, attempts,"
                  " prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,"
-                 " from_cache, batch FROM rows WHERE checkpoint = ?1"
+                 " from_cache, batch, simulated FROM rows WHERE checkpoint = ?1"
                  " ORDER BY prompt_id, rubric_index");
   if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading rows");
   stmt.BindText(1, checkpoint);
@@ -421,10 +424,20 @@ absl::StatusOr<std::vector<RowRecord>> SqliteVerdictStore::Rows(const std::strin
     row.time = absl::FromUnixMillis(sqlite3_column_int64(s, 10));
     row.from_cache = sqlite3_column_int(s, 11) != 0;
     row.batch = sqlite3_column_int(s, 12) != 0;
+    row.simulated = sqlite3_column_int(s, 13) != 0;
     out.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) return database_->Error(rc, "reading rows");
   return out;
+}
+
+absl::StatusOr<bool> SqliteVerdictStore::AnySimulatedRow() {
+  absl::MutexLock lock(&db_mu_);
+  Statement stmt(db_, "SELECT EXISTS(SELECT 1 FROM rows WHERE simulated != 0)");
+  if (stmt.rc() != SQLITE_OK) return database_->Error(stmt.rc(), "reading rows");
+  const int rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) return database_->Error(rc, "reading rows");
+  return sqlite3_column_int(stmt.get(), 0) != 0;
 }
 
 absl::Status SqliteVerdictStore::InTransaction(const std::function<absl::Status()>& body) {

@@ -16,8 +16,8 @@
 //   meta(key TEXT PRIMARY KEY, value TEXT)
 //   rows(checkpoint, prompt_id, rubric_index, status 'ok'|'failed', criteria_met, explanation,
 //        attempts, prompt_tokens, cached_tokens, completion_tokens, error, time_unix_ms,
-//        from_cache, batch (both added to older journals on open), PRIMARY KEY (checkpoint,
-//        prompt_id, rubric_index))
+//        from_cache, batch, simulated (added to older journals on open), PRIMARY KEY
+//        (checkpoint, prompt_id, rubric_index))
 //   runs(started_unix_ms, wall_ms): one row per run that graded, so the reports' wall time
 //        adds up across resumes like the rows' tokens do
 //   batches(name PRIMARY KEY, input_path, requests, file_id, batch_id, state)   (batch_journal.h)
@@ -105,6 +105,9 @@ class SqliteVerdictStore final : public VerdictStore, public ReplyJournal, publi
   absl::Status AddRunTime(absl::Time started, absl::Duration wall);
   // The wall time of every run recorded by AddRunTime, summed. Thread-safe.
   absl::StatusOr<absl::Duration> TotalRunTime();
+  // Whether any row, of any checkpoint and any run, holds a simulated verdict
+  // (RowRecord::simulated: hb-llm-sim identified itself).
+  absl::StatusOr<bool> AnySimulatedRow();
 
   // The path the old journal was moved to by `force_new` (empty when nothing was moved).
   const std::string& moved_aside_path() const { return moved_aside_path_; }

@@ -52,6 +52,8 @@ struct RowRecord {
   // The verdict (or failure) came from a Batch API answer: its tokens are billed at the batch
   // price (--batch-price-factor).
   bool batch = false;
+  // The verdict came from hb-llm-sim (it identified itself): the run is simulated.
+  bool simulated = false;
   std::string error;
   // When the row was recorded.
   absl::Time time = absl::UnixEpoch();

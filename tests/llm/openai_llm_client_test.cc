@@ -265,6 +265,15 @@ TEST_F(OpenAiLlmClientTest, ReadsRateLimitHeaders) {
   EXPECT_EQ(result.rate_limit.reset_requests, std::nullopt);
 }
 
+// hb-llm-sim's header marks the reply simulated; a reply without it is not.
+TEST_F(OpenAiLlmClientTest, TheSimulatorHeaderMarksTheReplySimulated) {
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult sim,
+                          Call(MakeHttpResponse(200, kCompletion, {{"x-hb-llm-sim", "1"}})));
+  EXPECT_TRUE(sim.simulated);
+  HB_ASSERT_OK_AND_ASSIGN(ChatResult model, Call(MakeHttpResponse(200, kCompletion)));
+  EXPECT_FALSE(model.simulated);
+}
+
 TEST_F(OpenAiLlmClientTest, ReadsRateLimitResetDurations) {
   HB_ASSERT_OK_AND_ASSIGN(ChatResult result,
                           Call(MakeHttpResponse(200, kCompletion,

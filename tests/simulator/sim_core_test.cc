@@ -486,6 +486,27 @@ TEST(SimulatorTest, RequiredHeadersAndBodyKeys) {
   EXPECT_EQ(sim.Handle({"GET", "/v1/batches/batch_x", "", ""}).status, 401);
 }
 
+// Every answer says it comes from the simulator (x-hb-llm-sim: 1), and GET /v1/models answers
+// a client's start-up probe, authenticated like the grader, without counting as a request.
+TEST(SimulatorTest, SaysWhatItIsAndAnswersTheModelList) {
+  FakeClock clock;
+  SimulatorOptions options;
+  options.api_key = "sk-test";
+  Simulator sim(options, &clock);
+  for (const SimHttpRequest& request :
+       {SimHttpRequest{"POST", "/v1/chat/completions", "Bearer sk-test", ChatBody("x")},
+        SimHttpRequest{"POST", "/v1/chat/completions", "", ChatBody("x")},
+        SimHttpRequest{"GET", "/nowhere", "", ""},
+        SimHttpRequest{"GET", "/v1/models", "Bearer sk-test", ""}}) {
+    EXPECT_THAT(sim.Handle(request).headers, Contains(Pair("x-hb-llm-sim", "1"))) << request.path;
+  }
+  SimAction models = sim.Handle({"GET", "/v1/models", "Bearer sk-test", ""});
+  EXPECT_EQ(models.status, 200);
+  EXPECT_THAT(models.body, HasSubstr(R"("object":"list","data":[{"id":"hb-llm-sim")"));
+  EXPECT_EQ(sim.Handle({"GET", "/models", "Bearer wrong", ""}).status, 401);
+  EXPECT_THAT(sim.RenderMetrics(), HasSubstr("hb_sim_requests_total 2\n"));
+}
+
 TEST(SimulatorTest, ValidatesAuthAndBody) {
   FakeClock clock;
   SimulatorOptions options;

@@ -433,6 +433,43 @@ TEST_F(CheckpointReportTest, NoBannersForACompleteRealRun) {
   EXPECT_EQ(summary["counts"]["graded"].GetInt(), 4);
 }
 
+// The provenance of a Responses grader lists only what that API sends: no temperature,
+// max_tokens or system message (neither in summary.json nor in report.html).
+TEST_F(CheckpointReportTest, AResponsesGradersProvenanceListsOnlyWhatItSends) {
+  context_.grader.model = "gpt-5.4-2026-03-05";
+  context_.grader.api = GraderApi::kResponses;
+  context_.grader.reasoning_effort = "low";
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK(
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out).status());
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  const rapidjson::Value& grader = summary["provenance"]["grader"];
+  EXPECT_STREQ(grader["api"].GetString(), "responses");
+  EXPECT_STREQ(grader["reasoning_effort"].GetString(), "low");
+  for (const char* unsent : {"temperature", "max_tokens", "system_message"}) {
+    EXPECT_FALSE(grader.HasMember(unsent)) << unsent;
+  }
+  const std::string html = Read(out + "/report.html");
+  EXPECT_THAT(html, HasSubstr("gpt-5.4-2026-03-05, Responses API, reasoning effort low"));
+  EXPECT_THAT(html, Not(HasSubstr("max_tokens")));
+  EXPECT_THAT(html, Not(HasSubstr("You are a helpful assistant.")));
+}
+
+// Why a run is simulated is said where it is marked: summary.json and the report's banner.
+TEST_F(CheckpointReportTest, TheSimulatedMarkSaysWhy) {
+  context_.simulated_reason = "the grader endpoint identified itself as hb-llm-sim";
+  const std::string out = dir_ + "/out";
+  HB_ASSERT_OK(
+      WriteCheckpointReport(dataset_, responses_, verdicts_, failures_, context_, out).status());
+  rapidjson::Document summary = ParseJson(Read(out + "/summary.json"));
+  EXPECT_TRUE(summary["provenance"]["simulated"].GetBool());
+  EXPECT_STREQ(summary["provenance"]["simulated_reason"].GetString(),
+               "the grader endpoint identified itself as hb-llm-sim");
+  EXPECT_THAT(Read(out + "/report.html"),
+              HasSubstr("SIMULATED (the grader endpoint identified itself as hb-llm-sim): these "
+                        "verdicts are not a real grader model's."));
+}
+
 TEST_F(CheckpointReportTest, NothingGradedGivesANullScore) {
   HB_ASSERT_OK_AND_ASSIGN(
       CheckpointResult result,

@@ -159,11 +159,21 @@ TEST(SqliteVerdictStoreTest, KeepsFromCacheBatchAndRunTimesAcrossReopen) {
     store->Append(OkRow("p1", 2, false), nullptr);
     HB_ASSERT_OK(store->Flush());
     HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000000), absl::Milliseconds(1500)));
+    HB_ASSERT_OK_AND_ASSIGN(const bool simulated, store->AnySimulatedRow());
+    EXPECT_FALSE(simulated);
+    RowRecord sim = OkRow("p2", 0, true);
+    sim.simulated = true;
+    store->Append(sim, nullptr);
+    HB_ASSERT_OK(store->Flush());
   }
   HB_ASSERT_OK_AND_ASSIGN(auto store, SqliteVerdictStore::Open(Options(dir)));
+  HB_ASSERT_OK_AND_ASSIGN(const bool simulated, store->AnySimulatedRow());
+  EXPECT_TRUE(simulated);
   HB_ASSERT_OK(store->AddRunTime(absl::FromUnixSeconds(1700000100), absl::Milliseconds(2250)));
   HB_ASSERT_OK_AND_ASSIGN(std::vector<RowRecord> rows, store->Rows("base"));
-  ASSERT_THAT(rows, SizeIs(3));
+  ASSERT_THAT(rows, SizeIs(4));
+  EXPECT_TRUE(rows[3].simulated);
+  EXPECT_FALSE(rows[0].simulated);
   EXPECT_TRUE(rows[0].from_cache);
   EXPECT_FALSE(rows[0].batch);
   EXPECT_EQ(rows[0].attempts, 0);
@@ -187,7 +197,8 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheAndBatchColumns) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir + "/" + kJournalFileName).c_str(), &db), SQLITE_OK);
   for (const char* sql :
-       {"ALTER TABLE rows DROP COLUMN from_cache", "ALTER TABLE rows DROP COLUMN batch"}) {
+       {"ALTER TABLE rows DROP COLUMN from_cache", "ALTER TABLE rows DROP COLUMN batch",
+        "ALTER TABLE rows DROP COLUMN simulated"}) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   }
   sqlite3_close(db);
@@ -200,6 +211,9 @@ TEST(SqliteVerdictStoreTest, OpensAJournalWithoutTheFromCacheAndBatchColumns) {
   EXPECT_FALSE(rows[1].from_cache);
   EXPECT_FALSE(rows[0].batch);
   EXPECT_FALSE(rows[1].batch);
+  EXPECT_FALSE(rows[0].simulated);
+  HB_ASSERT_OK_AND_ASSIGN(const bool simulated, store->AnySimulatedRow());
+  EXPECT_FALSE(simulated);
 }
 
 TEST(SqliteVerdictStoreTest, CommittedRowsSurviveSigkill) {
