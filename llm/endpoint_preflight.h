@@ -10,10 +10,13 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "http/http_client.h"
 
 namespace hb {
 
@@ -31,6 +34,10 @@ struct EndpointPreflight {
   // Where the key comes from, as the messages name it ("$OPENAI_API_KEY or
   // --llm-api-key-file").
   std::string key_source;
+  // For ProbeEndpoint only: the key (sent as a bearer token; never in a message) and the extra
+  // headers of every request (--llm-header; values never in a message).
+  std::string api_key;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Resolves a host name: OK when it has an address, else an error whose message says why
@@ -67,5 +74,24 @@ bool EndpointUsesProxy(absl::string_view base_url);
 absl::Status PreflightEndpoint(
     const EndpointPreflight& endpoint,
     const HostResolver& resolve = [](const std::string& host) { return ResolveHost(host); });
+
+// The start-up probe: one GET {base_url}/models with the key and headers (OpenAI's model list;
+// it generates nothing and costs nothing), answered within `timeout`, so that a judge that cannot
+// work says why at once instead of after every row's retries. kFailedPrecondition (exit 2)
+// naming the URL (redacted) and the flag, saying that no grading request was sent, when:
+//  - nothing answers: connection refused, host unknown, not HTTP ("cannot reach ...: is the
+//    server running, and is the port right?");
+//  - the key is refused: HTTP 401 or 403 ("... refused the API key ...: check
+//    $OPENAI_API_KEY or --llm-api-key-file");
+//  - the URL is wrong: HTTP 404 ("... is not an OpenAI-compatible base URL (it usually ends in
+//    /v1)");
+//  - the answer is not JSON: a web page, another protocol ("... is not an OpenAI-compatible
+//    endpoint").
+// Anything else is no reason to stop: a 5xx or 429 (a passing outage: grading retries it), no
+// answer within `timeout` (a busy server), another 4xx (a gateway without the model list).
+// Then the result is a one-line warning to print; "" when the endpoint answered as an
+// OpenAI-compatible one. Blocks up to `timeout`. Thread-safe.
+absl::StatusOr<std::string> ProbeEndpoint(const EndpointPreflight& endpoint, HttpClient& http,
+                                          absl::Duration timeout = absl::Seconds(5));
 
 }  // namespace hb

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -153,6 +154,113 @@ TEST_F(EndpointPreflightTest, TheRealResolverAnswers) {
   EXPECT_THAT(ResolveHost("::1"), IsOk());
   EXPECT_THAT(ResolveHost("localhost"), IsOk());
   EXPECT_THAT(ResolveHost("hb-preflight-test.invalid"), Not(IsOk()));
+}
+
+}  // namespace
+}  // namespace hb
+
+namespace hb {
+namespace {
+
+// An HttpClient that answers every request at once with `answer` and keeps the requests.
+class CannedHttpClient final : public HttpClient {
+ public:
+  explicit CannedHttpClient(absl::StatusOr<HttpResponse> answer) : answer_(std::move(answer)) {}
+  CallId Post(HttpRequest request, HttpCallback done) override {
+    requests.push_back(std::move(request));
+    done(answer_);
+    return requests.size();
+  }
+  void Cancel(CallId) override {}
+  std::vector<HttpRequest> requests;
+
+ private:
+  absl::StatusOr<HttpResponse> answer_;
+};
+
+HttpResponse Answer(int status, std::string body) {
+  HttpResponse response;
+  response.status_code = status;
+  response.body = std::move(body);
+  return response;
+}
+
+EndpointPreflight Judge() {
+  EndpointPreflight endpoint = Grader("http://127.0.0.1:8000/v1/", true);
+  endpoint.api_key = "sk-secret";
+  endpoint.headers = {{"api-key", "header-secret"}};
+  return endpoint;
+}
+
+// The probe asks the model list with the key and headers; a JSON answer passes silently.
+TEST(ProbeEndpointTest, AnOpenAiCompatibleJudgePasses) {
+  CannedHttpClient http(Answer(200, R"({"object":"list","data":[{"id":"m"}]})"));
+  HB_ASSERT_OK_AND_ASSIGN(const std::string warning, ProbeEndpoint(Judge(), http));
+  EXPECT_EQ(warning, "");
+  ASSERT_EQ(http.requests.size(), 1u);
+  const HttpRequest& request = http.requests[0];
+  EXPECT_EQ(request.method, "GET");
+  EXPECT_EQ(request.url, "http://127.0.0.1:8000/v1/models");
+  EXPECT_THAT(request.headers, ::testing::Contains(std::pair<std::string, std::string>(
+                                   "Authorization", "Bearer sk-secret")));
+  EXPECT_THAT(request.headers,
+              ::testing::Contains(std::pair<std::string, std::string>("api-key", "header-secret")));
+  EXPECT_EQ(request.timeout, absl::Seconds(5));
+}
+
+// What no run can get past is refused with the reason, the URL and the flag (exit 2), never a
+// secret.
+TEST(ProbeEndpointTest, ADeadOrWrongJudgeIsRefusedWithTheReason) {
+  const struct {
+    absl::StatusOr<HttpResponse> answer;
+    std::string message;
+  } cases[] = {
+      {absl::UnavailableError("Couldn't connect to server (connection refused) sk-secret"),
+       "cannot reach the judge at http://127.0.0.1:8000/v1/models (--llm-base-url): Couldn't "
+       "connect to server (connection refused) [redacted]. Is the server running, and are the "
+       "host and port right? No grading request was sent. Fix --llm-base-url (or start the "
+       "server), then run again"},
+      {Answer(401, R"({"error":{"message":"Incorrect API key"}})"),
+       "GET http://127.0.0.1:8000/v1/models (--llm-base-url) answered HTTP 401: "
+       "{\"error\":{\"message\":\"Incorrect API key\"}}. The judge refused the API key: check "
+       "$OPENAI_API_KEY or --llm-api-key-file (and --llm-header for a gateway's key). No "
+       "grading request was sent."},
+      {Answer(403, "forbidden"), "answered HTTP 403: forbidden. The judge refused the API key"},
+      {Answer(404, "{}"),
+       "answered HTTP 404: {}. This is not an OpenAI-compatible base URL: it usually ends in /v1"},
+      {Answer(200, "<html><body>It works!</body></html>"),
+       "answered HTTP 200: '<html><body>It works!</body></html>', which is not JSON: this is not "
+       "an OpenAI-compatible endpoint."},
+  };
+  for (const auto& c : cases) {
+    CannedHttpClient http(c.answer);
+    EXPECT_THAT(ProbeEndpoint(Judge(), http),
+                StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(c.message)))
+        << c.message;
+  }
+}
+
+// A passing outage, a busy server or a gateway without the model list is no reason to stop:
+// grading starts, with a warning.
+TEST(ProbeEndpointTest, AnOutageOrSlownessOnlyWarns) {
+  const struct {
+    absl::StatusOr<HttpResponse> answer;
+    std::string warning;
+  } cases[] = {
+      {Answer(503, "busy"),
+       "GET http://127.0.0.1:8000/v1/models (--llm-base-url) answered HTTP 503: busy; grading "
+       "starts anyway"},
+      {Answer(429, "slow down"), "answered HTTP 429: slow down; grading starts anyway"},
+      {Answer(405, ""), "answered HTTP 405: ; grading starts anyway"},
+      {absl::DeadlineExceededError("timeout"),
+       "the judge at http://127.0.0.1:8000/v1/models (--llm-base-url) did not answer within 5s; "
+       "grading starts anyway"},
+  };
+  for (const auto& c : cases) {
+    CannedHttpClient http(c.answer);
+    HB_ASSERT_OK_AND_ASSIGN(const std::string warning, ProbeEndpoint(Judge(), http));
+    EXPECT_THAT(warning, HasSubstr(c.warning));
+  }
 }
 
 }  // namespace

@@ -117,6 +117,8 @@ class FakeJudge {
 
  private:
   LoopbackResponse Answer(const LoopbackRequest& request) {
+    // The start-up probe (GET /models) is answered as an OpenAI-compatible judge answers it.
+    if (request.method == "GET") return LoopbackResponse{200, {}, R"({"object":"list","data":[]})"};
     rapidjson::Document body;
     body.Parse(request.body.c_str());
     std::string prompt;
@@ -338,8 +340,9 @@ TEST(MetaEvalCommandTest, AnInterruptedMetaEvalReportsWhatItHasAndTheNextRunGrad
   for (const std::string& a : args) absl::StrAppend(&command, " '", a, "'");
   absl::StrAppend(&command, " 2>'", dir, "/stderr.txt'");
   HB_ASSERT_OK_AND_ASSIGN(auto child, hb::testing::ChildProcess::Spawn({"/bin/sh", "-c", command}));
-  // Rows 1..29 answered (10 and 23 twice: they never parse), then 4 hanging rows in flight.
-  ASSERT_TRUE(judge.WaitForRequests(29 + 2 + 4));
+  // The start-up probe, rows 1..29 answered (10 and 23 twice: they never parse), then 4 hanging
+  // rows in flight.
+  ASSERT_TRUE(judge.WaitForRequests(1 + 29 + 2 + 4));
   const int status = child->Stop(SIGTERM, absl::Seconds(30));
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 4);
