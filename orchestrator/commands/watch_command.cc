@@ -155,7 +155,8 @@ absl::Status ValidateWatchOptions(const WatchOptions& options) {
 
 int RunWatch(const WatchOptions& options) {
   if (options.run.simulated_verdicts) {
-    std::fprintf(stderr, "%sSIMULATED VERDICTS: the grader endpoint is hb-llm-sim\n", kPrefix);
+    // Declared, not detected: the endpoint is named by each graded checkpoint's own banner.
+    std::fprintf(stderr, "%sSIMULATED VERDICTS: declared by --simulated-verdicts\n", kPrefix);
   }
   absl::StatusOr<std::unique_ptr<FolderEvents>> events = FolderEvents::Create();
   if (!events.ok()) {

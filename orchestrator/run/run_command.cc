@@ -236,7 +236,9 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> NoGrader(const RunOptions& opt
   return connection;
 }
 
-// The grader of a run with rows to grade (grader_client/grader_connection.h).
+// The grader of a run with rows to grade (grader_client/grader_connection.h). A gRPC grader
+// must grade with what this command line asked for (RunOptions::expected_grader): checked on
+// what the replicas report, before any row is sent.
 absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectRunGrader(const RunOptions& options) {
   HB_ASSIGN_OR_RETURN(GraderTarget target, ParseGraderTarget(options.grader));
   GraderConnectOptions connect;
@@ -244,7 +246,19 @@ absl::StatusOr<std::unique_ptr<GraderConnection>> ConnectRunGrader(const RunOpti
   connect.stack = options.grader_options;
   connect.security = options.grader_security;
   connect.ready_timeout = options.grader_ready_timeout;
-  return ConnectGrader(connect);
+  HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader, ConnectGrader(connect));
+  if (!connect.target.embedded()) {
+    HB_RETURN_IF_ERROR(
+        CheckGraderIsExpected(options.expected_grader, grader->info, options.grader));
+  }
+  return grader;
+}
+
+// The prices of the grader that grades: the list prices of the model it reports (GetInfo), unless
+// --price-* flags were given (RunOptions::prices_follow_grader).
+TokenPrices GraderPrices(const RunOptions& options, const GraderInfo& grader) {
+  if (!options.prices_follow_grader) return options.prices;
+  return ListPricesForModel(grader.model()).value_or(TokenPrices{});
 }
 
 // ---- Phase 2: the journal. A journal from another run is the caller's problem (exit 2); any
@@ -796,9 +810,11 @@ void PrintCheckpointLine(const std::string& name, const CheckpointResult& result
 }
 
 // `wall_time`: of every run that wrote to the journal (this one included).
+// `simulated_reason`: SimulatedReason, when options.simulated_verdicts.
 absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunInputs& inputs,
                                           const GraderConnection& grader, VerdictStore& store,
-                                          bool interrupted, absl::Duration wall_time) {
+                                          bool interrupted, absl::Duration wall_time,
+                                          const std::string& simulated_reason) {
   const std::string run_dir = options.RunDir();
   std::vector<CheckpointResult> results;
   ReportTotals totals;
@@ -824,6 +840,7 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
     context.grader_replicas = grader.replicas;
     context.seed = options.seed;
     context.simulated = options.simulated_verdicts;
+    context.simulated_reason = simulated_reason;
     const int64_t without_response = TasksWithoutResponse(inputs, c);
     if (without_response > 0) totals.without_response.emplace_back(c.spec.name, without_response);
     context.incomplete = interrupted || (without_response > 0 && !options.allow_partial_responses);
@@ -856,15 +873,36 @@ absl::StatusOr<ReportTotals> WriteReports(const RunOptions& options, const RunIn
   return totals;
 }
 
-void PrintSimulatedBanner() {
-  std::fputs(
-      "\n"
-      "************************************************************************\n"
-      "*  SIMULATED VERDICTS: the grader endpoint is hb-llm-sim, not a model. *\n"
-      "*  Scores are a deterministic hash of the prompt, NOT a HealthBench    *\n"
-      "*  result. Reports are marked SIMULATED.                               *\n"
-      "************************************************************************\n\n",
-      stderr);
+// The grader endpoint as the messages name it: the embedded grader's upstream or the gRPC target.
+std::string GraderEndpoint(const RunOptions& options) {
+  return options.grader == kEmbeddedGrader
+             ? RedactUrl(options.grader_options.llm.base_url)
+             : absl::StrCat("the hb-grader replicas at ", options.grader);
+}
+
+// Why the run is simulated, as the reports say it (ReportContext::simulated_reason).
+std::string SimulatedReason(bool detected) {
+  return detected ? "the grader endpoint identified itself as hb-llm-sim"
+                  : "declared by --simulated-verdicts";
+}
+
+// The banner of a simulated run: `detected` when a verdict came from hb-llm-sim (it says so in
+// a response header), else declared by --simulated-verdicts. Names the endpoint actually called,
+// never a simulator the run did not reach.
+void PrintSimulatedBanner(const RunOptions& options, bool detected) {
+  const std::string line =
+      detected ? absl::StrCat("the grader endpoint (", GraderEndpoint(options),
+                              ") identified itself as hb-llm-sim: verdicts are a deterministic "
+                              "hash of the prompt")
+               : absl::StrCat("declared by --simulated-verdicts; the grader endpoint is ",
+                              GraderEndpoint(options));
+  std::fprintf(stderr,
+               "\n"
+               "************************************************************************\n"
+               "*  SIMULATED VERDICTS: %s.\n"
+               "*  NOT a HealthBench result. Reports are marked SIMULATED.\n"
+               "************************************************************************\n\n",
+               line.c_str());
 }
 
 // The run's cost line: what the verdicts in the reports cost (across resumes), what the verdict
@@ -917,10 +955,36 @@ absl::Status PreflightEndpoints(const RunOptions& options) {
   return absl::OkStatus();
 }
 
+// The start-up probe of the embedded online grader's upstream (llm/endpoint_preflight.h
+// ProbeEndpoint), just before its first request: a judge that refuses connections, the key or
+// the URL, or that is not an OpenAI-compatible endpoint, stops the run with exit 2 and the
+// reason within seconds. (The Batch API path probes its own; a gRPC grader's upstream is its
+// replicas'.) A judge that fails once grading started is an outage: rows fail, exit 3.
+absl::Status ProbeJudge(const RunOptions& options) {
+  if (options.grader != kEmbeddedGrader || options.grader_mode != "online") {
+    return absl::OkStatus();
+  }
+  const GraderStackOptions& grader = options.grader_options;
+  CurlHttpClientOptions http_options;
+  http_options.max_in_flight = 1;
+  http_options.verify_tls = grader.llm.verify_tls;
+  http_options.ca_file = grader.llm.ca_file;
+  absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> http =
+      CurlMultiHttpClient::Create(http_options);
+  HB_RETURN_IF_ERROR(AsInternal(http.status()));
+  EndpointPreflight endpoint = LlmEndpoint(grader.llm, grader.settings.headers);
+  endpoint.api_key = grader.llm.api_key;
+  endpoint.headers = WireHeaders(grader.settings.headers);
+  HB_ASSIGN_OR_RETURN(const std::string warning, ProbeEndpoint(endpoint, **http));
+  if (!warning.empty()) HB_LOG_WARN("start-up probe: {}", warning);
+  return absl::OkStatus();
+}
+
 // The phases in order, with the run folder locked; the exit code of a completed run (0, 3 or 4).
 // `results` (when not null) receives each checkpoint's report.
-absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop,
+absl::StatusOr<int> RunPhases(const RunOptions& given, StopSwitch& stop,
                               std::vector<CheckpointResult>* results) {
+  RunOptions options = given;  // its prices become the grader's once it is connected
   const absl::Time started = absl::Now();
   HB_RETURN_IF_ERROR(PreflightEndpoints(options));
   HB_RETURN_IF_ERROR(MakeOutputDirs("--out", options.out, options.RunDir()));
@@ -931,10 +995,12 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop,
   HB_ASSIGN_OR_RETURN(std::unique_ptr<GraderConnection> grader,
                       HasRows(inputs) || !options.policies.empty() ? ConnectRunGrader(options)
                                                                    : NoGrader(options, inputs));
+  options.prices = GraderPrices(options, grader->info);
   HB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteVerdictStore> journal,
                       OpenJournal(options, inputs, grader->info));
   HB_RETURN_IF_ERROR(LoadJournaledReplies(inputs, *journal));
   HB_ASSIGN_OR_RETURN(RunPlan plan, Plan(options, inputs, *journal));
+  if (!plan.rows.empty() || plan.HasTasksToSample()) HB_RETURN_IF_ERROR(ProbeJudge(options));
   int64_t unsampled = 0;
   HB_ASSIGN_OR_RETURN(const bool interrupted,
                       Grade(options, inputs, std::move(plan), *grader, *journal, stop, unsampled));
@@ -943,11 +1009,16 @@ absl::StatusOr<int> RunPhases(const RunOptions& options, StopSwitch& stop,
   const absl::StatusOr<absl::Duration> wall_time = journal->TotalRunTime();
   HB_RETURN_IF_ERROR(AsInternal(wall_time.status()));
   HB_RETURN_IF_ERROR(WriteSampledResponses(inputs, *journal));
+  // A verdict from hb-llm-sim (it says so in a header) makes the run simulated, declared or not.
+  const absl::StatusOr<bool> detected = journal->AnySimulatedRow();
+  HB_RETURN_IF_ERROR(AsInternal(detected.status()));
+  options.simulated_verdicts = options.simulated_verdicts || *detected;
   HB_ASSIGN_OR_RETURN(ReportTotals totals,
-                      WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time));
+                      WriteReports(options, inputs, *grader, *journal, interrupted, *wall_time,
+                                   SimulatedReason(*detected)));
   if (results != nullptr) *results = totals.results;
   PrintCostLine(options, totals, *wall_time, this_run);
-  if (options.simulated_verdicts) PrintSimulatedBanner();
+  if (options.simulated_verdicts) PrintSimulatedBanner(options, *detected);
   PrintTopFailureReasons(totals.errors);
   if (interrupted) {
     int64_t not_sampled = 0;
@@ -1042,6 +1113,7 @@ absl::Status ValidateRunOptions(const RunOptions& options) {
   if (options.grader.empty()) {
     return absl::InvalidArgumentError("--grader must be 'embedded' or a gRPC target");
   }
+  HB_RETURN_IF_ERROR(ParseGraderTarget(options.grader).status());
   if (options.max_in_flight < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-in-flight must be >= 1, got ", options.max_in_flight));
@@ -1102,7 +1174,7 @@ absl::StatusOr<int> RunGrading(const RunOptions& options, StopSwitch& stop,
 }
 
 int RunWithOptions(const RunOptions& options) {
-  if (options.simulated_verdicts) PrintSimulatedBanner();
+  if (options.simulated_verdicts) PrintSimulatedBanner(options, /*detected=*/false);
   // Before any thread starts (the journal's writer, gRPC's pollers): a SIGTERM must reach the
   // watcher, never a thread whose default action would kill the process.
   StopSwitch stop;

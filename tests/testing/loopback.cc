@@ -322,6 +322,30 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
   return sim;
 }
 
+int64_t SimCounter(const LlmSim& sim, const std::string& name) {
+  const int fd = ConnectLoopback(sim.port);
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return -1;
+  }
+  std::string response;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+  close(fd);
+  for (absl::string_view line : absl::StrSplit(response, '\n')) {
+    if (absl::ConsumePrefix(&line, name + " ")) {
+      double value = 0;
+      if (absl::SimpleAtod(absl::StripAsciiWhitespace(line), &value)) {
+        return static_cast<int64_t>(value);
+      }
+    }
+  }
+  return -1;
+}
+
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          absl::Duration timeout) {
   const std::string capture = MakeTempDir();

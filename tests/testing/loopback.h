@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -134,6 +135,10 @@ struct LlmSim {
   std::string base_url;
 };
 absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
+
+// One counter of the simulator's GET /metrics ("hb_sim_requests_total": the grader and policy
+// requests it answered), -1 when unreadable.
+int64_t SimCounter(const LlmSim& sim, const std::string& name);
 
 // Connections to 127.0.0.1:`port` that the client closed and the server has not closed yet
 // (TCP CLOSE_WAIT, read from /proc/net/tcp; another test's IPv6 server on the same port number

@@ -56,6 +56,7 @@ using ::hb::testing::MakeTempDir;
 using ::hb::testing::PollUntil;
 using ::hb::testing::ReferenceTemplatePath;
 using ::hb::testing::SharedDataFile;
+using ::hb::testing::SimCounter;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -774,6 +775,8 @@ TEST_F(RunIntegrationTest, GradersThatDisagreeAreRefusedNamingBothReplicas) {
   EXPECT_EQ(JournalRows(dir_ + "/out/journal.sqlite"), 0);
 }
 
+// The reports record the replicas' settings, not this command's defaults (gpt-4.1 at 0.5; an
+// explicit --llm-model that differs from the replicas' is refused: judge_checks_integration_test).
 TEST_F(RunIntegrationTest, ProvenanceRecordsWhatTheGradersGradeWith) {
   HB_ASSERT_OK_AND_ASSIGN(
       std::unique_ptr<Cluster> cluster,
@@ -781,11 +784,10 @@ TEST_F(RunIntegrationTest, ProvenanceRecordsWhatTheGradersGradeWith) {
                    std::vector<std::string>{"--llm-model=grader-side", "--llm-temperature=0.25"}));
   const std::string out = dir_ + "/out";
   std::string err;
-  ASSERT_EQ(RunOrchestrator(
-                RunArgs(out, cluster->Target(), {"--llm-model=orchestrator-flag", "--examples=2"},
-                        /*two_checkpoints=*/false),
-                dir_, &err),
-            0)
+  ASSERT_EQ(
+      RunOrchestrator(RunArgs(out, cluster->Target(), {"--examples=2"}, /*two_checkpoints=*/false),
+                      dir_, &err),
+      0)
       << err;
   rapidjson::Document summary;
   summary.Parse(ReadText(out + "/base/summary.json").c_str());
@@ -837,31 +839,6 @@ TEST_F(RunIntegrationTest, SigtermWritesIncompleteReportsAndExitsWithFour) {
 }
 
 // ---- --grader-mode batch: the Batch API of hb-llm-sim ---------------------------------------
-
-// One counter of the simulator's /metrics (-1 when unreadable), fetched with the project's HTTP
-// client (a GET).
-int64_t SimCounter(const hb::testing::LlmSim& sim, const std::string& name) {
-  absl::StatusOr<std::unique_ptr<CurlMultiHttpClient>> http = CurlMultiHttpClient::Create({});
-  if (!http.ok()) return -1;
-  HttpRequest request;
-  request.method = "GET";
-  request.url = absl::StrCat("http://127.0.0.1:", sim.port, "/metrics");
-  absl::Notification done;
-  absl::StatusOr<HttpResponse> response;
-  (*http)->Post(std::move(request), [&](absl::StatusOr<HttpResponse> r) {
-    response = std::move(r);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  if (!response.ok()) return -1;
-  for (absl::string_view line : absl::StrSplit(response->body, '\n')) {
-    if (absl::ConsumePrefix(&line, name + " ")) {
-      double value = 0;
-      if (absl::SimpleAtod(line, &value)) return static_cast<int64_t>(value);
-    }
-  }
-  return -1;
-}
 
 // (prompt_id, rubric_index) -> (criteria_met, explanation) of verdicts.jsonl.
 std::map<std::pair<std::string, int>, std::pair<bool, std::string>> VerdictMap(
