@@ -669,8 +669,9 @@ TEST_F(RunIntegrationTest, AnOutThatCannotBeWrittenExitsWithTwoAtOnce) {
   EXPECT_EQ(ReadText(dir_ + "/requests.log"), "");
 }
 
-// An upstream that answers 401 (a wrong key): the probe row fails with a final error, the run
-// stops at once with exit 2 and the reason, and the probe row is journaled like any other.
+// An upstream that answers 401 (a wrong key): the run stops at once with exit 2 and the reason.
+// Embedded, the start-up probe sees it before any row; through a replica, the probe row fails
+// with a final error and is journaled like any other.
 TEST_F(RunIntegrationTest, UpstreamUnauthorizedExitsWithTwoAfterOneRow) {
   HB_ASSERT_OK_AND_ASSIGN(LlmSim sim, hb::testing::StartLlmSim({"--api-key=the-right-key"}));
   for (const std::string& grader : {std::string("embedded"), std::string("grpc")}) {
@@ -694,11 +695,20 @@ TEST_F(RunIntegrationTest, UpstreamUnauthorizedExitsWithTwoAfterOneRow) {
     const absl::Time start = absl::Now();
     EXPECT_EQ(RunOrchestrator(args, dir_, &stderr_text), 2);
     EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+    EXPECT_THAT(stderr_text, Not(HasSubstr("Run the same command again")));
+    if (grader == "embedded") {
+      // The start-up probe (GET /models) is refused: no grading request, no row.
+      EXPECT_THAT(stderr_text, HasSubstr("answered HTTP 401: "));
+      EXPECT_THAT(stderr_text, HasSubstr("The judge refused the API key: check $OPENAI_API_KEY or "
+                                         "--llm-api-key-file"));
+      EXPECT_EQ(JournalRows(out + "/journal.sqlite"), 0);
+      continue;
+    }
+    // A replica's upstream is the replica's: the first row shows the refusal.
     EXPECT_THAT(stderr_text, HasSubstr("hb-orchestrator run: the grader cannot grade: "));
     EXPECT_THAT(stderr_text, HasSubstr("upstream HTTP 401: "));
     EXPECT_THAT(stderr_text,
                 HasSubstr("check --llm-api-key-file / OPENAI_API_KEY and --llm-base-url"));
-    EXPECT_THAT(stderr_text, Not(HasSubstr("Run the same command again")));
     EXPECT_EQ(JournalRows(out + "/journal.sqlite"), 1);
   }
 }
@@ -1290,7 +1300,7 @@ TEST_F(RunIntegrationTest, SelfHostedJudgeWithExtraBodyAndHeaderEndToEnd) {
     EXPECT_THAT(text, Not(HasSubstr("judge-SECRET")));
   }
 
-  // Without the header the gateway refuses the first row: exit 2 at once.
+  // Without the header the gateway refuses the start-up probe: exit 2 at once, nothing graded.
   std::vector<std::string> no_header = judge;
   no_header.erase(no_header.begin() + 2);
   no_header.pop_back();  // no cache: the request must reach the simulator
@@ -1298,7 +1308,8 @@ TEST_F(RunIntegrationTest, SelfHostedJudgeWithExtraBodyAndHeaderEndToEnd) {
   EXPECT_EQ(
       RunOrchestrator(RunArgs(dir_ + "/no-header", "embedded", no_header, false), dir_, &refused),
       2);
-  EXPECT_THAT(refused, HasSubstr("upstream HTTP 401: Missing or wrong header api-key"));
+  EXPECT_THAT(refused, HasSubstr("answered HTTP 401: {\"error\":{\"message\":\"Missing or wrong "
+                                 "header api-key"));
 
   // The journal of this judge refuses the same judge with another key, naming the flag's field.
   std::vector<std::string> other_key = judge;
