@@ -4,11 +4,12 @@
 # checkpoint each: the unit watch grades) on the same simulator.
 #
 #   bench/watch_checkpoints.sh [--tasks N] [--checkpoints K] [--land-every S] [--poll-interval D]
-#                              [--deadline S] [ORCH_BINARY]
+#                              [--deadline S] [--order watch-run|run-watch] [ORCH_BINARY]
 #
 # Defaults: 5,000 tasks (58,697 rows), 20 checkpoints landing every 3 s, --poll-interval 1s, a
-# 900 s bound on the watch phase, ORCH_BINARY build/orchestrator/hb-orchestrator. The workload
-# cycles the real records (scripts/make_workload.py); every checkpoint DIR/step-<100 i>/ gets the
+# 900 s bound on the watch phase, the watch phase first (--order run-watch: the runs first, to
+# see how much the machine's load moving between the phases moves the ratio), ORCH_BINARY
+# build/orchestrator/hb-orchestrator. The workload cycles the real records (scripts/make_workload.py); every checkpoint DIR/step-<100 i>/ gets the
 # same responses.jsonl and then DONE (each folder is its own checkpoint: watch keys a version by
 # folder name and responses sha256). One hb-llm-sim at 0 ms with SIM_THREADS threads (default 2,
 # as bench/embedded_grader.sh) serves both phases; ORCH_ARGS adds grading flags to both. Records
@@ -23,7 +24,7 @@
 # missing) stops the script with a non-zero status naming it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tasks=5000 checkpoints=20 land_every=3 poll_interval=1s deadline=900
+tasks=5000 checkpoints=20 land_every=3 poll_interval=1s deadline=900 order=watch-run
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --tasks) tasks=$2; shift 2 ;;
@@ -31,9 +32,12 @@ while [[ $# -gt 0 && $1 == --* ]]; do
     --land-every) land_every=$2; shift 2 ;;
     --poll-interval) poll_interval=$2; shift 2 ;;
     --deadline) deadline=$2; shift 2 ;;
+    --order) order=$2; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
+[[ $order == watch-run || $order == run-watch ]] ||
+  { echo "--order is watch-run or run-watch, not '$order'" >&2; exit 2; }
 orch=${1:-$root/build/orchestrator/hb-orchestrator}
 sim="$root/build/simulator/hb-llm-sim"
 shared=${HB_SHARED_DIR:-$root/../shared}  # the shared records and template, when data/ has none
@@ -79,88 +83,94 @@ echo "workload tasks=$tasks checkpoints=$checkpoints land_every_s=$land_every" \
 echo "machine load (1/5/15 min) before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- watch phase ----
-ckdir="$work/checkpoints" out="$work/watch-out" log="$work/watch.log"
-mkdir -p "$ckdir"
-# Each stderr line of watch, prefixed with the time it was read.
-stamp='import sys, time
+watch_phase() {
+  ckdir="$work/checkpoints" out="$work/watch-out" log="$work/watch.log"
+  mkdir -p "$ckdir"
+  # Each stderr line of watch, prefixed with the time it was read.
+  stamp='import sys, time
 for line in sys.stdin:
     sys.stdout.write("%.3f %s" % (time.time(), line)); sys.stdout.flush()'
-"$orch" watch --dataset "$work/w.jsonl" --checkpoints-dir "$ckdir" --out "$out" \
-  --poll-interval "$poll_interval" "${grading[@]}" >"$work/watch.stdout" \
-  2> >(/usr/bin/python3 -u -c "$stamp" >"$log") &
-watch_pid=$!
-pids+=("$watch_pid")
+  "$orch" watch --dataset "$work/w.jsonl" --checkpoints-dir "$ckdir" --out "$out" \
+    --poll-interval "$poll_interval" "${grading[@]}" >"$work/watch.stdout" \
+    2> >(/usr/bin/python3 -u -c "$stamp" >"$log") &
+  watch_pid=$!
+  pids+=("$watch_pid")
 
-# RSS of watch every 0.5 s while it lives: "time VmRSS_kB VmHWM_kB".
-( while [[ -r /proc/$watch_pid/status ]]; do
-    awk -v t="$(now)" '/^VmRSS/ {r=$2} /^VmHWM/ {h=$2} END {if (r) print t, r, h}' \
-      "/proc/$watch_pid/status" 2>/dev/null >>"$work/rss.txt"
-    sleep 0.5
-  done ) &
-pids+=("$!")
+  # RSS of watch every 0.5 s while it lives: "time VmRSS_kB VmHWM_kB".
+  ( while [[ -r /proc/$watch_pid/status ]]; do
+      awk -v t="$(now)" '/^VmRSS/ {r=$2} /^VmHWM/ {h=$2} END {if (r) print t, r, h}' \
+        "/proc/$watch_pid/status" 2>/dev/null >>"$work/rss.txt"
+      sleep 0.5
+    done ) &
+  pids+=("$!")
 
-# The trainer: step-<100 i>/responses.jsonl, then DONE, every land_every seconds (pacing, not
-# synchronisation: the wait below polls watch's journal).
-( for ((i = 1; i <= checkpoints; i++)); do
-    d="$ckdir/step-$((100 * i))"
-    mkdir -p "$d" && cp "$work/r.jsonl" "$d/responses.jsonl" && touch "$d/DONE"
-    echo "$(now) step-$((100 * i))" >>"$work/landed.txt"
-    sleep "$land_every"
-  done ) &
-lander_pid=$!
-pids+=("$lander_pid")
+  # The trainer: step-<100 i>/responses.jsonl, then DONE, every land_every seconds (pacing, not
+  # synchronisation: the wait below polls watch's journal).
+  ( for ((i = 1; i <= checkpoints; i++)); do
+      d="$ckdir/step-$((100 * i))"
+      mkdir -p "$d" && cp "$work/r.jsonl" "$d/responses.jsonl" && touch "$d/DONE"
+      echo "$(now) step-$((100 * i))" >>"$work/landed.txt"
+      sleep "$land_every"
+    done ) &
+  lander_pid=$!
+  pids+=("$lander_pid")
 
-status_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$watch_pid/status"; }
-count() {  # count TEXT FILE: lines of FILE holding TEXT (0 while FILE does not exist yet)
-  if [[ -f $2 ]]; then awk -v p="$1" 'index($0, p) {n++} END {print n + 0}' "$2"; else echo 0; fi
+  status_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$watch_pid/status"; }
+  count() {  # count TEXT FILE: lines of FILE holding TEXT (0 while FILE does not exist yet)
+    if [[ -f $2 ]]; then awk -v p="$1" 'index($0, p) {n++} END {print n + 0}' "$2"; else echo 0; fi
+  }
+  start=$(now) graded=0
+  : >"$work/per_checkpoint_rss.txt"
+  while ((graded < checkpoints)) ||
+    (($(count "comparison over $checkpoints checkpoints" "$log") == 0 && checkpoints > 1)); do
+    kill -0 "$watch_pid" 2>/dev/null || fail "watch exited early; its log: $(tail -5 "$log")"
+    (($(count '"event":"failed"' "$out/watch.jsonl") == 0)) ||
+      fail "a checkpoint failed: $(grep '"failed"' "$out/watch.jsonl" | head -3)"
+    awk -v s="$start" -v n="$(now)" -v d="$deadline" 'BEGIN {exit !(n - s > d)}' &&
+      fail "only $graded of $checkpoints checkpoints graded after ${deadline}s; log: $(tail -3 "$log")"
+    n=$(count '"event":"graded"' "$out/watch.jsonl")
+    if ((n > graded)); then
+      graded=$n
+      echo "$graded $(now) $(status_kb VmRSS) $(status_kb VmHWM)" >>"$work/per_checkpoint_rss.txt"
+    fi
+    sleep 0.2
+  done
+  wait "$lander_pid"
+  kill -TERM "$watch_pid"
+  watch_status=0
+  wait "$watch_pid" || watch_status=$?
+  ((watch_status == 0)) || fail "watch exited $watch_status after SIGTERM; log: $(tail -5 "$log")"
+  echo "machine load (1/5/15 min) after watch: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+  watch_rows=0
+  for ((i = 1; i <= checkpoints; i++)); do
+    j="$out/versions/step-$((100 * i))/v1/journal.sqlite"
+    [[ -f $j ]] || fail "no journal $j"
+    r=$(sqlite3 "$j" "select count(*) from rows where status='ok'")
+    echo "$r" >>"$work/watch_rows.txt"
+    watch_rows=$((watch_rows + r))
+  done
 }
-start=$(now) graded=0
-: >"$work/per_checkpoint_rss.txt"
-while ((graded < checkpoints)) ||
-  (($(count "comparison over $checkpoints checkpoints" "$log") == 0 && checkpoints > 1)); do
-  kill -0 "$watch_pid" 2>/dev/null || fail "watch exited early; its log: $(tail -5 "$log")"
-  (($(count '"event":"failed"' "$out/watch.jsonl") == 0)) ||
-    fail "a checkpoint failed: $(grep '"failed"' "$out/watch.jsonl" | head -3)"
-  awk -v s="$start" -v n="$(now)" -v d="$deadline" 'BEGIN {exit !(n - s > d)}' &&
-    fail "only $graded of $checkpoints checkpoints graded after ${deadline}s; log: $(tail -3 "$log")"
-  n=$(count '"event":"graded"' "$out/watch.jsonl")
-  if ((n > graded)); then
-    graded=$n
-    echo "$graded $(now) $(status_kb VmRSS) $(status_kb VmHWM)" >>"$work/per_checkpoint_rss.txt"
-  fi
-  sleep 0.2
-done
-wait "$lander_pid"
-kill -TERM "$watch_pid"
-watch_status=0
-wait "$watch_pid" || watch_status=$?
-((watch_status == 0)) || fail "watch exited $watch_status after SIGTERM; log: $(tail -5 "$log")"
-echo "machine load (1/5/15 min) after watch: $(cut -d' ' -f1-3 /proc/loadavg)"
-
-watch_rows=0
-for ((i = 1; i <= checkpoints; i++)); do
-  j="$out/versions/step-$((100 * i))/v1/journal.sqlite"
-  [[ -f $j ]] || fail "no journal $j"
-  r=$(sqlite3 "$j" "select count(*) from rows where status='ok'")
-  echo "$r" >>"$work/watch_rows.txt"
-  watch_rows=$((watch_rows + r))
-done
 
 # ---- run phase: the same K checkpoints, one `run` each, on the same simulator ----
-run_rows=0 run_wall=0
-for ((i = 1; i <= checkpoints; i++)); do
-  name="step-$((100 * i))" status=0
-  /usr/bin/time -f '%e %M' -o "$work/time.$i" "$orch" run --dataset "$work/w.jsonl" \
-    --responses "$name=$ckdir/$name/responses.jsonl" --out "$work/run-out/$name" \
-    "${grading[@]}" >/dev/null 2>"$work/run.$i.err" || status=$?
-  ((status == 0)) || fail "run $name exited $status: $(tail -5 "$work/run.$i.err")"
-  read -r wall maxrss_kb < <(tail -1 "$work/time.$i")
-  r=$(sqlite3 "$work/run-out/$name/journal.sqlite" "select count(*) from rows where status='ok'")
-  echo "run $name rows=$r wall_s=$wall peak_rss_mb=$((maxrss_kb / 1024))"
-  run_rows=$((run_rows + r))
-  run_wall=$(awk -v a="$run_wall" -v b="$wall" 'BEGIN {print a + b}')
-done
-echo "machine load (1/5/15 min) after run: $(cut -d' ' -f1-3 /proc/loadavg)"
+run_phase() {
+  run_rows=0 run_wall=0
+  for ((i = 1; i <= checkpoints; i++)); do
+    name="step-$((100 * i))" status=0
+    /usr/bin/time -f '%e %M' -o "$work/time.$i" "$orch" run --dataset "$work/w.jsonl" \
+      --responses "$name=$work/r.jsonl" --out "$work/run-out/$name" \
+      "${grading[@]}" >/dev/null 2>"$work/run.$i.err" || status=$?
+    ((status == 0)) || fail "run $name exited $status: $(tail -5 "$work/run.$i.err")"
+    read -r wall maxrss_kb < <(tail -1 "$work/time.$i")
+    r=$(sqlite3 "$work/run-out/$name/journal.sqlite" "select count(*) from rows where status='ok'")
+    echo "run $name rows=$r wall_s=$wall peak_rss_mb=$((maxrss_kb / 1024))"
+    run_rows=$((run_rows + r))
+    run_wall=$(awk -v a="$run_wall" -v b="$wall" 'BEGIN {print a + b}')
+  done
+  echo "machine load (1/5/15 min) after run: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+if [[ $order == run-watch ]]; then run_phase; watch_phase; else watch_phase; run_phase; fi
 ((run_rows == watch_rows)) || fail "watch graded $watch_rows rows, run $run_rows"
 
 # ---- report ----
