@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/process.h"
 
 namespace hb::cli {
 namespace {
@@ -29,6 +30,9 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
   if (listen.empty()) return nullptr;
   std::unique_ptr<prometheus::Exposer> exposer;
   try {  // civetweb reports bind failures by throwing
+    // Its threads start with SIGTERM/SIGINT blocked: run and watch take them with a StopSignals
+    // made after this (to drain); a server thread taking one would end the process instead.
+    StopSignalsBlockedInScope blocked;
     exposer = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(

@@ -48,6 +48,18 @@ StopSignals::~StopSignals() {
   pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 
+StopSignalsBlockedInScope::StopSignalsBlockedInScope() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, &old_mask_);
+}
+
+StopSignalsBlockedInScope::~StopSignalsBlockedInScope() {
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
 int StopSignals::Wait() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(

@@ -47,6 +47,21 @@ class StopSignals {
   std::thread thread_;
 };
 
+// Blocks SIGTERM and SIGINT in the calling thread for its lifetime, so that the threads a
+// library starts meanwhile (a metrics server's) never take them: a StopSignals constructed
+// later still receives every one instead of the default action ending the process. Restores
+// the calling thread's mask when destroyed.
+class StopSignalsBlockedInScope {
+ public:
+  StopSignalsBlockedInScope();
+  ~StopSignalsBlockedInScope();
+  StopSignalsBlockedInScope(const StopSignalsBlockedInScope&) = delete;
+  StopSignalsBlockedInScope& operator=(const StopSignalsBlockedInScope&) = delete;
+
+ private:
+  sigset_t old_mask_;
+};
+
 // SIGTERM or SIGINT as text.
 const char* SignalName(int signal);
 

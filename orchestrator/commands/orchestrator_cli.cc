@@ -555,6 +555,8 @@ class OrchestratorCommandLine {
     c.Bool("once", &watch_.once,
            "grade what is ready now, then exit with run's exit codes (for a CronJob)");
     AddGradingFlags(c, &watch_run_);
+    c.Group("metrics");
+    cli::AddMetricsListenFlag(c, &metrics_listen_);
   }
   // --grader, --simulated-verdicts, the grader flags and the gRPC client's security (run and
   // meta-eval).
@@ -902,6 +904,13 @@ int OrchestratorMain(int argc, char** argv) {
     InitLogging("info");
     absl::StatusOr<WatchOptions> options = command_line.WatchOptionsFromFlags();
     if (!options.ok()) return program.UsageError(command, options.status());
+    absl::StatusOr<OrchestratorMetricsEndpoint> metrics =
+        ServeCommandMetrics(command_line, command, options->run.prices, options->run.max_in_flight);
+    if (!metrics.ok()) return kExitInternal;
+    // Checkpoints and rows; an embedded grader's hb_grader_* are not served here (a new grader
+    // is built for each checkpoint; the fleet's graders export them).
+    options->metrics = metrics->metrics.get();
+    options->run.metrics = metrics->metrics.get();
     return RunWatch(*options);
   }
   if (command == "meta-eval") {

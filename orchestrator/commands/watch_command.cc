@@ -18,6 +18,7 @@
 #include "common/healthbench/prompts.h"
 #include "grader/grader_identity.h"
 #include "orchestrator/commands/offline_commands.h"
+#include "orchestrator/commands/orchestrator_metrics.h"
 #include "orchestrator/run/output_lock.h"
 #include "orchestrator/watch/checkpoint_watcher.h"
 #include "orchestrator/watch/folder_events.h"
@@ -50,8 +51,8 @@ absl::Status IdentityOfGrading(const RunOptions& run, std::string& dataset_sha25
 }
 
 // One version through run's grading core, as one checkpoint in its own run folder.
-GradeOutcome GradeVersion(const WatchOptions& options, const CheckpointVersion& version,
-                          StopSwitch& stop) {
+GradeOutcome GradeThroughRun(const WatchOptions& options, const CheckpointVersion& version,
+                             StopSwitch& stop) {
   RunOptions run = options.run;
   run.out = version.run_dir;
   run.checkpoints = {CheckpointSpec{version.name, version.responses_path}};
@@ -70,6 +71,16 @@ GradeOutcome GradeVersion(const WatchOptions& options, const CheckpointVersion& 
   if (!results.empty()) {
     outcome.score = results.front().score;
     outcome.cost_usd = results.front().usage.CostUsd(run.prices, run.batch_price_factor);
+  }
+  return outcome;
+}
+
+// GradeThroughRun, counted in the checkpoint metrics.
+GradeOutcome GradeVersion(const WatchOptions& options, const CheckpointVersion& version,
+                          StopSwitch& stop) {
+  GradeOutcome outcome = GradeThroughRun(options, version, stop);
+  if (options.metrics != nullptr && outcome.exit_code != kExitInterrupted) {
+    options.metrics->CheckpointFinished(outcome.exit_code == kExitOk ? "graded" : "failed");
   }
   return outcome;
 }

@@ -21,6 +21,8 @@
 
 namespace hb {
 
+class OrchestratorMetrics;  // orchestrator/commands/orchestrator_metrics.h
+
 struct WatchOptions {
   // The grading settings, as `run` takes them; `out` is OUT. Its checkpoints, policies and
   // sharding are unused (each version is graded as one checkpoint).
@@ -29,6 +31,10 @@ struct WatchOptions {
   std::string ready_marker = "DONE";
   absl::Duration poll_interval = absl::Seconds(30);
   bool once = false;
+  // --metrics-listen's series (not owned; none when null): each checkpoint that finishes counts
+  // in hb_orchestrator_checkpoints_total as "graded" (exit 0) or "failed" (an interrupted one
+  // counts in neither); its rows count through `run.metrics` as run's do.
+  OrchestratorMetrics* metrics = nullptr;
 };
 
 // kInvalidArgument naming the flag (--checkpoints-dir, --ready-marker, --poll-interval, and

@@ -323,7 +323,11 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
 }
 
 int64_t SimCounter(const LlmSim& sim, const std::string& name) {
-  const int fd = ConnectLoopback(sim.port);
+  return MetricsValue(sim.port, name);
+}
+
+int64_t MetricsValue(int port, const std::string& name) {
+  const int fd = ConnectLoopback(port);
   const std::string request =
       "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {

@@ -140,6 +140,11 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
 // requests it answered), -1 when unreadable.
 int64_t SimCounter(const LlmSim& sim, const std::string& name);
 
+// The value of one series in GET http://127.0.0.1:`port`/metrics, `name` as exposed with its
+// labels (e.g. `hb_orchestrator_checkpoints_total{state="graded"}`), truncated to an integer;
+// -1 when unreadable or absent.
+int64_t MetricsValue(int port, const std::string& name);
+
 // Connections to 127.0.0.1:`port` that the client closed and the server has not closed yet
 // (TCP CLOSE_WAIT, read from /proc/net/tcp; another test's IPv6 server on the same port number
 // is not counted: ctest runs tests side by side). After a client is killed, 0 means the

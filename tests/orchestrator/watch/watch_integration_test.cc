@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/base/file.h"
@@ -36,6 +37,7 @@ using ::hb::testing::BinaryDir;
 using ::hb::testing::IsOk;
 using ::hb::testing::LlmSim;
 using ::hb::testing::MakeTempDir;
+using ::hb::testing::MetricsValue;
 using ::hb::testing::PollUntil;
 using ::hb::testing::QueryJournalInt;
 using ::testing::ElementsAre;
@@ -238,6 +240,36 @@ TEST_F(WatchIntegrationTest, GradesFoldersAsTheyLandInStepOrderAndNeverOneWithou
   EXPECT_EQ(watch->Wait(), 0) << watch->Log();
 }
 
+// The port of `--metrics-listen=127.0.0.1:0` from the log's "metrics on http://HOST:PORT" line.
+int MetricsPort(const std::string& log) {
+  const size_t at = log.find("metrics on http://127.0.0.1:");
+  if (at == std::string::npos) return 0;
+  const size_t start = at + std::string("metrics on http://127.0.0.1:").size();
+  int port = 0;
+  return absl::SimpleAtoi(log.substr(start, log.find('/', start) - start), &port) ? port : 0;
+}
+
+TEST_F(WatchIntegrationTest, CountsGradedAndFailedCheckpointsOnItsMetricsEndpoint) {
+  StartSim({});
+  Land("step-1", "a");
+  std::unique_ptr<WatchProcess> watch =
+      Start({"--metrics-listen=127.0.0.1:0", "--row-attempts=1", "--max-attempts=1"});
+  int port = 0;
+  ASSERT_TRUE(PollUntil([&] { return (port = MetricsPort(watch->Log())) > 0; })) << watch->Log();
+  const std::string graded = "hb_orchestrator_checkpoints_total{state=\"graded\"}";
+  const std::string failed = "hb_orchestrator_checkpoints_total{state=\"failed\"}";
+  ASSERT_TRUE(PollUntil([&] { return MetricsValue(port, graded) == 1; })) << watch->Log();
+  EXPECT_EQ(MetricsValue(port, failed), 0);  // at 0 from the start, before any failure
+  EXPECT_GT(MetricsValue(port, "hb_orchestrator_rows_planned_total"), 0);
+  // A judge that refuses every request: the next checkpoint fails and is counted so.
+  sim_.process.reset();
+  Land("step-2", "b");
+  ASSERT_TRUE(PollUntil([&] { return MetricsValue(port, failed) >= 1; })) << watch->Log();
+  EXPECT_EQ(MetricsValue(port, graded), 1);
+  watch->Signal(SIGTERM);
+  EXPECT_EQ(watch->Wait(), 0) << watch->Log();
+}
+
 TEST_F(WatchIntegrationTest, GradesEachRowExactlyOnceAcrossSigtermSigkillAndRestarts) {
   const std::string requests = dir_ + "/requests.jsonl";
   StartSim({"--latency-ms=100", "--request-log=" + requests});
@@ -347,13 +379,19 @@ TEST_F(WatchIntegrationTest, OnceGradesWhatIsReadyAndExitsWithRunsCodes) {
   EXPECT_EQ(Graded("step-10"), 1);
   EXPECT_FALSE(FileExists(out_ + "/versions/step-3"));
   EXPECT_THAT(ComparisonOrder(), ElementsAre("step-2", "step-10"));
-  // A judge that refuses every request: the checkpoint is not done and --once says so (exit 3).
-  sim_.process.reset();
+  // A judge that answers 503 to every grading request: the checkpoint is not done and --once
+  // says so (exit 3, rows failed).
+  StartSim({"--fault-503=1"});
   Land("step-20", "d");
-  std::string log;
   WatchProcess failing(Args({"--once", "--row-attempts=1", "--max-attempts=1"}),
                        dir_ + "/failing.log");
   EXPECT_EQ(failing.Wait(), 3) << failing.Log();
+  EXPECT_EQ(Graded("step-20"), 0);
+  // A judge that refuses connections: the start-up probe refuses before any row (exit 2, as run).
+  sim_.process.reset();
+  WatchProcess refused(Args({"--once"}), dir_ + "/refused.log");
+  EXPECT_EQ(refused.Wait(), 2) << refused.Log();
+  EXPECT_THAT(refused.Log(), HasSubstr("No grading request was sent"));
   EXPECT_EQ(Graded("step-20"), 0);
 }
 
