@@ -13,10 +13,21 @@ void TuneProcess() {
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
 }
 
-StopSignals::StopSignals(Callback on_signal) : on_signal_(std::move(on_signal)) {
-  sigemptyset(&set_);
-  sigaddset(&set_, SIGINT);
-  sigaddset(&set_, SIGTERM);
+namespace {
+
+// The signals StopSignals takes: SIGINT and SIGTERM.
+sigset_t StopSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+StopSignals::StopSignals(Callback on_signal)
+    : on_signal_(std::move(on_signal)), set_(StopSignalSet()) {
   pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
   thread_ = std::thread([this] {
     int count = 0;
@@ -49,10 +60,7 @@ StopSignals::~StopSignals() {
 }
 
 StopSignalsBlockedInScope::StopSignalsBlockedInScope() {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
+  const sigset_t stop = StopSignalSet();
   pthread_sigmask(SIG_BLOCK, &stop, &old_mask_);
 }
 
