@@ -493,9 +493,11 @@ TEST(SimulatorTest, SaysWhatItIsAndAnswersTheModelList) {
   SimulatorOptions options;
   options.api_key = "sk-test";
   Simulator sim(options, &clock);
+  // SimHttpRequest holds views: the body must outlive the loop.
+  const std::string body = ChatBody("x");
   for (const SimHttpRequest& request :
-       {SimHttpRequest{"POST", "/v1/chat/completions", "Bearer sk-test", ChatBody("x")},
-        SimHttpRequest{"POST", "/v1/chat/completions", "", ChatBody("x")},
+       {SimHttpRequest{"POST", "/v1/chat/completions", "Bearer sk-test", body},
+        SimHttpRequest{"POST", "/v1/chat/completions", "", body},
         SimHttpRequest{"GET", "/nowhere", "", ""},
         SimHttpRequest{"GET", "/v1/models", "Bearer sk-test", ""}}) {
     EXPECT_THAT(sim.Handle(request).headers, Contains(Pair("x-hb-llm-sim", "1"))) << request.path;
