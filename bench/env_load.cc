@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "bench/env_load_ors.h"
 #include "bench/load_report.h"
+#include "common/base/host_port.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -174,9 +175,15 @@ RunFn MakeDriver(const std::vector<std::string>& tasks) {
     };
   }
   hb::bench::OrsLoadOptions options;
-  const std::string target = absl::GetFlag(FLAGS_http_target);
-  options.host = target.substr(0, target.rfind(':'));
-  options.port = std::stoi(target.substr(target.rfind(':') + 1));
+  hb::HostPortRules rules;
+  rules.name = "--http_target";
+  absl::StatusOr<hb::HostPort> target = hb::ParseHostPort(absl::GetFlag(FLAGS_http_target), rules);
+  if (!target.ok()) {
+    std::fprintf(stderr, "%s\n", target.status().ToString().c_str());
+    return nullptr;
+  }
+  options.host = target->host;
+  options.port = target->port;
   options.connections = absl::GetFlag(FLAGS_in_flight);
   options.task_ids = tasks;
   options.route = absl::GetFlag(FLAGS_mode);

@@ -5,19 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/host_port.h"
 #include "common/base/process.h"
 
 namespace hb::cli {
-namespace {
-
-// "HOST" of "HOST:PORT" ("[::1]:0" -> "[::1]").
-std::string HostOf(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  return colon == std::string::npos ? listen : listen.substr(0, colon);
-}
-
-}  // namespace
-
 void AddMetricsListenFlag(Command& command, std::string* listen) {
   command.Flag("metrics-listen", listen, "HOST:PORT",
                "Prometheus /metrics listen address (port 0 picks one, printed on stderr); "
@@ -44,7 +35,7 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> ServeMetrics(
   const std::vector<int> ports = exposer->GetListeningPorts();
   if (!log_name.empty() && !ports.empty()) {
     std::fprintf(stderr, "%s: metrics on http://%s:%d/metrics\n", log_name.c_str(),
-                 HostOf(listen).c_str(), ports.front());
+                 std::string(HostPartOf(listen)).c_str(), ports.front());
   }
   return exposer;
 }

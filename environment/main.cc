@@ -14,6 +14,7 @@
 #include "cli/http_limit_flags.h"
 #include "cli/security_flags.h"
 #include "cli/server_flags.h"
+#include "common/base/host_port.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
@@ -203,8 +204,6 @@ absl::StatusOr<hb::HttpServerLimits> HttpLimits(const Flags& flags) {
   return limits;
 }
 
-std::string HostOf(const std::string& address) { return address.substr(0, address.rfind(':')); }
-
 int Fail(const absl::Status& status) {
   HB_LOG_ERROR("hb-env: {}", status.ToString());
   return hb::ExitCodeFor(status);
@@ -338,7 +337,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return ListenFailed("--listen", listen, server.status());
-  std::printf("grpc listening on %s:%d\n", HostOf(listen).c_str(), (*server)->port());
+  std::printf("grpc listening on %s:%d\n", std::string(hb::HostPartOf(listen)).c_str(),
+              (*server)->port());
   const std::string& http_listen = flags.http_listen;
   hb::env::OrsServerOptions ors_options;
   ors_options.listen = http_listen;
@@ -351,7 +351,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
   if (!http.ok()) return ListenFailed("--http-listen", http_listen, http.status());
-  std::printf("http listening on %s:%d\n", HostOf(http_listen).c_str(), (*http)->port());
+  std::printf("http listening on %s:%d\n", std::string(hb::HostPartOf(http_listen)).c_str(),
+              (*http)->port());
   std::fflush(stdout);
 
   const int signal_number = signals.Wait();

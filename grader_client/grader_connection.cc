@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/host_port.h"
 #include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/base/thread_scheduler.h"
@@ -27,15 +28,7 @@ bool IsGrpcScheme(absl::string_view scheme) {
 }
 
 // HOST:PORT or [V6]:PORT with a port in [1, 65535].
-bool IsHostPort(absl::string_view text) {
-  const size_t colon = text.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0) return false;
-  const absl::string_view host = text.substr(0, colon);
-  int port = 0;
-  if (!absl::SimpleAtoi(text.substr(colon + 1), &port) || port < 1 || port > 65535) return false;
-  if (absl::StartsWith(host, "[")) return absl::EndsWith(host, "]") && host.size() > 2;
-  return host.find_first_of(":/") == absl::string_view::npos;
-}
+bool IsHostPort(absl::string_view text) { return ParseHostPort(text).ok(); }
 
 absl::Status NotATarget(const std::string& flag, absl::string_view why) {
   return absl::InvalidArgumentError(

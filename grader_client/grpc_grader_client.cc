@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/base/host_port.h"
 #include "common/base/logging.h"
 #include "common/base/tsan_annotations.h"
 #include "common/rpc/grpc_status.h"
@@ -43,17 +44,11 @@ const char* ConnectivityName(grpc_connectivity_state state) {
   return "UNKNOWN";
 }
 
-// "host:port" (host may be "[v6]") split at the port; kInvalidArgument without a port.
-absl::StatusOr<std::pair<std::string, std::string>> SplitHostPort(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos || colon + 1 == address.size() ||
-      (absl::StartsWith(address, "[") && address.substr(0, colon).back() != ']')) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("grader target '", address, "' has no port: write HOST:PORT"));
-  }
-  std::string host(address.substr(0, colon));
-  if (absl::StartsWith(host, "[")) host = host.substr(1, host.size() - 2);
-  return std::make_pair(std::move(host), std::string(address.substr(colon + 1)));
+// "host:port" (host may be "[v6]"); kInvalidArgument naming the grader target without a port.
+absl::StatusOr<HostPort> SplitHostPort(absl::string_view address) {
+  HostPortRules rules;
+  rules.name = "grader target";
+  return ParseHostPort(address, rules);
 }
 
 // The addresses `host` resolves to now, as "ipv4:a:port" / "ipv6:[a]:port", deduplicated.
@@ -101,8 +96,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateGraderChannel(
   grpc::ChannelArguments args;
   if (!authority.empty()) {
     args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority);
-    absl::StatusOr<std::pair<std::string, std::string>> host_port = SplitHostPort(authority);
-    if (host_port.ok()) args.SetSslTargetNameOverride(host_port->first);
+    absl::StatusOr<HostPort> host_port = SplitHostPort(authority);
+    if (host_port.ok()) args.SetSslTargetNameOverride(host_port->host);
   }
   args.SetServiceConfigJSON(kGraderServiceConfig);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
@@ -228,9 +223,10 @@ absl::StatusOr<std::vector<ReplicaTarget>> ReplicaTargets(const std::string& tar
     // Another scheme ("unix:/path", "xds:///..."): gRPC resolves it; ask it as one replica.
     return std::vector<ReplicaTarget>{{target, ""}};
   }
-  absl::StatusOr<std::pair<std::string, std::string>> host_port = SplitHostPort(rest);
+  absl::StatusOr<HostPort> host_port = SplitHostPort(rest);
   if (!host_port.ok()) return host_port.status();
-  absl::StatusOr<std::vector<std::string>> addresses = Resolve(host_port->first, host_port->second);
+  absl::StatusOr<std::vector<std::string>> addresses =
+      Resolve(host_port->host, std::to_string(host_port->port));
   if (!addresses.ok()) return addresses.status();
   std::vector<ReplicaTarget> out;
   for (std::string& address : *addresses) out.push_back({std::move(address), std::string(rest)});

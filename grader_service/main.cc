@@ -10,6 +10,7 @@
 #include "cli/security_flags.h"
 #include "cli/server_flags.h"
 #include "common/base/exit_codes.h"
+#include "common/base/host_port.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
@@ -115,8 +116,7 @@ int main(int argc, char** argv) {
     HB_LOG_ERROR("hb-grader: {}", server.status().ToString());
     return hb::ExitCodeFor(server.status());
   }
-  std::printf("listening on %s:%d\n",
-              options->listen_address.substr(0, options->listen_address.rfind(':')).c_str(),
+  std::printf("listening on %s:%d\n", std::string(hb::HostPartOf(options->listen_address)).c_str(),
               (*server)->port());
   std::fflush(stdout);
 

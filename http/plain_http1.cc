@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/base/host_port.h"
 
 namespace hb {
 
@@ -57,29 +58,15 @@ absl::StatusOr<Target> ParseTarget(absl::string_view url) {
   tail = tail.substr(0, tail.find('#'));
   Target t;
   t.path = tail.empty() || tail[0] == '?' ? absl::StrCat("/", tail) : std::string(tail);
-  absl::string_view host = authority, port;
-  if (absl::StartsWith(authority, "[")) {
-    const size_t close = authority.find(']');
-    if (close == absl::string_view::npos) return malformed("unclosed [");
-    host = authority.substr(1, close - 1);
-    absl::string_view after = authority.substr(close + 1);
-    if (!after.empty() && !absl::ConsumePrefix(&after, ":")) return malformed("after ]");
-    port = after;
-  } else if (const size_t colon = authority.rfind(':'); colon != absl::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-  }
-  if (host.empty()) return malformed("no host");
-  int number = 80;
-  if (!port.empty() && (!absl::SimpleAtoi(port, &number) || number < 1 || number > 65535)) {
-    return malformed("bad port");
-  }
-  const std::string bracketed =
-      absl::StartsWith(authority, "[") ? absl::StrCat("[", host, "]") : std::string(host);
-  t.host = std::string(host);
-  t.port = std::to_string(number);
-  t.origin = absl::StrCat(bracketed, ":", number);
-  t.host_header = number == 80 ? bracketed : t.origin;
+  HostPortRules rules;
+  rules.name = "its host[:port]";
+  rules.default_port = 80;
+  absl::StatusOr<HostPort> address = ParseHostPort(authority, rules);
+  if (!address.ok()) return malformed(address.status().message());
+  t.host = address->host;
+  t.port = std::to_string(address->port);
+  t.origin = address->ToString();
+  t.host_header = address->port == 80 ? address->DisplayHost() : t.origin;
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/base/file.h"
+#include "common/base/host_port.h"
 #include "common/base/status_macros.h"
 #include "grpcpp/client_context.h"
 
@@ -17,11 +18,9 @@ absl::string_view HostOf(absl::string_view address) {
   for (absl::string_view scheme : {"dns:///", "ipv4:", "ipv6:"}) {
     absl::ConsumePrefix(&address, scheme);
   }
-  if (absl::ConsumePrefix(&address, "[")) {
-    return address.substr(0, address.find(']'));
-  }
-  size_t colon = address.rfind(':');
-  return colon == absl::string_view::npos ? address : address.substr(0, colon);
+  absl::string_view host = HostPartOf(address);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return host;
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {

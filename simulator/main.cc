@@ -28,6 +28,7 @@
 #include "cli/command_line.h"
 #include "cli/http_limit_flags.h"
 #include "common/base/clock.h"
+#include "common/base/host_port.h"
 #include "common/base/json.h"
 #include "common/base/logging.h"
 #include "common/base/process.h"
@@ -413,17 +414,12 @@ int Run(int argc, char** argv) {
   }
 
   const std::string& listen = flags.listen;
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    return program.UsageError(
-        "", absl::InvalidArgumentError("--listen must be HOST:PORT, got '" + listen + "'"));
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  HostPortRules listen_rules = ListenRules("--listen");
+  listen_rules.empty_host_ok = true;  // ":PORT": every interface
+  absl::StatusOr<HostPort> address = ParseHostPort(listen, listen_rules);
+  if (!address.ok()) return program.UsageError("", address.status());
   int port = 0;
-  const int fd = BindListener(host, listen.substr(colon + 1), &port);
+  const int fd = BindListener(address->host, std::to_string(address->port), &port);
   if (fd < 0) {
     std::fprintf(stderr, "cannot listen on %s: %s\n", listen.c_str(), std::strerror(errno));
     return 1;
@@ -477,9 +473,10 @@ int Run(int argc, char** argv) {
       for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
     });
 
-    std::printf("listening on %s:%d\n", listen.substr(0, colon).c_str(), port);
+    const std::string host(HostPartOf(listen));
+    std::printf("listening on %s:%d\n", host.c_str(), port);
     std::fflush(stdout);
-    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", listen.substr(0, colon), port, threads);
+    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", host, port, threads);
 
     std::vector<std::thread> workers;
     for (int i = 1; i < threads; ++i) {

@@ -1,9 +1,12 @@
 #include "common/quota/redis_url.h"
 
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/base/host_port.h"
 
 namespace hb {
 namespace {
@@ -66,19 +69,14 @@ absl::StatusOr<RedisEndpoint> ParseRedisUrl(absl::string_view url) {
   if (slash != absl::string_view::npos) {
     if (absl::Status s = ParseDb(rest.substr(slash + 1), &endpoint); !s.ok()) return s;
   }
-  absl::string_view host = hostport;
-  const size_t colon = hostport.rfind(':');
-  if (colon != absl::string_view::npos && hostport.find(']', colon) == absl::string_view::npos) {
-    host = hostport.substr(0, colon);
-    if (!absl::SimpleAtoi(hostport.substr(colon + 1), &endpoint.port) || endpoint.port <= 0 ||
-        endpoint.port > 65535) {
-      return Bad("the port is not a number in 1..65535");
-    }
-  }
-  absl::ConsumePrefix(&host, "[");
-  absl::ConsumeSuffix(&host, "]");
-  if (host.empty()) return Bad("no host");
-  endpoint.host = std::string(host);
+  if (hostport.empty()) return Bad("no host");
+  HostPortRules rules;
+  rules.name = "its host[:port]";
+  rules.default_port = endpoint.port;
+  absl::StatusOr<HostPort> parsed = ParseHostPort(hostport, rules);
+  if (!parsed.ok()) return Bad(parsed.status().message());
+  endpoint.host = std::move(parsed->host);
+  endpoint.port = parsed->port;
   return endpoint;
 }
 

@@ -29,7 +29,9 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/base/host_port.h"
 #include "common/base/json.h"
+#include "common/base/status_macros.h"
 #include "environment/ors/ors_api.h"
 #include "environment/ors/ors_session_manager.h"
 #include "environment/ors/ors_wire.h"
@@ -39,22 +41,13 @@
 namespace hb::env {
 namespace {
 
-struct HostPort {
-  std::string host;
-  uint16_t port = 0;
-};
-
+// The listen address; an empty host (":8080") is every IPv4 interface.
 absl::StatusOr<HostPort> ParseListen(absl::string_view listen) {
-  const size_t colon = listen.rfind(':');
-  int port = -1;
-  if (colon == absl::string_view::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address must be host:port, got '", listen, "'"));
-  }
-  absl::string_view host = listen.substr(0, colon);
-  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
-  return HostPort{std::string(host.empty() ? "0.0.0.0" : host), static_cast<uint16_t>(port)};
+  HostPortRules rules = ListenRules("--http-listen");
+  rules.empty_host_ok = true;
+  HB_ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(listen, rules));
+  if (parsed.host.empty()) parsed.host = "0.0.0.0";
+  return parsed;
 }
 
 // Results and tasks handed to the loop thread. Shared with every Submit callback, so a callback
@@ -309,8 +302,8 @@ absl::Status OrsHttpServer::Impl::Listen() {
   bounded_ = std::make_unique<BoundedEvhttp>(http_, limits);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
-  evhttp_bound_socket* bound =
-      evhttp_bind_socket_with_handle(http_, address->host.c_str(), address->port);
+  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(http_, address->host.c_str(),
+                                                              static_cast<uint16_t>(address->port));
   if (bound == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen, ": ", std::strerror(errno)));

@@ -231,7 +231,9 @@ TEST_F(OrchestratorCliTest, ServerBinariesTakeTheLastValueOfARepeatedFlag) {
                             {"--fault-429=2", "--fault_429=0.5", "--listen=nocolon"});
   EXPECT_EQ(sim.exit_code, 2);
   EXPECT_EQ(sim.err,
-            "hb-llm-sim: --listen must be HOST:PORT, got 'nocolon' (see hb-llm-sim --help)\n");
+            "hb-llm-sim: --listen must be host:port, got 'nocolon': it has no port; e.g. "
+            "127.0.0.1:8080, [::1]:8080 or localhost:0 (port 0 picks a free one) "
+            "(see hb-llm-sim --help)\n");
   RunResult grader = RunBinary(BinaryDir() + "/grader_service/hb-grader",
                                {"--llm-max-tokens=0", "--llm-max-tokens", "5", "--max-attempts=0"});
   EXPECT_EQ(grader.exit_code, 2);
