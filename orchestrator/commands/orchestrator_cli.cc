@@ -21,6 +21,7 @@
 #include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
+#include "orchestrator/commands/grading_flags.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/orchestrator_metrics.h"
 #include "orchestrator/commands/policy_flags.h"
@@ -30,6 +31,17 @@
 
 namespace hb {
 namespace {
+
+using commands_internal::AddBatchFlags;
+using commands_internal::AddBatchPriceFactorFlag;
+using commands_internal::AddDispatchFlags;
+using commands_internal::AddGraderGroup;
+using commands_internal::AddGradingFlags;
+using commands_internal::AddProgressFlags;
+using commands_internal::AddSubsetFlags;
+using commands_internal::kExamplesHelp;
+using commands_internal::ResolveGradingFlags;
+using commands_internal::RunFlags;
 
 constexpr char kDescription[] = R"(hb-orchestrator: grade model responses on HealthBench.
 
@@ -179,34 +191,9 @@ cost per 1,000 judgements, in DIR/judges.html (and on stdout): is this judge goo
 usage: hb-orchestrator compare --out DIR [--baseline NAME] RUN_DIR|CHECKPOINT_DIR ...
        hb-orchestrator compare --out DIR META_EVAL_DIR META_EVAL_DIR ...)";
 
-constexpr char kExamplesHelp[] =
-    "the reference's random.Random(0).sample selection of N tasks (-1: every task, in file "
-    "order)";
-constexpr char kPromptCacheKeyHelp[] =
-    "auto|prompt_id|off. prompt_id: each task's prompt_id as `prompt_cache_key` in its request "
-    "bodies (its rubric rows are sent back to back), so they share OpenAI's prompt cache; it "
-    "cannot change a verdict. auto: prompt_id when the --llm-base-url host is api.openai.com "
-    "(for a gRPC --grader, give hb-grader's --llm-base-url), else off. off (or none): no key, as "
-    "the reference";
 constexpr char kDryRunPromptCacheKeyHelp[] =
     "none|prompt_id: the request bodies as `run --prompt-cache-key` sends them (prompt_id: what "
     "run's default auto sends to api.openai.com; none: no key, as the reference)";
-
-// `run`'s flags before they become RunOptions.
-struct RunFlags {
-  RunOptions options;
-  commands_internal::SubsetFlags subset;
-  cli::GraderFlags grader;
-  cli::LengthAdjustmentFlags length_adjustment;
-  bool professional = false;
-  std::vector<std::string> responses;
-  // --policy NAME=MODEL@URL and the sampling flags they share.
-  std::vector<std::string> policies;
-  cli::PolicyFlags policy;
-  int policy_max_in_flight = 64;
-  std::string prompt_cache_key = "auto";
-  std::string progress = "auto";
-};
 
 absl::StatusOr<bool> PromptCacheKeyPerTask(const std::string& mode) {
   if (mode != "none" && mode != "prompt_id") {
@@ -214,24 +201,6 @@ absl::StatusOr<bool> PromptCacheKeyPerTask(const std::string& mode) {
         absl::StrCat("--prompt-cache-key: expected none or prompt_id, got '", mode, "'"));
   }
   return mode == "prompt_id";
-}
-
-// Whether `base_url`'s host is OpenAI's API (where prompt_cache_key is known to be accepted).
-bool IsOpenAiEndpoint(absl::string_view base_url) {
-  absl::string_view rest = base_url;
-  const size_t scheme = rest.find("://");
-  if (scheme != absl::string_view::npos) rest.remove_prefix(scheme + 3);
-  const absl::string_view host = rest.substr(0, rest.find_first_of(":/"));
-  return absl::AsciiStrToLower(host) == "api.openai.com";
-}
-
-// run's --prompt-cache-key: auto (prompt_id for api.openai.com), prompt_id, off or none.
-absl::StatusOr<bool> RunPromptCacheKeyPerTask(const std::string& mode, absl::string_view base_url) {
-  if (mode == "auto") return IsOpenAiEndpoint(base_url);
-  if (mode == "prompt_id") return true;
-  if (mode == "off" || mode == "none") return false;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--prompt-cache-key: expected auto, prompt_id or off, got '", mode, "'"));
 }
 
 // hb-orchestrator's program and the structs its flags fill. One per parse.
@@ -474,68 +443,6 @@ class OrchestratorCommandLine {
     cli::AddMetricsListenFlag(c, &metrics_listen_);
   }
 
-  // The grading flags `run` and `watch` share (everything but what to grade and where to
-  // write it): the dataset and its subset, the grader, scoring, dispatch, batch and progress.
-  // ResolveGradingFlags turns them into RunOptions.
-  static void AddGradingFlags(cli::Command& c, RunFlags* flags) {
-    RunOptions& o = flags->options;
-    c.Group("inputs and outputs");
-    c.Flag("dataset", &o.dataset, "FILE", "HealthBench JSONL (plain or gzip)");
-    AddSubsetFlags(c, &flags->subset);
-    c.Flag("examples", &o.examples, "N", kExamplesHelp);
-    c.Flag("seed", &o.seed, "N", "numpy seed of the bootstrap statistics");
-    c.Bool("skip-invalid", &o.skip_invalid, "skip invalid dataset lines instead of failing");
-    c.Bool("skip-unscorable-tasks", &o.skip_unscorable_tasks,
-           "leave out tasks without a rubric item of positive points (their score is undefined; "
-           "the reference fails on them), listed on stderr, in summary.json and report.html. "
-           "Without it such a task stops the run (exit 2) before any grader request");
-    c.Bool("allow-partial-responses", &o.allow_partial_responses,
-           "accept tasks without a response (reported as not graded). Without it they mark "
-           "the reports INCOMPLETE and the run exits 3");
-    AddGraderGroup(c, &o, &flags->grader);
-    c.Group("scoring");
-    cli::AddLengthAdjustmentFlags(c, &flags->length_adjustment);
-    cli::AddProfessionalFlag(c, &flags->professional);
-    AddDispatchFlags(c, &o);
-    c.Flag("prompt-cache-key", &flags->prompt_cache_key, "MODE", kPromptCacheKeyHelp);
-    AddBatchFlags(c, &o);
-    AddProgressFlags(c, &o, &flags->progress);
-  }
-
-  // The flags of AddGradingFlags into `options` (run's own fields already set): progress mode,
-  // subset, professional grader, grader stack, prices, length adjustment, prompt cache key.
-  static absl::Status ResolveGradingFlags(const cli::Command& command, RunFlags& flags,
-                                          RunOptions& options) {
-    std::string error;
-    if (!ParseProgressMode(flags.progress, &options.progress, &error)) {
-      return absl::InvalidArgumentError(error);
-    }
-    HB_RETURN_IF_ERROR(commands_internal::ResolveSubset(flags.subset, command.Given("subset"),
-                                                        options.dataset, options.subset,
-                                                        options.ignore_extra_responses));
-    if (flags.professional) {
-      HB_RETURN_IF_ERROR(
-          cli::ApplyProfessionalGrader(command, &flags.grader.stack.settings, &flags.grader.api));
-      HB_RETURN_IF_ERROR(cli::CheckProfessionalDataset(options.dataset));
-    }
-    HB_ASSIGN_OR_RETURN(options.grader_options, cli::ResolveGraderFlags(flags.grader));
-    cli::DefaultPricesForModel(command, options.grader_options.settings.model, &options.prices);
-    options.prices_follow_grader = !cli::PriceFlagsGiven(command);
-    if (options.grader != kEmbeddedGrader) {
-      options.expected_grader = cli::ExpectedRemoteGrader(
-          command, flags.professional, flags.grader.api, options.grader_options.settings);
-    }
-    HB_ASSIGN_OR_RETURN(
-        options.length_adjustment,
-        flags.professional
-            ? cli::ResolveProfessionalLengthAdjustment(command, flags.length_adjustment)
-            : cli::ResolveLengthAdjustmentFlags(command, flags.length_adjustment));
-    HB_ASSIGN_OR_RETURN(
-        options.send_prompt_cache_key,
-        RunPromptCacheKeyPerTask(flags.prompt_cache_key, options.grader_options.llm.base_url));
-    return cli::CheckUpstreamFlagsAreEmbedded(options.grader, options.grader_options);
-  }
-
   void AddWatch() {
     cli::Command& c = program_.AddSubcommand("watch", kWatchDescription, kWatchFooter);
     watch_command_ = &c;
@@ -557,50 +464,6 @@ class OrchestratorCommandLine {
     AddGradingFlags(c, &watch_run_);
     c.Group("metrics");
     cli::AddMetricsListenFlag(c, &metrics_listen_);
-  }
-  // --grader, --simulated-verdicts, the grader flags and the gRPC client's security (run and
-  // meta-eval).
-  static void AddGraderGroup(cli::Command& c, RunOptions* o, cli::GraderFlags* grader) {
-    c.Group("grader");
-    c.Flag("grader", &o->grader, "embedded|TARGET",
-           "'embedded' grades in this process (no gRPC hop), configured by the grader "
-           "flags below (as hb-grader); else a gRPC target, e.g. dns:///grader-headless:50051 "
-           "or ipv4:127.0.0.1:50051,127.0.0.1:50052 (round_robin). The template sha256 and the "
-           "model settings are recorded in the journal and reports");
-    c.Bool("simulated-verdicts", &o->simulated_verdicts,
-           "mark the verdicts SIMULATED (reports and a banner) whatever the endpoint; not needed "
-           "for hb-llm-sim, which says what it is (x-hb-llm-sim) and marks its verdicts itself");
-    cli::AddGraderFlags(c, grader);
-    cli::AddGraderClientSecurityFlags(c, &o->grader_security);
-  }
-
-  // The dispatch flags of a grading job (run and meta-eval).
-  static void AddDispatchFlags(cli::Command& c, RunOptions* o_ptr) {
-    RunOptions& o = *o_ptr;
-    c.Group("dispatch");
-    c.Flag("max-in-flight", &o.max_in_flight, "N", "grader RPCs outstanding at most");
-    c.Bool("adaptive-concurrency", &o.adaptive_concurrency,
-           "adapt the in-flight window within [1, --max-in-flight] (AIMD) and pace dispatch "
-           "from the upstream rate-limit headers the graders relay; false keeps "
-           "--max-in-flight RPCs outstanding");
-    c.Flag("row-attempts", &o.row_attempts, "N",
-           "attempts per row for UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, INTERNAL, "
-           "UNKNOWN; other codes fail the row at once");
-    c.Flag("row-timeout", &o.row_timeout, "DURATION", "deadline of one grader RPC");
-    c.Flag("stop-after-same-failures", &o.stop_after_same_failures, "N",
-           "stop dispatching once N finished rows in a row failed with the same code (rows "
-           "not sent stay for the next run; exit 3); 0 never stops");
-    c.Flag("drain-timeout", &o.drain_timeout, "DURATION",
-           "on SIGTERM/SIGINT, time for in-flight rows before they are cancelled");
-  }
-
-  // --progress, --progress-interval and the prices of the cost line (run and meta-eval).
-  static void AddProgressFlags(cli::Command& c, RunOptions* o, std::string* progress) {
-    c.Group("progress");
-    c.Flag("progress", progress, "auto|tty|log|off",
-           "live line on a terminal, log lines otherwise");
-    c.Flag("progress-interval", &o->progress_interval, "DURATION", "between log lines");
-    cli::AddPriceFlags(c, &o->prices);
   }
 
   void AddMetaEval() {
@@ -625,27 +488,6 @@ class OrchestratorCommandLine {
     AddBatchFlags(c, &o);
     AddProgressFlags(c, &o, &meta_eval_progress_);
     cli::AddMetricsListenFlag(c, &metrics_listen_);
-  }
-
-  static void AddBatchFlags(cli::Command& c, RunOptions* o) {
-    c.Group("batch (--grader-mode batch)");
-    c.Flag("grader-mode", &o->grader_mode, "online|batch",
-           "online: each row through the grader as it goes; batch: the same request bodies "
-           "through the OpenAI Batch API at --llm-base-url (files in DIR/batch, batch ids "
-           "journaled, resumable; half price, answers within 24h)");
-    c.Flag("batch-max-requests", &o->batch.max_requests, "N",
-           "requests per batch input file at most (the API's limit: 50000)");
-    c.Flag("batch-max-file-bytes", &o->batch.max_file_bytes, "BYTES",
-           "bytes per batch input file at most (the API's limit: 200 MB)");
-    c.Flag("batch-poll-interval", &o->batch.poll_interval, "DURATION",
-           "between two polls of the unfinished batches");
-    c.Flag("batch-fallback", &o->batch.fallback, "batch|online",
-           "how rows whose batch answer failed, expired or was malformed are sent again "
-           "(within --max-attempts per row): in a follow-up batch, or online");
-    c.Bool("batch-cancel", &o->batch.cancel,
-           "cancel the journal's unfinished batches, record what they answered, write the "
-           "partial reports and exit (4); the next run sends the rest again");
-    AddBatchPriceFactorFlag(c, &o->batch_price_factor);
   }
 
   void AddSample() {
@@ -682,21 +524,6 @@ class OrchestratorCommandLine {
     c.Flag("responses", responses, "PATH", "responses JSONL {prompt_id, response, system_prompt?}");
   }
 
-  // --subset, --subset-dataset and --ignore-extra-responses (run and score).
-  static void AddSubsetFlags(cli::Command& c, commands_internal::SubsetFlags* flags) {
-    c.Flag("subset", &flags->subset, "main|hard|consensus",
-           "grade an official subset: its file (hard_2025-05-08-21-00-10.jsonl, "
-           "consensus_2025-05-09-20-00-46.jsonl, plain or .gz) is taken from beside --dataset "
-           "unless --subset-dataset names it; responses for tasks outside it are ignored and "
-           "counted (implies --ignore-extra-responses)");
-    c.Flag("subset-dataset", &flags->subset_dataset, "FILE",
-           "the Hard or Consensus file for --subset (default: its official name beside "
-           "--dataset)");
-    c.Bool("ignore-extra-responses", &flags->ignore_extra_responses,
-           "count and skip responses whose prompt_id is not in the dataset instead of failing "
-           "(grading a subset file given as --dataset with the responses to the whole set)");
-  }
-
   // The grader flags that shape (dry-run) or are recorded with (score) the grader requests;
   // the template defaults to hb-grader's (cli::ResolveGraderTemplatePath).
   static void AddGraderRequestFlags(cli::Command& c, std::string* grader_template,
@@ -727,12 +554,6 @@ class OrchestratorCommandLine {
            "measure them on a pilot run). Not given: none for a chat-completions grader; for a "
            "Responses grader they are left out and the costs printed are lower bounds");
     AddBatchPriceFactorFlag(c, &o.batch_price_factor);
-  }
-
-  static void AddBatchPriceFactorFlag(cli::Command& c, double* factor) {
-    c.Flag("batch-price-factor", factor, "F",
-           "Batch API price as a fraction of the online price (OpenAI: 0.5); the batch cost "
-           "is tokens x --price-* x F");
   }
 
   void AddScore() {
