@@ -1,11 +1,9 @@
 // hb-llm-sim: an OpenAI-compatible chat-completions simulator (see simulator/README.md).
 //
-// Transport only: N libevent loops (one per --threads) accept on one listening socket, hand
-// each request to hb::sim::Simulator, and carry out its SimAction. Delays are evtimers, never a
-// sleeping thread, so thousands of slow requests cost a few KB each.
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+// Transport only: one catch-all route of the project's HTTP server (http/http_server.h: N
+// libevent loops, one per --threads, on one listening socket) hands each request to
+// hb::sim::Simulator and carries out its SimAction. Delays are evtimers, never a sleeping
+// thread, so thousands of slow requests cost a few KB each.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,9 +34,8 @@
 #include "event2/bufferevent.h"
 #include "event2/event.h"
 #include "event2/http.h"
-#include "event2/keyvalq_struct.h"
-#include "event2/thread.h"
 #include "http/bounded_evhttp.h"
+#include "http/http_server.h"
 #include "simulator/sim_core.h"
 
 namespace hb::sim {
@@ -81,13 +78,8 @@ struct Pending {
   SimAction action;
 };
 
-void SendReply(evhttp_request* req, const SimAction& action) {
-  evkeyvalq* out = evhttp_request_get_output_headers(req);
-  for (const auto& [name, value] : action.headers) {
-    evhttp_add_header(out, name.c_str(), value.c_str());
-  }
-  evbuffer_add(evhttp_request_get_output_buffer(req), action.body.data(), action.body.size());
-  evhttp_send_reply(req, action.status, nullptr, nullptr);
+void SendReply(HttpExchange& exchange, const SimAction& action) {
+  exchange.Reply(action.status, action.headers, action.body);
 }
 
 void OnConnectionClosed(evhttp_connection* /*conn*/, void* arg) {
@@ -138,58 +130,29 @@ void OnTimer(evutil_socket_t /*fd*/, short /*what*/, void* arg) {
     }
     evhttp_connection_free(pending->conn);
   } else {
-    SendReply(pending->req, pending->action);
+    EvhttpExchange exchange(pending->req);
+    SendReply(exchange, pending->action);
   }
   pending->server->sim->AddInFlight(-1);
   delete pending;
 }
 
-const char* MethodName(evhttp_cmd_type cmd) {
-  switch (cmd) {
-    case EVHTTP_REQ_GET:
-      return "GET";
-    case EVHTTP_REQ_POST:
-      return "POST";
-    case EVHTTP_REQ_HEAD:
-      return "HEAD";
-    case EVHTTP_REQ_PUT:
-      return "PUT";
-    case EVHTTP_REQ_DELETE:
-      return "DELETE";
-    case EVHTTP_REQ_OPTIONS:
-      return "OPTIONS";
-    default:
-      return "OTHER";
-  }
-}
-
-void OnRequest(evhttp_request* req, void* arg) {
-  auto* server = static_cast<Server*>(arg);
-  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
-  const char* auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-  const char* content_type =
-      evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-  evbuffer* in = evhttp_request_get_input_buffer(req);
-  const size_t size = evbuffer_get_length(in);
-  const char* data = size == 0 ? "" : reinterpret_cast<const char*>(evbuffer_pullup(in, -1));
-
+// The one route: every request goes to the Simulator, whose Handle maps it to an action.
+void Serve(Server* server, const HttpServerRequest& http, HttpExchange& exchange) {
   SimHttpRequest request;
-  request.method = MethodName(evhttp_request_get_command(req));
-  request.path = path == nullptr || *path == '\0' ? "/" : path;
-  request.authorization = auth == nullptr ? "" : auth;
-  request.content_type = content_type == nullptr ? "" : content_type;
-  request.body = absl::string_view(data, size);
-  const evkeyvalq* headers = evhttp_request_get_input_headers(req);
-  for (const evkeyval* header = headers->tqh_first; header != nullptr;
-       header = header->next.tqe_next) {
-    request.headers.emplace_back(header->key, header->value);
-  }
+  request.method = http.method;
+  request.path = http.path;
+  request.authorization = http.Header("Authorization");
+  request.content_type = http.Header("Content-Type");
+  request.body = http.body;
+  request.headers = http.headers;
   SimAction action = server->sim->Handle(request);
   if (action.is_chat) server->log->Write(action.log_line);
 
-  if (action.kind == SimAction::Kind::kReply && action.delay <= absl::ZeroDuration()) {
-    SendReply(req, action);
+  evhttp_request* req = exchange.raw();
+  if (req == nullptr ||
+      (action.kind == SimAction::Kind::kReply && action.delay <= absl::ZeroDuration())) {
+    SendReply(exchange, action);
     return;
   }
   auto* pending =
@@ -209,48 +172,10 @@ void OnRequest(evhttp_request* req, void* arg) {
   evtimer_add(pending->timer, &tv);
 }
 
-struct Loop {
-  event_base* base = nullptr;
-  evhttp* http = nullptr;
-  // Bounds every request (head, body, time); outlives `http` and `base`.
-  std::unique_ptr<BoundedEvhttp> bounded;
-};
-
 // The simulator's refusals in the OpenAI error shape, as its other errors.
 std::string OpenAiErrorBody(int /*status*/, absl::string_view message) {
   return absl::StrCat("{\"error\":{\"message\":", JsonQuote(message),
                       ",\"type\":\"invalid_request_error\"}}");
-}
-
-// Binds and listens; returns the fd and fills `port` with the actual port, or -1.
-int BindListener(const std::string& host, const std::string& port_text, int* port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port_text.c_str(), &hints, &res) != 0) {
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0) return -1;
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                     : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  return fd;
 }
 
 constexpr char kDescription[] =
@@ -378,6 +303,22 @@ absl::Status Validate(const SimulatorOptions& options) {
   return absl::OkStatus();
 }
 
+// The server of --listen, --threads and the request limits. Latency is what the simulator is
+// for: its timers are precise (libevent's coarse clock may end a 300 ms delay a few ms early).
+HttpServerOptions ServerOptions(const Flags& flags, const HttpServerLimits& limits) {
+  HttpServerOptions options;
+  options.listen = flags.listen;
+  options.listen_name = "--listen";
+  options.threads = flags.threads > 0
+                        ? flags.threads
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.limits = limits;
+  options.limits.idle_timeout = absl::Seconds(flags.http_timeout_s);
+  options.methods = {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS"};
+  options.precise_timers = true;
+  return options;
+}
+
 int Run(int argc, char** argv) {
   hb::TuneProcess();
   Flags flags;
@@ -413,85 +354,43 @@ int Run(int argc, char** argv) {
     return program.UsageError("", absl::InvalidArgumentError("--http-timeout-s must be >= 1"));
   }
 
-  const std::string& listen = flags.listen;
-  HostPortRules listen_rules = ListenRules("--listen");
-  listen_rules.empty_host_ok = true;  // ":PORT": every interface
-  absl::StatusOr<HostPort> address = ParseHostPort(listen, listen_rules);
-  if (!address.ok()) return program.UsageError("", address.status());
-  int port = 0;
-  const int fd = BindListener(address->host, std::to_string(address->port), &port);
-  if (fd < 0) {
-    std::fprintf(stderr, "cannot listen on %s: %s\n", listen.c_str(), std::strerror(errno));
+  std::signal(SIGPIPE, SIG_IGN);
+  RequestLog request_log;
+  Simulator simulator(options, &Clock::Real());
+  Server server{&simulator, &request_log};
+  HttpRouteTable routes(OpenAiErrorBody);
+  routes.Add({"*", "/",
+              [&server](const HttpServerRequest& request, HttpExchange& exchange) {
+                Serve(&server, request, exchange);
+              },
+              /*prefix=*/true});
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Bind(ServerOptions(flags, *http_limits), &routes);
+  if (!http.ok() && http.status().code() == absl::StatusCode::kInvalidArgument) {
+    return program.UsageError("", http.status());
+  }
+  if (!http.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(http.status().message()).c_str());
     return 1;
   }
-
-  RequestLog request_log;
   if (!flags.request_log.empty() && !request_log.Open(flags.request_log)) {
     std::fprintf(stderr, "cannot open --request-log %s\n", flags.request_log.c_str());
     return 1;
   }
-
-  std::signal(SIGPIPE, SIG_IGN);
-  evthread_use_pthreads();
-  Simulator simulator(options, &Clock::Real());
-  Server server{&simulator, &request_log};
-  int threads = flags.threads;
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-
-  std::vector<Loop> loops(threads);
-  for (Loop& loop : loops) {
-    // Latency is what the simulator is for: without the precise-timer flag libevent reads
-    // CLOCK_MONOTONIC_COARSE and a 300 ms delay may end a few milliseconds early.
-    event_config* config = event_config_new();
-    event_config_set_flag(config, EVENT_BASE_FLAG_PRECISE_TIMER);
-    loop.base = event_base_new_with_config(config);
-    event_config_free(config);
-    if (loop.base == nullptr) {
-      std::fprintf(stderr, "event_base_new_with_config failed\n");
-      return 1;
-    }
-    loop.http = evhttp_new(loop.base);
-    evhttp_set_gencb(loop.http, OnRequest, &server);
-    HttpServerLimits limits = *http_limits;
-    limits.idle_timeout = absl::Seconds(flags.http_timeout_s);
-    loop.bounded = std::make_unique<BoundedEvhttp>(loop.http, limits, OpenAiErrorBody);
-    evhttp_set_allowed_methods(loop.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                              EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                              EVHTTP_REQ_OPTIONS);
-    // Each loop owns a duplicate of the one listening socket (libevent closes it on free).
-    if (evhttp_accept_socket(loop.http, dup(fd)) != 0) {
-      std::fprintf(stderr, "evhttp_accept_socket failed\n");
-      return 1;
-    }
-  }
-  close(fd);
   {
-    // Before the loop threads start; the loops are thread-safe (evthread_use_pthreads). The
-    // watcher may still be inside this callback when loop 0 has stopped: it is joined at the end
-    // of this block, before the loops are freed.
-    StopSignals signals([&loops](int /*signal*/, int /*count*/) {
-      for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
-    });
-
-    const std::string host(HostPartOf(listen));
-    std::printf("listening on %s:%d\n", host.c_str(), port);
+    // Before the loop threads start, so that they inherit the blocked signals. The watcher may
+    // still be inside this callback when the loops have stopped: it is joined at the end of this
+    // block, before the server is freed.
+    StopSignals signals([&http](int /*signal*/, int /*count*/) { (*http)->Stop(); });
+    (*http)->Start();
+    const std::string host(HostPartOf(flags.listen));
+    std::printf("listening on %s:%d\n", host.c_str(), (*http)->port());
     std::fflush(stdout);
-    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", host, port, threads);
-
-    std::vector<std::thread> workers;
-    for (int i = 1; i < threads; ++i) {
-      workers.emplace_back([&loops, i] { event_base_dispatch(loops[i].base); });
-    }
-    event_base_dispatch(loops[0].base);
-    for (Loop& loop : loops) event_base_loopexit(loop.base, nullptr);
-    for (std::thread& t : workers) t.join();
+    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", host, (*http)->port(),
+                (*http)->threads());
+    (*http)->Wait();
   }
-
-  for (Loop& loop : loops) {
-    evhttp_free(loop.http);
-    event_base_loop(loop.base, EVLOOP_NONBLOCK);  // finalizes the freed connections
-    event_base_free(loop.base);
-  }
+  http->reset();  // closes open connections while the simulator is alive
   HB_LOG_INFO("hb-llm-sim stopped");
   return 0;
 }
