@@ -1,11 +1,17 @@
 // `hb-orchestrator compare`: checkpoints graded in separate runs or Jobs, in one comparison.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -62,10 +68,8 @@ absl::StatusOr<std::vector<CheckpointSummary>> ExpandFolder(const std::string& d
   return summaries;
 }
 
-// A checkpoint as WriteComparison takes it, from its summary.json and tasks.jsonl.
-absl::StatusOr<CheckpointResult> LoadResult(const CheckpointSummary& summary) {
-  HB_ASSIGN_OR_RETURN(commands_internal::TaskScores scores,
-                      commands_internal::ReadTaskScores(summary.dir));
+// A checkpoint as WriteComparisonOf takes it (no per-task scores), from its summary.json.
+CheckpointResult SummaryResult(const CheckpointSummary& summary) {
   CheckpointResult result;
   result.checkpoint = summary.checkpoint;
   result.dir = summary.dir;
@@ -80,6 +84,14 @@ absl::StatusOr<CheckpointResult> LoadResult(const CheckpointSummary& summary) {
   for (const MetricSummary& metric : summary.metrics) {
     if (metric.name == "score") result.score_bootstrap_std = metric.bootstrap_std;
   }
+  return result;
+}
+
+// A checkpoint as WriteComparison takes it, from its summary.json and tasks.jsonl.
+absl::StatusOr<CheckpointResult> LoadResult(const CheckpointSummary& summary) {
+  HB_ASSIGN_OR_RETURN(commands_internal::TaskScores scores,
+                      commands_internal::ReadTaskScores(summary.dir));
+  CheckpointResult result = SummaryResult(summary);
   result.prompt_ids = std::move(scores.prompt_ids);
   result.task_scores = std::move(scores.scores);
   if (summary.length_adjustment.has_value())
@@ -195,13 +207,26 @@ absl::StatusOr<std::string> CompareJudges(const CompareOptions& options) {
                       "/judges.html");
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
-  HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
-  if (!options.dirs.empty() && IsMetaEvalFolder(options.dirs.front())) {
-    return CompareJudges(options);
+// A checkpoint folder's files as they are now: "dev:ino:size:mtime_ns" of summary.json and
+// tasks.jsonl (stat follows watch's OUT/<name> symlink to the version it names).
+absl::StatusOr<std::string> FolderStamp(const std::string& dir) {
+  std::string stamp = dir;
+  for (const char* file : {"/summary.json", "/tasks.jsonl"}) {
+    struct stat st {};
+    const std::string path = dir + file;
+    if (::stat(path.c_str(), &st) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": ", std::strerror(errno), " (not a graded checkpoint folder)"));
+    }
+    absl::StrAppend(&stamp, "|", st.st_dev, ":", st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec,
+                    ".", st.st_mtim.tv_nsec);
   }
+  return stamp;
+}
+
+// The checkpoints `options` names, checked, with the baseline's index.
+absl::StatusOr<std::vector<CheckpointSummary>> CompareSummaries(const CompareOptions& options,
+                                                                size_t& baseline) {
   std::vector<CheckpointSummary> summaries;
   for (const std::string& dir : options.dirs) {
     HB_ASSIGN_OR_RETURN(std::vector<CheckpointSummary> found, ExpandFolder(dir));
@@ -211,22 +236,118 @@ absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "compare needs at least two checkpoints; the folders given hold ", summaries.size()));
   }
-  HB_ASSIGN_OR_RETURN(const size_t baseline, BaselineIndex(summaries, options.baseline));
+  HB_ASSIGN_OR_RETURN(baseline, BaselineIndex(summaries, options.baseline));
   HB_RETURN_IF_ERROR(CheckCheckpoints(summaries, baseline));
-  std::vector<CheckpointResult> results;
-  std::string message;
-  for (const CheckpointSummary& summary : summaries) {
-    HB_ASSIGN_OR_RETURN(CheckpointResult result, LoadResult(summary));
-    absl::StrAppend(&message, "compare: ", result.checkpoint, ": score ", HeadlineOf(result).Text(),
-                    ", ", result.graded, " of ", result.tasks, " tasks graded",
-                    result.simulated ? " SIMULATED" : "", result.incomplete ? " INCOMPLETE" : "",
-                    " (", result.dir, ")\n");
-    results.push_back(std::move(result));
+  return summaries;
+}
+
+std::string CheckpointLine(const CheckpointResult& result) {
+  return absl::StrCat("compare: ", result.checkpoint, ": score ", HeadlineOf(result).Text(), ", ",
+                      result.graded, " of ", result.tasks, " tasks graded",
+                      result.simulated ? " SIMULATED" : "", result.incomplete ? " INCOMPLETE" : "",
+                      " (", result.dir, ")\n");
+}
+
+}  // namespace
+
+// Keys are "<dir>|<stamp of its files>" (FolderStamp).
+struct CompareSession::State {
+  absl::flat_hash_map<std::string, CheckpointResult> light;  // by key
+  std::string baseline_key;
+  CheckpointResult baseline;                                   // with its per-task scores
+  absl::flat_hash_map<std::string, HtmlComparisonPair> pairs;  // by key, to `baseline`
+  absl::flat_hash_set<std::string> common_over;                // the keys `common` is over
+  absl::flat_hash_set<std::string> common;                     // prompt_ids graded by all
+
+  // Brings the state to `keys` (summaries' order) with `baseline_index`; reads a folder's
+  // tasks.jsonl only where its light result, its difference or its part of `common` is missing.
+  absl::Status Update(const std::vector<CheckpointSummary>& summaries,
+                      const std::vector<std::string>& keys, size_t baseline_index);
+  // Forgets what belongs to no key of `keys`.
+  void Prune(const std::vector<std::string>& keys);
+};
+
+absl::Status CompareSession::State::Update(const std::vector<CheckpointSummary>& summaries,
+                                           const std::vector<std::string>& keys,
+                                           size_t baseline_index) {
+  if (keys[baseline_index] != baseline_key) {
+    HB_ASSIGN_OR_RETURN(baseline, LoadResult(summaries[baseline_index]));
+    baseline_key = keys[baseline_index];
+    pairs.clear();
   }
-  HB_RETURN_IF_ERROR(WriteComparison(results, summaries[baseline].seed, options.out, baseline));
+  const absl::flat_hash_set<std::string> now(keys.begin(), keys.end());
+  for (const std::string& key : common_over) {
+    if (now.contains(key)) continue;
+    common_over.clear();  // a checkpoint changed or left: start the intersection again
+    common.clear();
+    break;
+  }
+  const uint32_t seed = summaries[baseline_index].seed;
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const std::string& key = keys[i];
+    const bool is_baseline = i == baseline_index;
+    if (light.contains(key) && (is_baseline || pairs.contains(key)) && common_over.contains(key))
+      continue;
+    CheckpointResult loaded;
+    if (!is_baseline) {
+      HB_ASSIGN_OR_RETURN(loaded, LoadResult(summaries[i]));
+    }
+    const CheckpointResult& full = is_baseline ? baseline : loaded;
+    light[key] = SummaryResult(summaries[i]);
+    if (!is_baseline) pairs[key] = ComparisonPairOf(baseline, full, seed);
+    absl::flat_hash_set<std::string> graded = GradedPromptIds(full);
+    if (common_over.empty()) {
+      common = std::move(graded);
+    } else {
+      absl::erase_if(common, [&graded](const std::string& id) { return !graded.contains(id); });
+    }
+    common_over.insert(key);
+  }
+  Prune(keys);
+  return absl::OkStatus();
+}
+
+void CompareSession::State::Prune(const std::vector<std::string>& keys) {
+  const absl::flat_hash_set<std::string> now(keys.begin(), keys.end());
+  absl::erase_if(light, [&now](const auto& entry) { return !now.contains(entry.first); });
+  absl::erase_if(pairs, [&now](const auto& entry) { return !now.contains(entry.first); });
+}
+
+CompareSession::CompareSession() : state_(std::make_unique<State>()) {}
+CompareSession::~CompareSession() = default;
+
+absl::StatusOr<std::string> CompareSession::Run(const CompareOptions& options) {
+  HB_RETURN_IF_ERROR(commands_internal::Require("out", options.out));
+  if (!options.dirs.empty() && IsMetaEvalFolder(options.dirs.front())) {
+    return CompareJudges(options);
+  }
+  size_t baseline = 0;
+  HB_ASSIGN_OR_RETURN(const std::vector<CheckpointSummary> summaries,
+                      CompareSummaries(options, baseline));
+  std::vector<std::string> keys;
+  for (const CheckpointSummary& summary : summaries) {
+    HB_ASSIGN_OR_RETURN(std::string key, FolderStamp(summary.dir));
+    keys.push_back(std::move(key));
+  }
+  HB_RETURN_IF_ERROR(state_->Update(summaries, keys, baseline));
+  std::vector<CheckpointResult> results;
+  ComparisonParts parts;
+  parts.common_tasks = static_cast<int64_t>(state_->common.size());
+  std::string message;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    results.push_back(state_->light.at(keys[i]));
+    absl::StrAppend(&message, CheckpointLine(results.back()));
+    if (i != baseline) parts.pairs.push_back(state_->pairs.at(keys[i]));
+  }
+  HB_RETURN_IF_ERROR(
+      WriteComparisonOf(results, parts, summaries[baseline].seed, options.out, baseline));
   absl::StrAppend(&message, "compare: baseline ", summaries[baseline].checkpoint, "; wrote ",
                   options.out, "/comparison.json and comparison.html");
   return message;
+}
+
+absl::StatusOr<std::string> RunCompare(const CompareOptions& options) {
+  return CompareSession().Run(options);
 }
 
 }  // namespace hb

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -166,5 +167,27 @@ struct CompareOptions {
   std::vector<std::string> dirs;
 };
 absl::StatusOr<std::string> RunCompare(const CompareOptions& options);
+
+// `compare` again and again over a growing list of checkpoint folders (`watch`, after each
+// checkpoint): what RunCompare writes and returns, at the cost of the new or changed
+// checkpoints only. A folder's tasks.jsonl is read once while its summary.json and tasks.jsonl
+// stay the same files (device, inode, size, modification time: `run` replaces them by rename);
+// each difference to the baseline is computed once per such pair of files. Kept in memory: the
+// baseline's per-task scores, the set of tasks graded by every checkpoint, and each checkpoint's
+// summary-sized result. A checkpoint that changed or left the list restarts the common set from
+// the folders (one read each). Not thread-safe.
+class CompareSession {
+ public:
+  CompareSession();
+  ~CompareSession();
+  CompareSession(const CompareSession&) = delete;
+  CompareSession& operator=(const CompareSession&) = delete;
+
+  absl::StatusOr<std::string> Run(const CompareOptions& options);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace hb

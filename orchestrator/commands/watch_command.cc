@@ -85,13 +85,15 @@ GradeOutcome GradeVersion(const WatchOptions& options, const CheckpointVersion& 
   return outcome;
 }
 
-// OUT/comparison.{json,html} over `names` (OUT/<name>), by `compare`'s code.
-void WriteWatchComparison(const std::string& out, const std::vector<std::string>& names) {
+// OUT/comparison.{json,html} over `names` (OUT/<name>), by `compare`'s code; `session` keeps
+// what earlier calls read, so each call reads only the checkpoints new or changed since.
+void WriteWatchComparison(CompareSession& session, const std::string& out,
+                          const std::vector<std::string>& names) {
   if (names.size() < 2) return;
   CompareOptions compare;
   compare.out = out;
   for (const std::string& name : names) compare.dirs.push_back(absl::StrCat(out, "/", name));
-  absl::StatusOr<std::string> written = RunCompare(compare);
+  absl::StatusOr<std::string> written = session.Run(compare);
   if (!written.ok()) {
     std::fprintf(stderr, "%scomparison not written: %s\n", kPrefix,
                  OneLine(written.status().message()).c_str());
@@ -133,8 +135,9 @@ absl::StatusOr<int> Watch(const WatchOptions& options, StopSwitch& stop,
     return GradeVersion(options, version, stop);
   };
   const std::string out = options.run.out;
-  watcher_options.on_report = [out](const std::vector<std::string>& names) {
-    WriteWatchComparison(out, names);
+  CompareSession comparison;
+  watcher_options.on_report = [out, &comparison](const std::vector<std::string>& names) {
+    WriteWatchComparison(comparison, out, names);
   };
   HB_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWatcher> watcher,
                       CheckpointWatcher::Open(std::move(watcher_options)));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/file.h"
@@ -173,35 +174,24 @@ HtmlComparisonCheckpoint CheckpointView(const CheckpointResult& result,
   return view;
 }
 
-// The difference of `other` to `baseline` (JSON and page): of the length-adjusted scores when
-// both have them (the raw difference beside it, "raw"), else of the raw scores.
-HtmlComparisonPair WriteDifference(ComparisonWriter& writer, const CheckpointResult& baseline,
-                                   const CheckpointResult& other, uint32_t seed) {
-  HtmlComparisonPair pair{baseline.checkpoint, other.checkpoint, std::nullopt};
-  pair.length_adjusted =
-      !baseline.adjusted_task_scores.empty() && !other.adjusted_task_scores.empty();
-  const std::optional<PairedDifference> raw =
-      Difference(baseline, other, &CheckpointResult::task_scores, seed);
-  pair.difference = pair.length_adjusted
-                        ? Difference(baseline, other, &CheckpointResult::adjusted_task_scores, seed)
-                        : raw;
+// The difference of `pair` (JSON): of the length-adjusted scores when both have them (the raw
+// difference beside it, "raw"), else of the raw scores.
+void WriteDifferenceJson(ComparisonWriter& writer, const HtmlComparisonPair& pair) {
   writer.StartObject();
   writer.Key("baseline");
-  WriteJsonString(writer, baseline.checkpoint);
+  WriteJsonString(writer, pair.baseline);
   writer.Key("checkpoint");
-  WriteJsonString(writer, other.checkpoint);
+  WriteJsonString(writer, pair.checkpoint);
   WriteDifferenceFields(writer, pair.difference);
   writer.Key("length_adjusted");
   writer.Bool(pair.length_adjusted);
   if (pair.length_adjusted) {
-    pair.raw = raw;
     writer.Key("raw");
     writer.StartObject();
-    WriteDifferenceFields(writer, raw);
+    WriteDifferenceFields(writer, pair.raw);
     writer.EndObject();
   }
   writer.EndObject();
-  return pair;
 }
 
 absl::Status CheckComparable(const std::vector<CheckpointResult>& results, size_t baseline) {
@@ -225,14 +215,55 @@ absl::Status CheckComparable(const std::vector<CheckpointResult>& results, size_
 
 }  // namespace
 
+HtmlComparisonPair ComparisonPairOf(const CheckpointResult& baseline, const CheckpointResult& other,
+                                    uint32_t seed) {
+  HtmlComparisonPair pair{baseline.checkpoint, other.checkpoint, std::nullopt};
+  pair.length_adjusted =
+      !baseline.adjusted_task_scores.empty() && !other.adjusted_task_scores.empty();
+  const std::optional<PairedDifference> raw =
+      Difference(baseline, other, &CheckpointResult::task_scores, seed);
+  pair.difference = pair.length_adjusted
+                        ? Difference(baseline, other, &CheckpointResult::adjusted_task_scores, seed)
+                        : raw;
+  if (pair.length_adjusted) pair.raw = raw;
+  return pair;
+}
+
+absl::flat_hash_set<std::string> GradedPromptIds(const CheckpointResult& result) {
+  absl::flat_hash_set<std::string> ids;
+  for (size_t t = 0; t < result.prompt_ids.size() && t < result.task_scores.size(); ++t) {
+    if (result.task_scores[t].has_value()) ids.insert(result.prompt_ids[t]);
+  }
+  return ids;
+}
+
 absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
                              const std::string& out_dir, size_t baseline) {
   HB_RETURN_IF_ERROR(CheckComparable(results, baseline));
+  ComparisonParts parts;
+  parts.common_tasks = CommonGradedTasks(results);
+  for (size_t c = 0; c < results.size(); ++c) {
+    if (c == baseline) continue;
+    parts.pairs.push_back(ComparisonPairOf(results[baseline], results[c], seed));
+  }
+  return WriteComparisonOf(results, parts, seed, out_dir, baseline);
+}
+
+absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
+                               const ComparisonParts& parts, uint32_t seed,
+                               const std::string& out_dir, size_t baseline) {
+  HB_RETURN_IF_ERROR(CheckComparable(results, baseline));
+  if (parts.pairs.size() + 1 != results.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a comparison of ", results.size(),
+                                                   " checkpoints needs ", results.size() - 1,
+                                                   " differences, got ", parts.pairs.size()));
+  }
   HtmlComparison page;
   page.baseline = results[baseline].checkpoint;
-  page.common_tasks = CommonGradedTasks(results);
+  page.common_tasks = parts.common_tasks;
   page.seed = seed;
   page.bootstrap_samples = kBootstrapSamples;
+  page.pairs = parts.pairs;
   rapidjson::StringBuffer buffer;
   ComparisonWriter writer(buffer);
   writer.SetIndent(' ', 2);
@@ -254,10 +285,7 @@ absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint3
   writer.EndArray();
   writer.Key("differences");
   writer.StartArray();
-  for (size_t c = 0; c < results.size(); ++c) {
-    if (c == baseline) continue;
-    page.pairs.push_back(WriteDifference(writer, results[baseline], results[c], seed));
-  }
+  for (const HtmlComparisonPair& pair : parts.pairs) WriteDifferenceJson(writer, pair);
   writer.EndArray();
   writer.EndObject();
 

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -45,6 +46,7 @@
 #include "common/healthbench/types.h"
 #include "common/healthbench/unscorable_tasks.h"
 #include "llm/token_prices.h"
+#include "orchestrator/report/html_report.h"
 #include "orchestrator/report/verdict_file.h"
 
 namespace hb {
@@ -187,6 +189,29 @@ absl::StatusOr<CheckpointResult> WriteCheckpointReport(
 // write errors name the path.
 absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint32_t seed,
                              const std::string& out_dir, size_t baseline = 0);
+
+// The parts of a comparison that read every task's score: the difference of each non-baseline
+// checkpoint to the baseline (in the results' order) and the number of tasks graded by every
+// checkpoint. WriteComparison computes them; a caller that rewrites a comparison as checkpoints
+// accumulate (`watch`) computes each difference once (ComparisonPairOf) and keeps the common
+// tasks as an intersection of GradedPromptIds, then writes with WriteComparisonOf, whose
+// `results` need no per-task vectors.
+struct ComparisonParts {
+  std::vector<HtmlComparisonPair> pairs;
+  int64_t common_tasks = 0;
+};
+// `other`'s paired-bootstrap difference to `baseline` as WriteComparison computes it: of the
+// length-adjusted scores when both have them (raw beside it), else of the raw scores.
+HtmlComparisonPair ComparisonPairOf(const CheckpointResult& baseline, const CheckpointResult& other,
+                                    uint32_t seed);
+// The prompt_ids of the tasks `result` graded.
+absl::flat_hash_set<std::string> GradedPromptIds(const CheckpointResult& result);
+// WriteComparison with the per-task parts given: the same files, byte for byte, as
+// WriteComparison(results, ...) when `parts` are those of the same results. kInvalidArgument
+// as WriteComparison, and when parts.pairs does not hold one difference per non-baseline result.
+absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
+                               const ComparisonParts& parts, uint32_t seed,
+                               const std::string& out_dir, size_t baseline);
 
 // The tool version recorded in summary.json (PROJECT_VERSION, plus "+git.<describe>" when the
 // build came from a git checkout).
