@@ -134,6 +134,12 @@ absl::StatusOr<int> Watch(const WatchOptions& options, StopSwitch& stop,
   watcher_options.grade = [&options, &stop](const CheckpointVersion& version) {
     return GradeVersion(options, version, stop);
   };
+  if (options.metrics != nullptr) {
+    OrchestratorMetrics* metrics = options.metrics;
+    watcher_options.on_pending = [metrics](int64_t pending) {
+      metrics->SetCheckpointsPending(pending);
+    };
+  }
   const std::string out = options.run.out;
   CompareSession comparison;
   watcher_options.on_report = [out, &comparison](const std::vector<std::string>& names) {

@@ -298,23 +298,35 @@ absl::Status CheckpointWatcher::GradeOne(const CheckpointVersion& version, PassS
   return absl::OkStatus();
 }
 
-absl::StatusOr<PassSummary> CheckpointWatcher::Pass(const std::atomic<bool>& stop) {
-  PassSummary summary;
-  for (const Ready& ready : ScanReady()) {
-    if (stop.load()) break;
+std::vector<CheckpointWatcher::Pending> CheckpointWatcher::ScanPending() {
+  std::vector<Pending> pending;
+  for (Ready& ready : ScanReady()) {
     absl::StatusOr<std::string> sha256 = ResponsesSha256(ready.responses_path);
     if (!sha256.ok()) {
       Log(absl::StrCat(ready.name, ": ", sha256.status().message(), "; tried again next pass"));
       continue;
     }
-    const std::string key = absl::StrCat(ready.name, "@", KeyOf(*sha256));
+    std::string key = absl::StrCat(ready.name, "@", KeyOf(*sha256));
     if (graded_.contains(key)) continue;
-    if (auto retry = retries_.find(key);
+    pending.push_back({std::move(ready), *std::move(sha256), std::move(key)});
+  }
+  return pending;
+}
+
+absl::StatusOr<PassSummary> CheckpointWatcher::Pass(const std::atomic<bool>& stop) {
+  PassSummary summary;
+  const std::vector<Pending> pending = ScanPending();
+  int64_t left = static_cast<int64_t>(pending.size());
+  if (options_.on_pending) options_.on_pending(left);
+  for (const Pending& next : pending) {
+    if (stop.load()) break;
+    if (auto retry = retries_.find(next.key);
         retry != retries_.end() && options_.clock->Now() < retry->second.at) {
       continue;
     }
-    HB_ASSIGN_OR_RETURN(CheckpointVersion version, VersionFor(ready, *sha256));
+    HB_ASSIGN_OR_RETURN(CheckpointVersion version, VersionFor(next.ready, next.sha256));
     HB_RETURN_IF_ERROR(GradeOne(version, summary));
+    if (graded_.contains(next.key) && options_.on_pending) options_.on_pending(--left);
     if (summary.interrupted) break;
   }
   return summary;

@@ -82,6 +82,9 @@ struct CheckpointWatcherOptions {
   // After a grading that left a report: the names whose OUT/<name> report exists, in natural
   // order (the binary writes OUT/comparison.{json,html} over them). May be empty.
   std::function<void(const std::vector<std::string>& names)> on_report;
+  // At the start of each pass and after each checkpoint graded in it: how many ready folders
+  // are not graded yet (those waiting for a retry included). May be empty.
+  std::function<void(int64_t pending)> on_pending;
   // One line per event (queued, graded, failed with its retry time, ...); default stderr.
   std::function<void(const std::string& line)> log;
 };
@@ -132,6 +135,12 @@ class CheckpointWatcher {
 
   explicit CheckpointWatcher(CheckpointWatcherOptions options);
   std::vector<Ready> ScanReady();
+  // The ready folders whose (responses, dataset, grader) key is not graded, in natural order.
+  struct Pending {
+    Ready ready;
+    std::string sha256, key;
+  };
+  std::vector<Pending> ScanPending();
   absl::StatusOr<std::string> ResponsesSha256(const std::string& path);
   absl::StatusOr<CheckpointVersion> VersionFor(const Ready& ready, const std::string& sha256);
   absl::Status GradeOne(const CheckpointVersion& version, PassSummary& summary);

@@ -114,6 +114,7 @@ class CheckpointWatcherTest : public ::testing::Test {
     options.on_report = [this](const std::vector<std::string>& names) {
       reports_.push_back(names);
     };
+    options.on_pending = [this](int64_t pending) { pending_.push_back(pending); };
     options.log = [this](const std::string& line) { log_.push_back(line); };
     absl::StatusOr<std::unique_ptr<CheckpointWatcher>> watcher =
         CheckpointWatcher::Open(std::move(options));
@@ -139,6 +140,7 @@ class CheckpointWatcherTest : public ::testing::Test {
   std::vector<int> script_;
   std::vector<CheckpointVersion> calls_;
   std::vector<std::vector<std::string>> reports_;
+  std::vector<int64_t> pending_;
   std::vector<std::string> log_;
 };
 
@@ -245,6 +247,29 @@ TEST_F(CheckpointWatcherTest, AFailingCheckpointHoldsUpNoOther) {
   EXPECT_THAT(CalledNames(), ElementsAre("step-1", "step-2"));
   // The failed one's partial report is in the comparison too (marked incomplete by run).
   EXPECT_THAT(reports_.back(), ElementsAre("step-1", "step-2"));
+}
+
+// hb_orchestrator_checkpoints_pending's hook: the ready folders not graded yet, at the start of
+// a pass and after each one graded; a failed one stays pending until a retry grades it.
+TEST_F(CheckpointWatcherTest, CountsTheReadyCheckpointsNotGradedYet) {
+  Land("step-1", "a");
+  Land("step-2", "b");
+  Land("step-3", "c", /*ready=*/false);
+  script_ = {3, 0};
+  std::unique_ptr<CheckpointWatcher> watcher = Open();
+  Pass(*watcher);
+  EXPECT_THAT(pending_, ElementsAre(2, 1));  // step-1 failed, step-2 graded
+  pending_.clear();
+  MarkReady("step-3");
+  Pass(*watcher);  // step-1 waits for its retry; step-3 is graded
+  EXPECT_THAT(pending_, ElementsAre(2, 1));
+  pending_.clear();
+  clock_.Advance(absl::Seconds(30));
+  Pass(*watcher);
+  EXPECT_THAT(pending_, ElementsAre(1, 0));
+  pending_.clear();
+  Pass(*watcher);
+  EXPECT_THAT(pending_, ElementsAre(0));
 }
 
 TEST_F(CheckpointWatcherTest, StopsBeforeTheNextCheckpoint) {

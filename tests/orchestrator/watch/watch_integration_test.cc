@@ -261,11 +261,15 @@ TEST_F(WatchIntegrationTest, CountsGradedAndFailedCheckpointsOnItsMetricsEndpoin
   ASSERT_TRUE(PollUntil([&] { return MetricsValue(port, graded) == 1; })) << watch->Log();
   EXPECT_EQ(MetricsValue(port, failed), 0);  // at 0 from the start, before any failure
   EXPECT_GT(MetricsValue(port, "hb_orchestrator_rows_planned_total"), 0);
-  // A judge that refuses every request: the next checkpoint fails and is counted so.
+  const std::string pending = "hb_orchestrator_checkpoints_pending";
+  ASSERT_TRUE(PollUntil([&] { return MetricsValue(port, pending) == 0; })) << watch->Log();
+  // A judge that refuses every request: the next checkpoint fails and is counted so, and stays
+  // pending.
   sim_.process.reset();
   Land("step-2", "b");
   ASSERT_TRUE(PollUntil([&] { return MetricsValue(port, failed) >= 1; })) << watch->Log();
   EXPECT_EQ(MetricsValue(port, graded), 1);
+  EXPECT_EQ(MetricsValue(port, pending), 1);
   watch->Signal(SIGTERM);
   EXPECT_EQ(watch->Wait(), 0) << watch->Log();
 }
