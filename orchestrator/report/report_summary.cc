@@ -169,14 +169,9 @@ std::string CostFact(const ReportContext& context, const ReportUsage& usage) {
   return text;
 }
 
-}  // namespace
-
-std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,
-                        bool incomplete, const std::string& generated_at) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
-  writer.SetIndent(' ', 2);
-  writer.StartObject();
+// summary.json's head: the checkpoint, its headline score and the reference's metrics.
+void WriteScore(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                const ReportContext& context, const CheckpointResult& result) {
   writer.Key("checkpoint");
   WriteJsonString(writer, context.checkpoint);
   const HeadlineScore headline = HeadlineOf(result);
@@ -199,6 +194,11 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
     }
   }
   writer.EndObject();
+}
+
+// summary.json "counts": tasks and rows, graded and not.
+void WriteCounts(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                 const CheckpointResult& result) {
   writer.Key("counts");
   writer.StartObject();
   writer.Key("tasks");
@@ -214,10 +214,11 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("failed_rows");
   writer.Int64(result.failed_rows);
   writer.EndObject();
-  WriteUnscorableTasks(writer, context.unscorable_tasks);
-  WriteUsage(writer, context, result.usage);
-  writer.Key("provenance");
-  writer.StartObject();
+}
+
+// provenance: the inputs graded (dataset, subset, selection, responses, grader template).
+void WriteInputs(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                 const ReportContext& context) {
   writer.Key("dataset");
   writer.StartObject();
   writer.Key("path");
@@ -248,6 +249,11 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.EndObject();
   writer.Key("grader_template_sha256");
   WriteJsonString(writer, context.template_sha256);
+}
+
+// provenance "grader": what the grader graded with.
+void WriteGrader(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                 const ReportContext& context) {
   writer.Key("grader");
   writer.StartObject();
   writer.Key("model");
@@ -302,6 +308,12 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   writer.Key("replicas");
   WriteStringArray(writer, context.grader_replicas);
   writer.EndObject();
+}
+
+// provenance: how the run was made (endpoint, length adjustment, sharding, seed, versions,
+// simulated).
+void WriteRunFacts(rapidjson::PrettyWriter<rapidjson::StringBuffer>& writer,
+                   const ReportContext& context) {
   writer.Key("grader_endpoint");
   WriteJsonString(writer, RedactUrl(context.grader_endpoint));
   writer.Key("length_adjustment");
@@ -344,6 +356,25 @@ std::string SummaryJson(const ReportContext& context, const CheckpointResult& re
   } else {
     writer.Null();
   }
+}
+
+}  // namespace
+
+std::string SummaryJson(const ReportContext& context, const CheckpointResult& result,
+                        bool incomplete, const std::string& generated_at) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
+  writer.SetIndent(' ', 2);
+  writer.StartObject();
+  WriteScore(writer, context, result);
+  WriteCounts(writer, result);
+  WriteUnscorableTasks(writer, context.unscorable_tasks);
+  WriteUsage(writer, context, result.usage);
+  writer.Key("provenance");
+  writer.StartObject();
+  WriteInputs(writer, context);
+  WriteGrader(writer, context);
+  WriteRunFacts(writer, context);
   writer.Key("incomplete");
   writer.Bool(incomplete);
   writer.Key("generated_at");
