@@ -101,6 +101,186 @@ absl::Status WriteHtml(const HtmlReport& head, const std::vector<TaskState>& tas
   return html_out->Commit();
 }
 
+// Where each task's state is in the report's task list, by prompt_id.
+using TaskPositions = absl::flat_hash_map<std::string, size_t>;
+
+// One state per task of `dataset`, in its order, with its response (if any) and a slot per
+// rubric row.
+std::vector<TaskState> NewTaskStates(const Dataset& dataset, const ResponseSet& responses,
+                                     TaskPositions& position) {
+  std::vector<TaskState> tasks(dataset.examples.size());
+  for (size_t i = 0; i < dataset.examples.size(); ++i) {
+    const Example& example = dataset.examples[i];
+    tasks[i].example = &example;
+    tasks[i].response = responses.Find(example.prompt_id);
+    tasks[i].verdicts.assign(example.rubrics.size(), nullptr);
+    tasks[i].failures.assign(example.rubrics.size(), nullptr);
+    position.emplace(example.prompt_id, i);
+  }
+  return tasks;
+}
+
+// The task a row (`what`: "verdict" or "failure") belongs to; kInvalidArgument for an unknown
+// prompt_id or a rubric_index out of range.
+absl::StatusOr<TaskState*> LocateRow(std::vector<TaskState>& tasks, const TaskPositions& position,
+                                     const std::string& what, const std::string& prompt_id,
+                                     int rubric_index) {
+  auto it = position.find(prompt_id);
+  if (it == position.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " for unknown prompt_id '", prompt_id, "'"));
+  }
+  TaskState& task = tasks[it->second];
+  if (rubric_index < 0 || rubric_index >= static_cast<int>(task.verdicts.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " rubric_index ", rubric_index,
+                                                   " out of range for prompt_id '", prompt_id,
+                                                   "' (", task.verdicts.size(), " rubric items)"));
+  }
+  return &task;
+}
+
+// Puts each verdict and failure in its task's row slot (the rows must outlive `tasks`); adds the
+// verdicts' usage to `usage`. kInvalidArgument for a verdict without a response or twice.
+absl::Status AttachRows(const std::vector<VerdictRow>& verdicts,
+                        const std::vector<RowFailure>& failures, const TaskPositions& position,
+                        std::vector<TaskState>& tasks, ReportUsage& usage) {
+  for (const VerdictRow& row : verdicts) {
+    HB_ASSIGN_OR_RETURN(TaskState * task,
+                        LocateRow(tasks, position, "verdict", row.prompt_id, row.rubric_index));
+    if (task->response == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("verdict for prompt_id '", row.prompt_id, "', which has no response"));
+    }
+    if (task->verdicts[row.rubric_index] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate verdict (prompt_id '",
+                                                     row.prompt_id, "', rubric_index ",
+                                                     row.rubric_index, ")"));
+    }
+    task->verdicts[row.rubric_index] = &row;
+    usage.Add(row);
+  }
+  for (const RowFailure& failure : failures) {
+    HB_ASSIGN_OR_RETURN(TaskState * task, LocateRow(tasks, position, "failure", failure.prompt_id,
+                                                    failure.rubric_index));
+    // The first failure of a row is kept; later ones (retries across runs) add nothing.
+    if (task->failures[failure.rubric_index] == nullptr) {
+      task->failures[failure.rubric_index] = &failure;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The line-per-row files of a checkpoint folder, streamed to disk as the tasks are scored (a
+// checkpoint's tasks.jsonl and report.html hold every conversation and reply: far too much to
+// build in memory for a large run). Each file still appears atomically: AtomicFileWriter writes
+// a temporary file and renames it on Commit, in the same order as before (verdicts, failures,
+// tasks, then summary and report).
+struct RowFiles {
+  std::unique_ptr<AtomicFileWriter> verdicts;
+  std::unique_ptr<AtomicFileWriter> failures;
+  std::unique_ptr<AtomicFileWriter> tasks;
+
+  absl::Status Commit() {
+    HB_RETURN_IF_ERROR(verdicts->Commit());
+    HB_RETURN_IF_ERROR(failures->Commit());
+    return tasks->Commit();
+  }
+};
+
+// Creates `dir` and opens its row files; verdicts.jsonl starts with its header.
+absl::StatusOr<RowFiles> OpenRowFiles(const std::string& dir, const ReportContext& context) {
+  HB_RETURN_IF_ERROR(MakeDirs(dir));
+  RowFiles files;
+  HB_ASSIGN_OR_RETURN(files.verdicts, AtomicFileWriter::Open(dir + "/verdicts.jsonl"));
+  HB_ASSIGN_OR_RETURN(files.failures, AtomicFileWriter::Open(dir + "/failures.jsonl"));
+  HB_ASSIGN_OR_RETURN(files.tasks, AtomicFileWriter::Open(dir + "/tasks.jsonl"));
+  files.verdicts->Append(FormatVerdictsHeader({context.checkpoint, context.responses_sha256,
+                                               context.dataset_sha256, context.template_sha256}));
+  files.verdicts->Append("\n");
+  return files;
+}
+
+// Scores every task, then starts the bootstrap over the graded tasks' metrics (kept in
+// `graded_metrics`, which must outlive the future) on a thread of its own: it is a third of a
+// report's CPU, and runs while the lines are written. No future when nothing is graded.
+std::future<AggregateResult> ScoreTasks(std::vector<TaskState>& tasks, const ReportContext& context,
+                                        std::vector<OrderedMetrics>& graded_metrics) {
+  for (TaskState& task : tasks) {
+    ScoreOne(task, context.length_adjustment);
+    if (task.score.has_value()) graded_metrics.push_back(task.metrics);
+  }
+  if (graded_metrics.empty()) return {};
+  AggregateOptions options;
+  options.bootstrap_samples = kBootstrapSamples;
+  options.seed = context.seed;
+  return std::async(std::launch::async,
+                    [&graded_metrics, options] { return Aggregate(graded_metrics, options); });
+}
+
+// The task's score in `result` (its scores, graded or not).
+void CountTask(const TaskState& task, const ReportContext& context, CheckpointResult& result) {
+  result.prompt_ids.push_back(task.example->prompt_id);
+  result.task_scores.push_back(task.score);
+  if (context.length_adjustment.has_value()) {
+    std::optional<double> adjusted;
+    for (const auto& [key, value] : task.metrics) {
+      if (task.score.has_value() && key == kLengthAdjustedScoreKey) adjusted = value;
+    }
+    result.adjusted_task_scores.push_back(adjusted);
+  }
+  if (task.score.has_value()) {
+    ++result.graded;
+  } else {
+    ++result.not_graded;
+  }
+}
+
+// Appends the task's verdict and failure lines and its tasks.jsonl line, counting its rows in
+// `result`; returns whether one of its rows has neither a verdict nor a failure.
+bool WriteTaskRows(const TaskState& task, RowFiles& files, CheckpointResult& result) {
+  bool missing_rows = false;
+  if (task.response != nullptr) {
+    result.rows += static_cast<int64_t>(task.verdicts.size());
+    for (size_t i = 0; i < task.verdicts.size(); ++i) {
+      if (task.verdicts[i] != nullptr) {
+        ++result.graded_rows;
+        files.verdicts->Append(FormatVerdictLine(*task.verdicts[i]));
+        files.verdicts->Append("\n");
+      } else if (task.failures[i] != nullptr) {
+        ++result.failed_rows;
+        files.failures->Append(FormatFailureLine(*task.failures[i]));
+        files.failures->Append("\n");
+      } else {
+        missing_rows = true;
+      }
+    }
+  } else {
+    // Failures recorded for a task without response are reported but graded nothing.
+    for (const RowFailure* failure : task.failures) {
+      if (failure != nullptr) {
+        files.failures->Append(FormatFailureLine(*failure));
+        files.failures->Append("\n");
+      }
+    }
+  }
+  files.tasks->Append(TaskLine(task));
+  files.tasks->Append("\n");
+  return missing_rows;
+}
+
+// The checkpoint's score from the bootstrap (NaN when nothing was graded).
+void SetAggregate(std::future<AggregateResult>& aggregate, CheckpointResult& result) {
+  if (!aggregate.valid()) {
+    result.score = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  result.aggregate = aggregate.get();
+  result.score = result.aggregate.score;
+  for (const MetricSummary& metric : result.aggregate.metrics) {
+    if (metric.name == "score") result.score_bootstrap_std = metric.bootstrap_std;
+  }
+}
+
 }  // namespace
 
 const char* ToolVersion() { return HB_TOOL_VERSION; }
@@ -129,155 +309,31 @@ std::string HeadlineScore::Text() const {
 absl::StatusOr<CheckpointResult> WriteCheckpointReport(
     const Dataset& dataset, const ResponseSet& responses, const std::vector<VerdictRow>& verdicts,
     const std::vector<RowFailure>& failures, const ReportContext& context, const std::string& dir) {
-  std::vector<TaskState> tasks(dataset.examples.size());
-  absl::flat_hash_map<std::string, size_t> position;
-  for (size_t i = 0; i < dataset.examples.size(); ++i) {
-    const Example& example = dataset.examples[i];
-    tasks[i].example = &example;
-    tasks[i].response = responses.Find(example.prompt_id);
-    tasks[i].verdicts.assign(example.rubrics.size(), nullptr);
-    tasks[i].failures.assign(example.rubrics.size(), nullptr);
-    position.emplace(example.prompt_id, i);
-  }
-  auto locate = [&](const std::string& what, const std::string& prompt_id,
-                    int rubric_index) -> absl::StatusOr<TaskState*> {
-    auto it = position.find(prompt_id);
-    if (it == position.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " for unknown prompt_id '", prompt_id, "'"));
-    }
-    TaskState& task = tasks[it->second];
-    if (rubric_index < 0 || rubric_index >= static_cast<int>(task.verdicts.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " rubric_index ", rubric_index, " out of range for prompt_id '",
-                       prompt_id, "' (", task.verdicts.size(), " rubric items)"));
-    }
-    return &task;
-  };
-
+  TaskPositions position;
+  std::vector<TaskState> tasks = NewTaskStates(dataset, responses, position);
   ReportUsage usage;
-  for (const VerdictRow& row : verdicts) {
-    HB_ASSIGN_OR_RETURN(TaskState * task, locate("verdict", row.prompt_id, row.rubric_index));
-    if (task->response == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("verdict for prompt_id '", row.prompt_id, "', which has no response"));
-    }
-    if (task->verdicts[row.rubric_index] != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("duplicate verdict (prompt_id '",
-                                                     row.prompt_id, "', rubric_index ",
-                                                     row.rubric_index, ")"));
-    }
-    task->verdicts[row.rubric_index] = &row;
-    usage.Add(row);
-  }
-  for (const RowFailure& failure : failures) {
-    HB_ASSIGN_OR_RETURN(TaskState * task,
-                        locate("failure", failure.prompt_id, failure.rubric_index));
-    // The first failure of a row is kept; later ones (retries across runs) add nothing.
-    if (task->failures[failure.rubric_index] == nullptr) {
-      task->failures[failure.rubric_index] = &failure;
-    }
-  }
-
+  HB_RETURN_IF_ERROR(AttachRows(verdicts, failures, position, tasks, usage));
   CheckpointResult result;
   result.checkpoint = context.checkpoint;
   result.tasks = static_cast<int64_t>(tasks.size());
   result.prompt_ids.reserve(tasks.size());
   result.task_scores.reserve(tasks.size());
-
-  // The files are streamed to disk as the tasks are scored (a checkpoint's tasks.jsonl and
-  // report.html hold every conversation and reply: far too much to build in memory for a
-  // large run). Each file still appears atomically: AtomicFileWriter writes a temporary file
-  // and renames it on Commit, in the same order as before (verdicts, failures, tasks, summary,
-  // report).
-  HB_RETURN_IF_ERROR(MakeDirs(dir));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> verdicts_out,
-                      AtomicFileWriter::Open(dir + "/verdicts.jsonl"));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> failures_out,
-                      AtomicFileWriter::Open(dir + "/failures.jsonl"));
-  HB_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> tasks_out,
-                      AtomicFileWriter::Open(dir + "/tasks.jsonl"));
-  verdicts_out->Append(FormatVerdictsHeader({context.checkpoint, context.responses_sha256,
-                                             context.dataset_sha256, context.template_sha256}));
-  verdicts_out->Append("\n");
+  HB_ASSIGN_OR_RETURN(RowFiles files, OpenRowFiles(dir, context));
   bool missing_rows = false;
-  // Every task is scored first, so that the bootstrap (a third of a report's CPU) runs on a
-  // thread of its own while the lines are written.
   std::vector<OrderedMetrics> graded_metrics;
-  for (TaskState& task : tasks) {
-    ScoreOne(task, context.length_adjustment);
-    if (task.score.has_value()) graded_metrics.push_back(task.metrics);
+  std::future<AggregateResult> aggregate = ScoreTasks(tasks, context, graded_metrics);
+  for (const TaskState& task : tasks) {
+    CountTask(task, context, result);
+    missing_rows = WriteTaskRows(task, files, result) || missing_rows;
   }
-  std::future<AggregateResult> aggregate;
-  if (!graded_metrics.empty()) {
-    AggregateOptions options;
-    options.bootstrap_samples = kBootstrapSamples;
-    options.seed = context.seed;
-    aggregate = std::async(std::launch::async, [&graded_metrics, options] {
-      return Aggregate(graded_metrics, options);
-    });
-  }
-  for (TaskState& task : tasks) {
-    result.prompt_ids.push_back(task.example->prompt_id);
-    result.task_scores.push_back(task.score);
-    if (context.length_adjustment.has_value()) {
-      std::optional<double> adjusted;
-      for (const auto& [key, value] : task.metrics) {
-        if (task.score.has_value() && key == kLengthAdjustedScoreKey) adjusted = value;
-      }
-      result.adjusted_task_scores.push_back(adjusted);
-    }
-    if (task.score.has_value()) {
-      ++result.graded;
-    } else {
-      ++result.not_graded;
-    }
-    if (task.response != nullptr) {
-      result.rows += static_cast<int64_t>(task.verdicts.size());
-      for (size_t i = 0; i < task.verdicts.size(); ++i) {
-        if (task.verdicts[i] != nullptr) {
-          ++result.graded_rows;
-          verdicts_out->Append(FormatVerdictLine(*task.verdicts[i]));
-          verdicts_out->Append("\n");
-        } else if (task.failures[i] != nullptr) {
-          ++result.failed_rows;
-          failures_out->Append(FormatFailureLine(*task.failures[i]));
-          failures_out->Append("\n");
-        } else {
-          missing_rows = true;
-        }
-      }
-    } else {
-      // Failures recorded for a task without response are reported but graded nothing.
-      for (const RowFailure* failure : task.failures) {
-        if (failure != nullptr) {
-          failures_out->Append(FormatFailureLine(*failure));
-          failures_out->Append("\n");
-        }
-      }
-    }
-    tasks_out->Append(TaskLine(task));
-    tasks_out->Append("\n");
-  }
-  if (aggregate.valid()) {
-    result.aggregate = aggregate.get();
-    result.score = result.aggregate.score;
-    for (const MetricSummary& metric : result.aggregate.metrics) {
-      if (metric.name == "score") result.score_bootstrap_std = metric.bootstrap_std;
-    }
-  } else {
-    result.score = std::numeric_limits<double>::quiet_NaN();
-  }
+  SetAggregate(aggregate, result);
   std::vector<OrderedMetrics>().swap(graded_metrics);
   const bool incomplete = context.incomplete || missing_rows;
   result.simulated = context.simulated;
   result.incomplete = incomplete;
   const std::string generated_at = GeneratedAt(context);
   result.usage = usage;
-
-  HB_RETURN_IF_ERROR(verdicts_out->Commit());
-  HB_RETURN_IF_ERROR(failures_out->Commit());
-  HB_RETURN_IF_ERROR(tasks_out->Commit());
+  HB_RETURN_IF_ERROR(files.Commit());
   HB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/summary.json",
                                          SummaryJson(context, result, incomplete, generated_at)));
   HB_RETURN_IF_ERROR(
