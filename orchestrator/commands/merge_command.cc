@@ -147,12 +147,10 @@ absl::Status KeepShardTasks(const MergedCheckpoint& merged, Dataset& dataset) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
-                                          const std::vector<std::string>& gaps,
-                                          const MergeOptions& options) {
+// kInvalidArgument naming the first shard of `merged` that disagrees with the first one on what
+// was graded how (commands_internal::ShardDisagreement; the responses too unless `per_shard`).
+absl::Status CheckShardsAgree(const MergedCheckpoint& merged, bool per_shard) {
   const CheckpointSummary& first = merged.shards.front().summary;
-  auto override_it = options.responses.find(merged.name);
-  const bool per_shard = override_it == options.responses.end() && SampledPerShard(merged);
   for (const ShardProvenance& shard : merged.shards) {
     std::string disagreement =
         commands_internal::ShardDisagreement(first, shard.summary, !per_shard);
@@ -162,35 +160,52 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
           merged.shards.front().shard_dir, "' on ", disagreement));
     }
   }
-  const std::string dataset_path = options.dataset.empty() ? first.dataset_path : options.dataset;
-  HB_ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(dataset_path, {}));
-  if (dataset.sha256 != first.dataset_sha256) {
+  return absl::OkStatus();
+}
+
+// The dataset and responses a merged checkpoint is reported on, from their recorded paths or
+// the overrides, each pinned by the sha256 the shards recorded.
+struct MergedInputs {
+  std::string dataset_path;
+  Dataset dataset;
+  std::string responses_path;
+  ResponseSet responses;
+};
+
+absl::StatusOr<MergedInputs> LoadMergedInputs(const MergedCheckpoint& merged,
+                                              const MergeOptions& options, bool per_shard) {
+  const CheckpointSummary& first = merged.shards.front().summary;
+  MergedInputs in;
+  in.dataset_path = options.dataset.empty() ? first.dataset_path : options.dataset;
+  HB_ASSIGN_OR_RETURN(in.dataset, LoadDataset(in.dataset_path, {}));
+  if (in.dataset.sha256 != first.dataset_sha256) {
     return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", merged.name, "': dataset '", dataset_path, "' has sha256 ",
-                     dataset.sha256, " but the shards graded ", first.dataset_sha256));
+        absl::StrCat("checkpoint '", merged.name, "': dataset '", in.dataset_path, "' has sha256 ",
+                     in.dataset.sha256, " but the shards graded ", first.dataset_sha256));
   }
-  const std::string responses_path = override_it != options.responses.end() ? override_it->second
-                                     : per_shard
-                                         ? options.out + "/" + merged.name + "/responses.jsonl"
-                                         : first.responses_path;
+  auto override_it = options.responses.find(merged.name);
+  in.responses_path = override_it != options.responses.end() ? override_it->second
+                      : per_shard ? options.out + "/" + merged.name + "/responses.jsonl"
+                                  : first.responses_path;
   // The file is pinned by its sha256 below, so responses outside the dataset (a subset run)
   // were accepted when it was graded.
-  ResponseSet responses;
   if (per_shard) {
-    HB_ASSIGN_OR_RETURN(responses, JoinShardResponses(merged, dataset, options));
-  } else {
-    HB_ASSIGN_OR_RETURN(responses, LoadResponses(responses_path, dataset, {/*ignore_extra=*/true}));
-    if (responses.sha256 != first.responses_sha256) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint '", merged.name, "': responses '", responses_path, "' have sha256 ",
-          responses.sha256, " but the shards graded ", first.responses_sha256));
-    }
+    HB_ASSIGN_OR_RETURN(in.responses, JoinShardResponses(merged, in.dataset, options));
+    return in;
   }
-  commands_internal::ApplyExamples(dataset, first.examples);
-  if (!gaps.empty() && options.allow_partial_shards) {
-    HB_RETURN_IF_ERROR(KeepShardTasks(merged, dataset));
+  HB_ASSIGN_OR_RETURN(in.responses,
+                      LoadResponses(in.responses_path, in.dataset, {/*ignore_extra=*/true}));
+  if (in.responses.sha256 != first.responses_sha256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint '", merged.name, "': responses '", in.responses_path, "' have sha256 ",
+        in.responses.sha256, " but the shards graded ", first.responses_sha256));
   }
-  // Tasks a shard left out as unscorable (run --skip-unscorable-tasks) stay out, and listed.
+  return in;
+}
+
+// Tasks a shard left out as unscorable (run --skip-unscorable-tasks) stay out of `dataset`;
+// returned to be listed.
+std::vector<UnscorableTask> RemoveUnscorable(const MergedCheckpoint& merged, Dataset& dataset) {
   std::vector<UnscorableTask> unscorable;
   absl::flat_hash_set<std::string> unscorable_ids;
   for (const ShardProvenance& shard : merged.shards) {
@@ -199,12 +214,21 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
     }
   }
   RemoveTasks(dataset, unscorable);
+  return unscorable;
+}
 
+// What the shards of a checkpoint graded: their verdicts and failures, endpoints and whether
+// their verdicts were simulated.
+struct ShardRows {
   std::vector<VerdictRow> verdicts;
   std::vector<RowFailure> failures;
   std::set<std::string> endpoints;
   bool simulated = false;
   std::string simulated_reason;
+};
+
+absl::StatusOr<ShardRows> ReadShardRows(const MergedCheckpoint& merged, const Dataset& dataset) {
+  ShardRows rows;
   for (const ShardProvenance& shard : merged.shards) {
     const std::string verdicts_path = shard.summary.dir + "/verdicts.jsonl";
     HB_ASSIGN_OR_RETURN(VerdictFile file, ReadVerdictFile(verdicts_path, dataset));
@@ -214,34 +238,42 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
       std::fprintf(stderr, "hb-orchestrator merge: %s\n",
                    MissingVerdictsHeaderWarning(verdicts_path).c_str());
     }
-    std::move(file.rows.begin(), file.rows.end(), std::back_inserter(verdicts));
+    std::move(file.rows.begin(), file.rows.end(), std::back_inserter(rows.verdicts));
     std::error_code error;
     const std::string failures_path = shard.summary.dir + "/failures.jsonl";
     if (std::filesystem::exists(failures_path, error)) {
       HB_ASSIGN_OR_RETURN(std::vector<RowFailure> failed, LoadFailures(failures_path, dataset));
-      std::move(failed.begin(), failed.end(), std::back_inserter(failures));
+      std::move(failed.begin(), failed.end(), std::back_inserter(rows.failures));
     }
-    endpoints.insert(shard.summary.grader_endpoint);
-    simulated = simulated || shard.summary.simulated;
-    if (simulated_reason.empty()) simulated_reason = shard.summary.simulated_reason;
+    rows.endpoints.insert(shard.summary.grader_endpoint);
+    rows.simulated = rows.simulated || shard.summary.simulated;
+    if (rows.simulated_reason.empty()) rows.simulated_reason = shard.summary.simulated_reason;
   }
+  return rows;
+}
 
+// The merged report's provenance: the first shard's (the shards agree), with the merged
+// inputs, every shard's folder and endpoint.
+ReportContext MergedContext(const MergedCheckpoint& merged, const MergedInputs& in,
+                            const ShardRows& rows, std::vector<UnscorableTask> unscorable,
+                            const std::vector<std::string>& gaps, const MergeOptions& options) {
+  const CheckpointSummary& first = merged.shards.front().summary;
   ReportContext context;
   context.checkpoint = first.checkpoint;
-  context.dataset_path = dataset_path;
+  context.dataset_path = in.dataset_path;
   context.dataset_sha256 = first.dataset_sha256;
-  context.responses_path = responses_path;
-  context.responses_sha256 = responses.sha256;
+  context.responses_path = in.responses_path;
+  context.responses_sha256 = in.responses.sha256;
   context.subset = first.subset;
-  context.responses_ignored_extra = responses.ignored_extra;
+  context.responses_ignored_extra = in.responses.ignored_extra;
   context.unscorable_tasks = std::move(unscorable);
   context.template_sha256 = first.template_sha256;
   context.grader = first.grader;
   // The shards agree on it (ShardDisagreement): the merged tasks get the same adjusted scores.
   context.length_adjustment = first.length_adjustment;
   context.seed = first.seed;
-  context.simulated = simulated;
-  context.simulated_reason = simulated_reason;
+  context.simulated = rows.simulated;
+  context.simulated_reason = rows.simulated_reason;
   // Missing rows mark the merged report incomplete by themselves (WriteCheckpointReport);
   // missing shards too, unless accepted (then `dataset` holds only the given shards' tasks).
   context.incomplete = !gaps.empty() && !options.allow_partial_shards;
@@ -249,11 +281,31 @@ absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
   context.grader_upstream = first.grader_upstream;
   context.grader_version = first.grader_version;
   context.grader_replicas = first.grader_replicas;
-  context.grader_endpoint = absl::StrJoin(endpoints, ",");
+  context.grader_endpoint = absl::StrJoin(rows.endpoints, ",");
   context.examples = first.examples;
   context.checkpoint_index = first.checkpoint_index;
-  absl::StatusOr<CheckpointResult> result = WriteCheckpointReport(
-      dataset, responses, verdicts, failures, context, options.out + "/" + merged.name);
+  return context;
+}
+
+absl::StatusOr<CheckpointResult> MergeOne(const MergedCheckpoint& merged,
+                                          const std::vector<std::string>& gaps,
+                                          const MergeOptions& options) {
+  const CheckpointSummary& first = merged.shards.front().summary;
+  const bool per_shard =
+      options.responses.find(merged.name) == options.responses.end() && SampledPerShard(merged);
+  HB_RETURN_IF_ERROR(CheckShardsAgree(merged, per_shard));
+  HB_ASSIGN_OR_RETURN(MergedInputs in, LoadMergedInputs(merged, options, per_shard));
+  commands_internal::ApplyExamples(in.dataset, first.examples);
+  if (!gaps.empty() && options.allow_partial_shards) {
+    HB_RETURN_IF_ERROR(KeepShardTasks(merged, in.dataset));
+  }
+  std::vector<UnscorableTask> unscorable = RemoveUnscorable(merged, in.dataset);
+  HB_ASSIGN_OR_RETURN(ShardRows rows, ReadShardRows(merged, in.dataset));
+  const ReportContext context =
+      MergedContext(merged, in, rows, std::move(unscorable), gaps, options);
+  absl::StatusOr<CheckpointResult> result =
+      WriteCheckpointReport(in.dataset, in.responses, rows.verdicts, rows.failures, context,
+                            options.out + "/" + merged.name);
   if (!result.ok()) {
     return absl::Status(result.status().code(), absl::StrCat("checkpoint '", merged.name,
                                                              "': ", result.status().message()));
