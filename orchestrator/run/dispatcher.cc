@@ -157,84 +157,92 @@ void Dispatcher::ChangedLocked() {
 }
 
 DispatchStats Dispatcher::Run() {
-  absl::Time next_progress;
-  bool cancelled = false;
+  RunClock clock;
   {
     absl::MutexLock lock(&mu_);
     started_ = options_.clock->Now();
-    next_progress = started_ + options_.progress_interval;
+    clock.next_progress = started_ + options_.progress_interval;
   }
   queue_.Start();
   while (true) {
-    std::vector<size_t> due_retries;
-    bool close_queue = false;
-    bool cancel_now = false;
-    bool report_progress = false;
-    bool idle = false;
-    DispatchStats snapshot;
+    RunStep step;
     {
       absl::MutexLock lock(&mu_);
-      const absl::Time now = options_.clock->Now();
-      const bool stopping = StoppingLocked();
-      if (stopping && drain_deadline_ == absl::InfiniteFuture()) {
-        drain_deadline_ = now + options_.drain_timeout;  // a journal error, or gave up
-      }
-      if (stopping && !queue_closed_) {
-        queue_closed_ = true;  // rows not sent stay unrecorded
-        close_queue = true;
-      }
-      if (!stopping) {
-        while (!retries_.empty() && retries_.top().due <= now) {
-          due_retries.push_back(retries_.top().row);
-          retries_.pop();
-        }
-        queued_ += static_cast<int64_t>(due_retries.size());
-        queued_retries_ += static_cast<int64_t>(due_retries.size());
-        queue_.SetPendingDemand(static_cast<int64_t>(retries_.size()));
-      }
-      if (due_retries.empty() && !close_queue) {
-        const bool all_recorded = input_closed_ && queued_ == 0 && retries_.empty();
-        if (in_flight_ == 0 && awaiting_commit_ == 0 && finishing_ == 0 &&
-            (stopping || all_recorded)) {
-          snapshot = StatsLocked();
-          break;
-        }
-        if (stopping && !cancelled && in_flight_ > 0 && now >= drain_deadline_) {
-          cancelled = true;
-          cancel_now = true;
-        }
-        if (now >= next_progress) {
-          report_progress = true;
-          snapshot = StatsLocked();
-          next_progress = now + options_.progress_interval;
-        }
-        if (!cancel_now && !report_progress) {
-          absl::Time wake = next_progress;
-          if (!stopping && !retries_.empty()) wake = std::min(wake, retries_.top().due);
-          if (stopping && !cancelled && in_flight_ > 0) wake = std::min(wake, drain_deadline_);
-          ArmWakeupLocked(wake, now);
-          idle = !changed_;
-          if (idle) snapshot = StatsLocked();
-          changed_ = false;
-        }
-      }
+      step = NextStepLocked(clock);
     }
-    if (close_queue) queue_.Close("the run is stopping");
-    // Due retries go ahead of the rows not sent yet, in the order they became due.
-    if (!due_retries.empty()) {
-      std::vector<PacedQueue::Work> works;
-      for (size_t row : due_retries) works.push_back(RowWork(row));
-      queue_.PushAll(std::move(works), PacedQueue::Lane::kFront);
-    }
-    if (idle) {
-      if (options_.on_idle) options_.on_idle(snapshot);
-      absl::MutexLock lock(&mu_);
-      while (!changed_) cv_.Wait(&mu_);
-      changed_ = false;
-    }
-    if (cancel_now) client_->CancelAll();
-    if (report_progress && options_.on_progress) options_.on_progress(snapshot);
+    if (step.done) break;
+    TakeStep(step);
   }
+  return FinishRun();
+}
+
+Dispatcher::RunStep Dispatcher::NextStepLocked(RunClock& clock) {
+  RunStep step;
+  const absl::Time now = options_.clock->Now();
+  const bool stopping = StoppingLocked();
+  if (stopping && drain_deadline_ == absl::InfiniteFuture()) {
+    drain_deadline_ = now + options_.drain_timeout;  // a journal error, or gave up
+  }
+  if (stopping && !queue_closed_) {
+    queue_closed_ = true;  // rows not sent stay unrecorded
+    step.close_queue = true;
+  }
+  if (!stopping) TakeDueRetriesLocked(now, step.due_retries);
+  if (!step.due_retries.empty() || step.close_queue) return step;
+  const bool all_recorded = input_closed_ && queued_ == 0 && retries_.empty();
+  if (in_flight_ == 0 && awaiting_commit_ == 0 && finishing_ == 0 && (stopping || all_recorded)) {
+    step.done = true;
+    return step;
+  }
+  if (stopping && !clock.cancelled && in_flight_ > 0 && now >= drain_deadline_) {
+    clock.cancelled = true;
+    step.cancel_now = true;
+  }
+  if (now >= clock.next_progress) {
+    step.report_progress = true;
+    step.snapshot = StatsLocked();
+    clock.next_progress = now + options_.progress_interval;
+  }
+  if (step.cancel_now || step.report_progress) return step;
+  absl::Time wake = clock.next_progress;
+  if (!stopping && !retries_.empty()) wake = std::min(wake, retries_.top().due);
+  if (stopping && !clock.cancelled && in_flight_ > 0) wake = std::min(wake, drain_deadline_);
+  ArmWakeupLocked(wake, now);
+  step.idle = !changed_;
+  if (step.idle) step.snapshot = StatsLocked();
+  changed_ = false;
+  return step;
+}
+
+void Dispatcher::TakeDueRetriesLocked(absl::Time now, std::vector<size_t>& due) {
+  while (!retries_.empty() && retries_.top().due <= now) {
+    due.push_back(retries_.top().row);
+    retries_.pop();
+  }
+  queued_ += static_cast<int64_t>(due.size());
+  queued_retries_ += static_cast<int64_t>(due.size());
+  queue_.SetPendingDemand(static_cast<int64_t>(retries_.size()));
+}
+
+void Dispatcher::TakeStep(const RunStep& step) {
+  if (step.close_queue) queue_.Close("the run is stopping");
+  // Due retries go ahead of the rows not sent yet, in the order they became due.
+  if (!step.due_retries.empty()) {
+    std::vector<PacedQueue::Work> works;
+    for (size_t row : step.due_retries) works.push_back(RowWork(row));
+    queue_.PushAll(std::move(works), PacedQueue::Lane::kFront);
+  }
+  if (step.idle) {
+    if (options_.on_idle) options_.on_idle(step.snapshot);
+    absl::MutexLock lock(&mu_);
+    while (!changed_) cv_.Wait(&mu_);
+    changed_ = false;
+  }
+  if (step.cancel_now) client_->CancelAll();
+  if (step.report_progress && options_.on_progress) options_.on_progress(step.snapshot);
+}
+
+DispatchStats Dispatcher::FinishRun() {
   // No row is being started on another thread once this returns.
   queue_.Close("the run ended");
   {

@@ -175,6 +175,32 @@ class Dispatcher {
     bool operator>(const Retry& o) const { return due > o.due || (due == o.due && row > o.row); }
   };
 
+  // Run's state from one turn of its loop to the next.
+  struct RunClock {
+    absl::Time next_progress;
+    bool cancelled = false;  // in-flight rows were cancelled at the drain deadline
+  };
+  // What one turn of Run's loop does once mu_ is released (NextStepLocked decides it).
+  struct RunStep {
+    std::vector<size_t> due_retries;  // go ahead of the rows not sent yet
+    bool close_queue = false;         // the run is stopping: no row is sent any more
+    bool cancel_now = false;          // the drain deadline passed: cancel the rows in flight
+    bool report_progress = false;     // on_progress(snapshot)
+    bool idle = false;                // nothing changed: on_idle(snapshot), then wait for a change
+    bool done = false;                // every row recorded, or the run stopped and drained
+    DispatchStats snapshot;
+  };
+
+  // Run's decision for this turn: takes the due retries, starts draining once stopping, arms
+  // the wake-up timer when there is nothing to do now.
+  RunStep NextStepLocked(RunClock& clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the retries due at `now` out of retries_, counted as queued, into `due`.
+  void TakeDueRetriesLocked(absl::Time now, std::vector<size_t>& due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acts on `step` (queue, hooks, cancelling); waits for a change when idle.
+  void TakeStep(const RunStep& step) ABSL_LOCKS_EXCLUDED(mu_);
+  // Closes the queue, waits out the timers and reports the final counters (Run's end).
+  DispatchStats FinishRun() ABSL_LOCKS_EXCLUDED(mu_);
   DispatchStats StatsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes sure a timer wakes Run at `wake` (replacing a timer due at another time).
   void ArmWakeupLocked(absl::Time wake, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
