@@ -21,7 +21,7 @@
 #include "environment/env_metrics.h"
 #include "environment/grpc/env_server.h"
 #include "environment/healthbench_environment.h"
-#include "environment/ors/ors_http_server.h"
+#include "environment/http/ors_http_server.h"
 #include "environment/sqlite_result_store.h"
 #include "grader/grader_identity.h"
 #include "grader/grader_info.h"

@@ -1,9 +1,10 @@
-// The HTTP request path of hb-env's ORS listener (and hb-llm-sim's), without sockets: the
-// bytes a client sends, cut into reads at sizes the input chooses, through HttpRequestFramer
-// (the framing BoundedEvhttp does while reading, http/bounded_evhttp.h) with small limits so
-// that every refusal is reachable; then each complete request through what the ORS transport
-// does with it (environment/ors/): the X-Session-ID check, the body parsed by the route's
-// OrsApi method, and the SSE chunking of a payload (ors_wire.h).
+// The HTTP request path of hb-env's listener, without sockets: the bytes a client sends, cut
+// into reads at sizes the input chooses, through HttpRequestFramer (the framing BoundedEvhttp
+// does while reading, http/bounded_evhttp.h) with small limits so that every refusal is
+// reachable; then each complete request through the same route table hb-env serves
+// (OrsRoutes::Register, environment/http/ors_routes.h: the ORS and trainer rows and the token
+// gate), with its sessions kept across the input's requests; and the SSE chunking of a payload
+// (ors_wire.h).
 //
 // Input: byte 0 picks the read size (1 to 64 bytes), byte 1 the SSE chunk size (8 to 71); the
 // rest is the client's byte stream (any number of pipelined requests).
@@ -12,14 +13,17 @@
 // consumes more than it was given, buffers a head over max_header_bytes, hands on a head over
 // that limit or one that does not end with a blank line, stalls (consumes nothing, refuses
 // nothing), refuses with a status outside
-// 400/411/413/414/431, passes more body bytes than the Content-Length it accepted; or when
-// SseChunks loses, adds or oversizes bytes.
+// 400/411/413/414/431, passes more body bytes than the Content-Length it accepted; when a route
+// answers twice or with a status outside 200..599; or when SseChunks loses, adds or oversizes
+// bytes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -27,11 +31,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/base/clock.h"
 #include "environment/environment.h"
-#include "environment/ors/ors_api.h"
-#include "environment/ors/ors_session_manager.h"
+#include "environment/http/ors_routes.h"
+#include "environment/http/trainer_routes.h"
 #include "environment/ors/ors_wire.h"
 #include "http/bounded_evhttp.h"
+#include "http/http_server.h"
+#include "tests/testing/recording_http_exchange.h"
 
 namespace {
 
@@ -94,35 +101,64 @@ hb::HttpServerLimits SmallLimits() {
   return limits;
 }
 
-// What the ORS transport does with a complete request: the session header's check, the body
-// through the route's parser, and the SSE framing of the body as a payload.
-void Serve(const hb::env::OrsApi& api, absl::string_view head, absl::string_view body,
+// hb-env's routes over `env` as its listener builds them, on a fixed clock, answering on the
+// calling thread (the fuzzer's "loop": a Submit refused inline is answered inline).
+class HbEnvRoutes {
+ public:
+  HbEnvRoutes(hb::env::Environment& env, size_t sse_chunk_bytes)
+      : trainer_(env, {}, nullptr, inbox_), routes_(env, clock_, Options(sse_chunk_bytes), inbox_) {
+    {
+      absl::MutexLock lock(&inbox_->mu);
+      inbox_->loop_thread = std::this_thread::get_id();
+    }
+    routes_.Register(&table_, &trainer_);
+  }
+  const hb::HttpRouteTable& table() const { return table_; }
+
+ private:
+  class FixedClock final : public hb::Clock {
+   public:
+    absl::Time Now() const override { return absl::FromUnixSeconds(1767225600); }
+  };
+  static hb::env::OrsServerOptions Options(size_t sse_chunk_bytes) {
+    hb::env::OrsServerOptions options;
+    options.sse_chunk_bytes = sse_chunk_bytes;
+    return options;
+  }
+
+  FixedClock clock_;
+  std::shared_ptr<hb::env::LoopInbox> inbox_ = std::make_shared<hb::env::LoopInbox>();
+  hb::env::TrainerRoutes trainer_;
+  hb::env::OrsRoutes routes_;
+  hb::HttpRouteTable table_;
+};
+
+// A complete request (its head parsed as evhttp would hand it on) through hb-env's route table,
+// and the SSE framing of its body as a payload.
+void Serve(const hb::HttpRouteTable& table, absl::string_view head, absl::string_view body,
            size_t sse_chunk_bytes) {
   const std::vector<absl::string_view> lines = absl::StrSplit(head, '\n');
   const std::vector<absl::string_view> request_line =
       absl::StrSplit(absl::StripSuffix(lines[0], "\r"), ' ');
+  hb::HttpServerRequest request;
+  request.method = request_line[0];
+  const absl::string_view target = request_line.size() > 1 ? request_line[1] : "";
+  request.path = target.substr(0, target.find('?'));
+  if (request.path.empty()) request.path = "/";
+  request.body = body;
   for (size_t i = 1; i < lines.size(); ++i) {
     const absl::string_view line = absl::StripSuffix(lines[i], "\r");
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
-    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(line.substr(0, colon)), "X-Session-ID")) {
-      (void)hb::env::CheckSessionId(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-    }
+    request.headers.emplace_back(absl::StripAsciiWhitespace(line.substr(0, colon)),
+                                 absl::StripAsciiWhitespace(line.substr(colon + 1)));
   }
-  const absl::string_view path = request_line.size() > 1 ? request_line[1] : "";
-  const absl::string_view route = path.substr(path.rfind('/') + 1);
-  if (route == "call") {
-    (void)hb::env::OrsApi::ParseToolCall(body);
-  } else if (route == "create") {
-    (void)api.ResolveCreate(body);
-  } else if (route == "task") {
-    (void)api.Task(body);
-  } else if (route == "task_range") {
-    (void)api.TaskRange(body);
-  } else if (route == "num_tasks") {
-    (void)api.NumTasks(body);
-  } else {
-    (void)api.Tasks(body);
+  hb::testing::RecordingHttpExchange exchange;
+  table.Dispatch(request, exchange);
+  // A graded trainer route answers later, through the loop this fuzzer does not run: none.
+  FUZZ_CHECK(exchange.replies().size() <= 1);
+  for (const hb::testing::RecordedHttpReply& reply : exchange.replies()) {
+    FUZZ_CHECK(reply.status >= 200 && reply.status <= 599);
   }
   const std::vector<absl::string_view> pieces = hb::env::SseChunks(body, sse_chunk_bytes);
   FUZZ_CHECK(!pieces.empty());
@@ -137,12 +173,13 @@ void Serve(const hb::env::OrsApi& api, absl::string_view head, absl::string_view
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static TwoTaskEnvironment* env = new TwoTaskEnvironment();
-  static hb::env::OrsApi* api = new hb::env::OrsApi(*env, "healthbench");
   static const hb::HttpServerLimits limits = SmallLimits();
   if (size < 2) return 0;
   const size_t read_size = 1 + data[0] % 64;
   const size_t sse_chunk_bytes = 8 + data[1] % 64;
   absl::string_view stream(reinterpret_cast<const char*>(data) + 2, size - 2);
+  // Fresh per input, so that an input replays alone: its sessions are its own.
+  const HbEnvRoutes routes(*env, sse_chunk_bytes);
 
   hb::HttpRequestFramer framer(limits);
   std::string head;
@@ -177,7 +214,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       if (!head.empty() && framer.phase() == hb::HttpRequestFramer::Phase::kIdle) {
         FUZZ_CHECK(body.size() == body_expected);
-        Serve(*api, head, body, sse_chunk_bytes);
+        Serve(routes.table(), head, body, sse_chunk_bytes);
         head.clear();
       }
     }

@@ -10,7 +10,7 @@ layer, never one of its own layer or above (so there is no cycle, and no upward 
 Inside common/, environment/ and orchestrator/ the rooms (subfolders) are layered the same way:
 
     common/:        base  <  retry  <  sqlite, flow, rpc, quota  <  healthbench  <  grading
-    environment/:   logic  <  store  <  grpc, http (ors/, http/)  <  environment/main.cc
+    environment/:   logic  <  store  <  ors  <  grpc, http  <  environment/main.cc
     orchestrator/:  report  <  policy  <  sample, run, watch  <  commands  <  orchestrator/main.cc
 
 environment/'s logic and store are files in the folder itself: a `*_store.h/.cc` is the store,
@@ -38,7 +38,7 @@ LAYERS = [
 ROOMS = {
     "common": [["base"], ["retry"], ["sqlite", "flow", "rpc", "quota"], ["healthbench"],
                ["grading"]],
-    "environment": [["logic"], ["store"], ["grpc", "http", "ors"], ["main.cc"]],
+    "environment": [["logic"], ["store"], ["ors"], ["grpc", "http"], ["main.cc"]],
     "orchestrator": [["report"], ["policy"], ["sample", "run", "watch"], ["commands"], ["main.cc"]],
 }
 STORE_FILE = re.compile(r"_store\.(h|cc)$")

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/clock.h"
-#include "environment/ors/ors_http_server.h"
+#include "environment/http/ors_http_server.h"
 #include "tests/testing/fake_environment.h"
 
 int main(int argc, char** argv) {

@@ -1,7 +1,7 @@
 // ORS conformance of the real OrsHttpServer on 127.0.0.1:0 over a FakeEnvironment, driven
 // with raw sockets (so a test can read a stream event by event and hang up mid-call). Written
 // from the reference server (ors/server.py, ors/_reconnect.py) and client (ors/client/).
-#include "environment/ors/ors_http_server.h"
+#include "environment/http/ors_http_server.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
