@@ -98,46 +98,60 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
     upstream_ = 0;
     const absl::Time now = grader_.clock_.Now();
     latency_ += now - attempt_start_;
-    AttemptOutcome outcome;
-    absl::Status failure;
-    if (result.ok()) {
-      usage_ += result->usage;
-      if (!result->model.empty()) model_ = result->model;
-      if (HasAnyRateLimitHeader(result->rate_limit)) {
-        rate_limit_ = result->rate_limit;
-        rate_limit_seen_ = attempt_start_;
-      }
-      if (absl::Status size = CheckGraderReplySize(result->content.size(), grader_.config_.limits,
-                                                   grader_.config_.settings.max_tokens);
-          !size.ok()) {
-        FinishLocked(std::move(size));
-        return;
-      }
-      absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
-      if (verdict.ok()) {
-        ItemVerdict out;
-        out.verdict = *std::move(verdict);
-        out.raw_reply = std::move(result->content);
-        out.attempts = attempts_;
-        out.model = model_;
-        out.usage = usage_;
-        out.upstream_latency = latency_;
-        out.rate_limit = rate_limit_;
-        if (rate_limit_seen_.has_value()) out.rate_limit_age = now - *rate_limit_seen_;
-        out.rate_limited_attempts = rate_limited_attempts_;
-        out.simulated = result->simulated;
-        if (!cache_key_.empty()) {
-          grader_.cache_->Store(cache_key_, CachedVerdict{out.raw_reply, out.model, out.usage});
-        }
-        FinishLocked(std::move(out));
-        return;
-      }
-      outcome = {FailureKind::kMalformedReply, std::nullopt};
-      failure = verdict.status();
-    } else {
-      outcome = AttemptOutcomeOf(result.status());
-      failure = result.status();
+    if (!result.ok()) {
+      RetryOrGiveUpLocked(AttemptOutcomeOf(result.status()), result.status(), now);
+      return;
     }
+    NoteReplyLocked(*result);
+    if (absl::Status size = CheckGraderReplySize(result->content.size(), grader_.config_.limits,
+                                                 grader_.config_.settings.max_tokens);
+        !size.ok()) {
+      FinishLocked(std::move(size));
+      return;
+    }
+    absl::StatusOr<Verdict> verdict = ParseGraderReply(result->content);
+    if (!verdict.ok()) {
+      RetryOrGiveUpLocked({FailureKind::kMalformedReply, std::nullopt}, verdict.status(), now);
+      return;
+    }
+    FinishWithVerdictLocked(*std::move(verdict), *std::move(result), now);
+  }
+
+  // What an answer tells whatever it holds: tokens spent, the model that answered, the
+  // upstream's rate-limit headers.
+  void NoteReplyLocked(const ChatResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    usage_ += result.usage;
+    if (!result.model.empty()) model_ = result.model;
+    if (HasAnyRateLimitHeader(result.rate_limit)) {
+      rate_limit_ = result.rate_limit;
+      rate_limit_seen_ = attempt_start_;
+    }
+  }
+
+  // The call's verdict from the accepted `result`, stored in the grader's cache (if any).
+  void FinishWithVerdictLocked(Verdict verdict, ChatResult result, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ItemVerdict out;
+    out.verdict = std::move(verdict);
+    out.raw_reply = std::move(result.content);
+    out.attempts = attempts_;
+    out.model = model_;
+    out.usage = usage_;
+    out.upstream_latency = latency_;
+    out.rate_limit = rate_limit_;
+    if (rate_limit_seen_.has_value()) out.rate_limit_age = now - *rate_limit_seen_;
+    out.rate_limited_attempts = rate_limited_attempts_;
+    out.simulated = result.simulated;
+    if (!cache_key_.empty()) {
+      grader_.cache_->Store(cache_key_, CachedVerdict{out.raw_reply, out.model, out.usage});
+    }
+    FinishLocked(std::move(out));
+  }
+
+  // After a failed attempt (`outcome`, `failure`): schedules the next attempt, or finishes the
+  // call with why it gave up.
+  void RetryOrGiveUpLocked(const AttemptOutcome& outcome, const absl::Status& failure,
+                           absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     last_kind_ = outcome.kind;
     if (outcome.kind == FailureKind::kHttp429) {
       ++rate_limited_attempts_;
@@ -150,42 +164,51 @@ class Grader::Call : public std::enable_shared_from_this<Grader::Call> {
                                                        " attempt(s): ", failure.message())));
       return;
     }
-    RetryDecision decision =
-        Decide(grader_.config_.retry, attempts_, outcome, now, deadline_, grader_.Jitter());
-    if (outcome.kind == FailureKind::kHttp429 && outcome.retry_after.has_value() &&
-        (decision.retry || decision.reason == GiveUpReason::kDeadline)) {
-      // Waited out in full (a retry before it would only be refused again), up to
-      // max_retry_after: a hostile or broken upstream may send 99999999999.
-      const RetryAfterWait wait =
-          WaitOutRetryAfter(grader_.config_.retry, decision.delay, outcome.retry_after);
-      if (wait.capped) {
-        HB_LOG_WARN("grader: request_id={} upstream Retry-After {} capped at {}", request_id_,
-                    absl::FormatDuration(*outcome.retry_after),
-                    absl::FormatDuration(grader_.config_.retry.max_retry_after));
-      }
-      decision.delay = wait.delay;
-      if (!decision.retry ||
-          (deadline_ != absl::InfiniteFuture() &&
-           now + decision.delay + grader_.config_.retry.min_attempt_time > deadline_)) {
-        // Reported as the 429 it is, with the Retry-After, so the caller can wait it out.
-        decision.retry = false;
-        decision.reason = GiveUpReason::kAttemptsExhausted;
-        decision.detail =
-            absl::StrCat("the upstream's Retry-After of ",
-                         absl::FormatDuration(*outcome.retry_after), " would pass the deadline");
-      }
-    }
-    if (decision.retry) {
-      if (grader_.metrics_ != nullptr)
-        grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
-      HB_LOG_DEBUG("grader: request_id={} attempt={} failed ({}); retrying in {}", request_id_,
-                   attempts_, std::string(FailureKindName(outcome.kind)),
-                   absl::FormatDuration(decision.delay));
-      auto self = shared_from_this();
-      timer_ = grader_.scheduler_.Schedule(decision.delay, [self] { self->StartAttempt(); });
+    const RetryDecision decision = DecideLocked(outcome, now);
+    if (!decision.retry) {
+      FinishLocked(GiveUpStatus(decision, failure));
       return;
     }
-    FinishLocked(GiveUpStatus(decision, failure));
+    if (grader_.metrics_ != nullptr)
+      grader_.metrics_->RetryScheduled(FailureKindName(outcome.kind));
+    HB_LOG_DEBUG("grader: request_id={} attempt={} failed ({}); retrying in {}", request_id_,
+                 attempts_, std::string(FailureKindName(outcome.kind)),
+                 absl::FormatDuration(decision.delay));
+    auto self = shared_from_this();
+    timer_ = grader_.scheduler_.Schedule(decision.delay, [self] { self->StartAttempt(); });
+  }
+
+  // Whether and when to try again after `outcome` (common/retry Decide), a 429's Retry-After
+  // waited out in full up to max_retry_after.
+  RetryDecision DecideLocked(const AttemptOutcome& outcome, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RetryDecision decision =
+        Decide(grader_.config_.retry, attempts_, outcome, now, deadline_, grader_.Jitter());
+    if (outcome.kind != FailureKind::kHttp429 || !outcome.retry_after.has_value() ||
+        !(decision.retry || decision.reason == GiveUpReason::kDeadline)) {
+      return decision;
+    }
+    // Waited out in full (a retry before it would only be refused again), up to
+    // max_retry_after: a hostile or broken upstream may send 99999999999.
+    const RetryAfterWait wait =
+        WaitOutRetryAfter(grader_.config_.retry, decision.delay, outcome.retry_after);
+    if (wait.capped) {
+      HB_LOG_WARN("grader: request_id={} upstream Retry-After {} capped at {}", request_id_,
+                  absl::FormatDuration(*outcome.retry_after),
+                  absl::FormatDuration(grader_.config_.retry.max_retry_after));
+    }
+    decision.delay = wait.delay;
+    if (!decision.retry ||
+        (deadline_ != absl::InfiniteFuture() &&
+         now + decision.delay + grader_.config_.retry.min_attempt_time > deadline_)) {
+      // Reported as the 429 it is, with the Retry-After, so the caller can wait it out.
+      decision.retry = false;
+      decision.reason = GiveUpReason::kAttemptsExhausted;
+      decision.detail =
+          absl::StrCat("the upstream's Retry-After of ", absl::FormatDuration(*outcome.retry_after),
+                       " would pass the deadline");
+    }
+    return decision;
   }
 
   absl::Status GiveUpStatus(const RetryDecision& decision, const absl::Status& failure)
