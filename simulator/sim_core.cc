@@ -362,125 +362,20 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy, Grad
   SimAction action;
   action.is_chat = true;
   action.headers.emplace_back("Content-Type", kJsonType);
-
-  if (std::string refused = Unauthorized(request); !refused.empty()) {
-    action.status = 401;
-    action.body = BuildErrorBody(refused, "invalid_request_error", "invalid_api_key");
-    AddRateLimitHeaders(rate_limiter_.Peek(), action);
-    Finish(action, "none", 0, std::nullopt, 0);
-    return action;
-  }
-
-  absl::StatusOr<ParsedChatRequest> parsed = api == GraderApi::kResponses
-                                                 ? ParseResponsesRequest(request.body)
-                                                 : ParseChatRequest(request.body);
-  if (!parsed.ok()) {
-    action.status = 400;
-    action.body = BuildErrorBody(parsed.status().message(), "invalid_request_error");
-    AddRateLimitHeaders(rate_limiter_.Peek(), action);
-    Finish(action, "none", 0, std::nullopt, 0);
-    return action;
-  }
-  if (!policy) {
-    if (std::string missing = MissingBodyKey(request.body, options_.required_body_keys);
-        !missing.empty()) {
-      action.status = 400;
-      action.body = BuildErrorBody(
-          absl::StrCat("Missing required parameter: '", missing,
-                       "' (the simulator was started with --require-body-key ", missing, ")."),
-          "invalid_request_error", "missing_required_parameter");
-      AddRateLimitHeaders(rate_limiter_.Peek(), action);
-      Finish(action, "none", 0, std::nullopt, 0);
-      return action;
-    }
-  }
-  if (policy && !PolicyServesModel(options_.policy_models, parsed->model)) {
-    action.status = 404;
-    action.body = BuildErrorBody(ModelNotFoundMessage(parsed->model), "invalid_request_error",
-                                 "model_not_found");
-    AddRateLimitHeaders(rate_limiter_.Peek(), action);
-    Finish(action, "none", 0, std::nullopt, 0);
-    return action;
-  }
+  const std::optional<ParsedChatRequest> parsed = AcceptChat(request, policy, api, action);
+  if (!parsed.has_value()) return action;
   const std::string prompt = PromptText(*parsed);
   const int64_t prompt_tokens = EstimateTokens(prompt);
-
-  const RateLimitDecision limit = rate_limiter_.Acquire(prompt_tokens + parsed->max_tokens);
-  AddRateLimitHeaders(limit, action);
-  if (!limit.admitted) {
-    metrics_.RateLimited();
-    action.status = 429;
-    const bool too_large = limit.tokens_exceeded && options_.rate_limits.tpm > 0 &&
-                           prompt_tokens + parsed->max_tokens > options_.rate_limits.tpm;
-    action.body = BuildErrorBody(
-        too_large
-            ? absl::StrCat("Request too large: ", prompt_tokens + parsed->max_tokens,
-                           " tokens requested, limit ", options_.rate_limits.tpm,
-                           " tokens per min.")
-            : absl::StrCat(
-                  "Rate limit reached for ", limit.requests_exceeded ? "requests" : "tokens",
-                  ". Limit ", limit.requests_exceeded ? limit.limit_requests : limit.limit_tokens,
-                  " per min. Please try again in ", FormatResetDuration(limit.retry_after), "."),
-        limit.requests_exceeded ? "requests" : "tokens", "rate_limit_exceeded");
-    action.headers.emplace_back("retry-after", RetryAfterSeconds(limit.retry_after));
-    action.headers.emplace_back("retry-after-ms", RetryAfterMs(limit.retry_after));
-    Finish(action, "none", prompt_tokens, std::nullopt, 0);
-    return action;
-  }
+  if (!Admit(*parsed, prompt_tokens, action)) return action;
 
   const uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
   const FaultKind fault = ChooseFault(options_.faults, options_.seed, seq);
   if (fault != FaultKind::kNone) metrics_.Fault(FaultKindName(fault));
   metrics_.PromptTokens(prompt_tokens);
-
-  const double latency_ms =
-      policy && options_.policy_latency_ms >= 0 ? options_.policy_latency_ms : options_.latency_ms;
-  if (latency_ms > 0) {
-    const double u = 2 * Uniform01(options_.seed, seq, kJitterStream) - 1;
-    const double ms = std::max(0.0, latency_ms * (1 + options_.latency_jitter * u));
-    action.delay = absl::Microseconds(static_cast<int64_t>(std::llround(ms * 1000)));
-  }
+  SetLatency(policy, seq, action);
+  if (AnswerWithFault(fault, prompt_tokens, action)) return action;
 
   const absl::string_view fault_name = FaultKindName(fault);
-  switch (fault) {
-    case FaultKind::kReset:
-      action.kind = SimAction::Kind::kReset;
-      Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
-      return action;
-    case FaultKind::kHang:
-      action.kind = SimAction::Kind::kHang;
-      action.delay = absl::InfiniteDuration();
-      Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
-      return action;
-    case FaultKind::k429: {
-      const absl::Duration retry = absl::Milliseconds(options_.retry_after_ms);
-      action.status = 429;
-      action.delay = absl::ZeroDuration();
-      action.body = BuildErrorBody("Rate limit reached (simulated fault). Please retry.",
-                                   "requests", "rate_limit_exceeded");
-      action.headers.emplace_back("retry-after", RetryAfterSeconds(retry));
-      action.headers.emplace_back("retry-after-ms", RetryAfterMs(retry));
-      Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
-      return action;
-    }
-    case FaultKind::k500:
-      action.status = 500;
-      action.body = BuildErrorBody(
-          "The server had an error while processing your request "
-          "(simulated fault).",
-          "server_error");
-      Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
-      return action;
-    case FaultKind::k503:
-      action.status = 503;
-      action.body = BuildErrorBody("The engine is currently overloaded (simulated fault).",
-                                   "server_error", "service_unavailable");
-      Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
-      return action;
-    default:
-      break;
-  }
-
   if (policy) return PolicyAction(std::move(action), *parsed, prompt, seq, fault_name);
   const bool met = SimulatedVerdict(LastUserMessage(*parsed));
   const std::string content = FaultReplyContent(fault, met, seq);
@@ -491,6 +386,117 @@ SimAction Simulator::HandleChat(const SimHttpRequest& request, bool policy, Grad
                                                                   : std::nullopt,
          usage.cached_tokens);
   return action;
+}
+
+std::optional<ParsedChatRequest> Simulator::AcceptChat(const SimHttpRequest& request, bool policy,
+                                                       GraderApi api, SimAction& action) {
+  if (std::string refused = Unauthorized(request); !refused.empty()) {
+    Refuse(action, 401, BuildErrorBody(refused, "invalid_request_error", "invalid_api_key"));
+    return std::nullopt;
+  }
+  absl::StatusOr<ParsedChatRequest> parsed = api == GraderApi::kResponses
+                                                 ? ParseResponsesRequest(request.body)
+                                                 : ParseChatRequest(request.body);
+  if (!parsed.ok()) {
+    Refuse(action, 400, BuildErrorBody(parsed.status().message(), "invalid_request_error"));
+    return std::nullopt;
+  }
+  if (!policy) {
+    if (std::string missing = MissingBodyKey(request.body, options_.required_body_keys);
+        !missing.empty()) {
+      Refuse(action, 400,
+             BuildErrorBody(absl::StrCat("Missing required parameter: '", missing,
+                                         "' (the simulator was started with --require-body-key ",
+                                         missing, ")."),
+                            "invalid_request_error", "missing_required_parameter"));
+      return std::nullopt;
+    }
+  }
+  if (policy && !PolicyServesModel(options_.policy_models, parsed->model)) {
+    Refuse(action, 404,
+           BuildErrorBody(ModelNotFoundMessage(parsed->model), "invalid_request_error",
+                          "model_not_found"));
+    return std::nullopt;
+  }
+  return *std::move(parsed);
+}
+
+void Simulator::Refuse(SimAction& action, int status, std::string body) {
+  action.status = status;
+  action.body = std::move(body);
+  AddRateLimitHeaders(rate_limiter_.Peek(), action);
+  Finish(action, "none", 0, std::nullopt, 0);
+}
+
+bool Simulator::Admit(const ParsedChatRequest& parsed, int64_t prompt_tokens, SimAction& action) {
+  const RateLimitDecision limit = rate_limiter_.Acquire(prompt_tokens + parsed.max_tokens);
+  AddRateLimitHeaders(limit, action);
+  if (limit.admitted) return true;
+  metrics_.RateLimited();
+  action.status = 429;
+  const bool too_large = limit.tokens_exceeded && options_.rate_limits.tpm > 0 &&
+                         prompt_tokens + parsed.max_tokens > options_.rate_limits.tpm;
+  action.body = BuildErrorBody(
+      too_large
+          ? absl::StrCat("Request too large: ", prompt_tokens + parsed.max_tokens,
+                         " tokens requested, limit ", options_.rate_limits.tpm, " tokens per min.")
+          : absl::StrCat(
+                "Rate limit reached for ", limit.requests_exceeded ? "requests" : "tokens",
+                ". Limit ", limit.requests_exceeded ? limit.limit_requests : limit.limit_tokens,
+                " per min. Please try again in ", FormatResetDuration(limit.retry_after), "."),
+      limit.requests_exceeded ? "requests" : "tokens", "rate_limit_exceeded");
+  action.headers.emplace_back("retry-after", RetryAfterSeconds(limit.retry_after));
+  action.headers.emplace_back("retry-after-ms", RetryAfterMs(limit.retry_after));
+  Finish(action, "none", prompt_tokens, std::nullopt, 0);
+  return false;
+}
+
+void Simulator::SetLatency(bool policy, uint64_t seq, SimAction& action) const {
+  const double latency_ms =
+      policy && options_.policy_latency_ms >= 0 ? options_.policy_latency_ms : options_.latency_ms;
+  if (latency_ms <= 0) return;
+  const double u = 2 * Uniform01(options_.seed, seq, kJitterStream) - 1;
+  const double ms = std::max(0.0, latency_ms * (1 + options_.latency_jitter * u));
+  action.delay = absl::Microseconds(static_cast<int64_t>(std::llround(ms * 1000)));
+}
+
+bool Simulator::AnswerWithFault(FaultKind fault, int64_t prompt_tokens, SimAction& action) {
+  const absl::string_view fault_name = FaultKindName(fault);
+  switch (fault) {
+    case FaultKind::kReset:
+      action.kind = SimAction::Kind::kReset;
+      break;
+    case FaultKind::kHang:
+      action.kind = SimAction::Kind::kHang;
+      action.delay = absl::InfiniteDuration();
+      break;
+    case FaultKind::k429: {
+      const absl::Duration retry = absl::Milliseconds(options_.retry_after_ms);
+      action.status = 429;
+      action.delay = absl::ZeroDuration();
+      action.body = BuildErrorBody("Rate limit reached (simulated fault). Please retry.",
+                                   "requests", "rate_limit_exceeded");
+      action.headers.emplace_back("retry-after", RetryAfterSeconds(retry));
+      action.headers.emplace_back("retry-after-ms", RetryAfterMs(retry));
+      break;
+    }
+    case FaultKind::k500:
+      action.status = 500;
+      action.body = BuildErrorBody(
+          "The server had an error while processing your request "
+          "(simulated fault).",
+          "server_error");
+      break;
+    case FaultKind::k503:
+      action.status = 503;
+      action.body = BuildErrorBody("The engine is currently overloaded (simulated fault).",
+                                   "server_error", "service_unavailable");
+      break;
+    default:
+      return false;
+  }
+  Finish(action, fault_name, prompt_tokens, std::nullopt, 0);
+  return true;
 }
 
 std::string Simulator::GraderReplyBody(const ParsedChatRequest& parsed, const std::string& prompt,

@@ -144,6 +144,20 @@ class Simulator {
   // completions or the Responses API (the body's format and the reply's).
   SimAction HandleChat(const SimHttpRequest& request, bool policy,
                        GraderApi api = GraderApi::kChatCompletions);
+  // HandleChat's steps. The request parsed as `api` when the simulator serves it, else nullopt
+  // with its refusal (401, 400 or 404) in `action`, finished.
+  std::optional<ParsedChatRequest> AcceptChat(const SimHttpRequest& request, bool policy,
+                                              GraderApi api, SimAction& action);
+  // A refusal before the rate limits: `status` with `body`, the limits' current headers.
+  void Refuse(SimAction& action, int status, std::string body);
+  // Whether the rate limits admit the request; else its 429 (Retry-After) in `action`, finished.
+  // Adds the limits' headers either way.
+  bool Admit(const ParsedChatRequest& parsed, int64_t prompt_tokens, SimAction& action);
+  // The reply's delay: the configured latency (the policy's for a policy request) with jitter.
+  void SetLatency(bool policy, uint64_t seq, SimAction& action) const;
+  // Whether `fault` is the whole answer (a reset, a hang, a 429, 500 or 503), put in `action`,
+  // finished; false for no fault or one in the reply's content.
+  bool AnswerWithFault(FaultKind fault, int64_t prompt_tokens, SimAction& action);
   // The 200 reply body to an admitted grader request.
   std::string GraderReplyBody(const ParsedChatRequest& parsed, const std::string& prompt,
                               uint64_t seq, absl::string_view content, Usage& usage);
