@@ -3,7 +3,7 @@
 // showing progress (and an ETA) until its first requests fail. One place for every endpoint a
 // command calls: the grader's upstream (grader/grader_stack_options.h LlmEndpoint; checked by
 // `run`, hb-grader and hb-env's embedded grader at start) and a policy's
-// (orchestrator/sample/sample_command.h PolicyEndpoint).
+// (orchestrator/commands/sample_command.h PolicyEndpoint).
 //
 //   HB_RETURN_IF_ERROR(PreflightEndpoint(endpoint));  // before any request
 #pragma once

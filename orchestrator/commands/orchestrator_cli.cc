@@ -22,12 +22,12 @@
 #include "common/base/status_macros.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/grading_flags.h"
+#include "orchestrator/commands/meta_eval_command.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/offline_flags.h"
 #include "orchestrator/commands/orchestrator_metrics.h"
 #include "orchestrator/commands/policy_flags.h"
 #include "orchestrator/commands/watch_command.h"
-#include "orchestrator/run/meta_eval_command.h"
 #include "orchestrator/run/policy_checkpoints.h"
 
 namespace hb {

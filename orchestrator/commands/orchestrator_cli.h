@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "orchestrator/run/meta_eval_command.h"
+#include "orchestrator/commands/meta_eval_command.h"
+#include "orchestrator/commands/sample_command.h"
 #include "orchestrator/run/run_command.h"
-#include "orchestrator/sample/sample_command.h"
 
 namespace hb {
 

@@ -1,4 +1,4 @@
-#include "orchestrator/sample/sample_command.h"
+#include "orchestrator/commands/sample_command.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
 // SampleToFile on a FakeLlmClient: the probe (the first task's request, sent once) goes out with
 // the others, within --max-in-flight, and a probe the endpoint refuses is the job's error.
-#include "orchestrator/sample/sample_command.h"
+#include "orchestrator/commands/sample_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "orchestrator/run/meta_eval_command.h"
+#include "orchestrator/commands/meta_eval_command.h"
 
 #include <cstdio>
 #include <optional>
