@@ -17,7 +17,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/base/host_port.h"
 #include "common/base/json.h"
 
@@ -33,25 +32,38 @@ void AddHeaders(evhttp_request* req, const HttpHeaders& headers) {
   for (const auto& [name, value] : headers) evhttp_add_header(out, name.c_str(), value.c_str());
 }
 
+// Whether `path` matches the '*' pattern `want` segment by segment (a '*' is one non-empty
+// segment); the matched segments go to `params` when it is not null. Allocates nothing else.
+bool SegmentsMatch(absl::string_view want, absl::string_view path,
+                   std::vector<absl::string_view>* params) {
+  while (true) {
+    const size_t want_end = want.find('/');
+    const size_t path_end = path.find('/');
+    const absl::string_view want_segment = want.substr(0, want_end);
+    const absl::string_view path_segment = path.substr(0, path_end);
+    if (want_segment == "*") {
+      if (path_segment.empty()) return false;
+      if (params != nullptr) params->push_back(path_segment);
+    } else if (want_segment != path_segment) {
+      return false;
+    }
+    if ((want_end == absl::string_view::npos) != (path_end == absl::string_view::npos)) {
+      return false;
+    }
+    if (want_end == absl::string_view::npos) return true;
+    want.remove_prefix(want_end + 1);
+    path.remove_prefix(path_end + 1);
+  }
+}
+
 // Whether `path` matches `route`'s path; fills `params` with the segments its '*'s matched.
 bool PathMatches(const HttpRoute& route, absl::string_view path,
                  std::vector<absl::string_view>* params) {
   if (route.prefix) return absl::StartsWith(path, route.path);
   if (!absl::StrContains(route.path, '*')) return path == route.path;
-  const std::vector<absl::string_view> want = absl::StrSplit(route.path, '/');
-  const std::vector<absl::string_view> got = absl::StrSplit(path, '/');
-  if (want.size() != got.size()) return false;
-  std::vector<absl::string_view> matched;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] == "*") {
-      if (got[i].empty()) return false;
-      matched.push_back(got[i]);
-    } else if (want[i] != got[i]) {
-      return false;
-    }
-  }
-  *params = std::move(matched);
-  return true;
+  if (!SegmentsMatch(route.path, path, nullptr)) return false;
+  params->clear();
+  return SegmentsMatch(route.path, path, params);
 }
 
 const char* MethodName(evhttp_cmd_type cmd) {

@@ -319,6 +319,40 @@ HttpServerOptions ServerOptions(const Flags& flags, const HttpServerLimits& limi
   return options;
 }
 
+// The simulator options of the repeatable flags: --policy-models (comma lists) and
+// --require-header NAME=VALUE; the batch seed is --seed.
+absl::Status ReadListFlags(Flags* flags) {
+  for (const std::string& value : flags->policy_models) {
+    for (absl::string_view name : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      flags->sim.policy_models.emplace_back(absl::StripAsciiWhitespace(name));
+    }
+  }
+  for (const std::string& value : flags->required_headers) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--require-header expects NAME=VALUE, got '", value.substr(0, eq), "...'"));
+    }
+    flags->sim.required_headers.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+  }
+  flags->sim.batch.seed = flags->sim.seed;
+  return absl::OkStatus();
+}
+
+// Starts the loops, prints the 'listening on' line and returns after SIGTERM/SIGINT stopped them.
+void ServeUntilSignal(HttpServer& http, const std::string& listen) {
+  // Before the loop threads start, so that they inherit the blocked signals. The watcher may
+  // still be inside this callback when the loops have stopped: it is joined when this returns,
+  // before the server is freed.
+  StopSignals signals([&http](int /*signal*/, int /*count*/) { http.Stop(); });
+  http.Start();
+  const std::string host(HostPartOf(listen));
+  std::printf("listening on %s:%d\n", host.c_str(), http.port());
+  std::fflush(stdout);
+  HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", host, http.port(), http.threads());
+  http.Wait();
+}
+
 int Run(int argc, char** argv) {
   hb::TuneProcess();
   Flags flags;
@@ -327,21 +361,7 @@ int Run(int argc, char** argv) {
   AddFlags(program.root(), &flags);
   if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
   InitLogging(flags.log_level.c_str());
-  for (const std::string& value : flags.policy_models) {
-    for (absl::string_view name : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
-      flags.sim.policy_models.emplace_back(absl::StripAsciiWhitespace(name));
-    }
-  }
-  for (const std::string& value : flags.required_headers) {
-    const size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return program.UsageError(
-          "", absl::InvalidArgumentError(absl::StrCat("--require-header expects NAME=VALUE, got '",
-                                                      value.substr(0, eq), "...'")));
-    }
-    flags.sim.required_headers.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-  }
-  flags.sim.batch.seed = flags.sim.seed;
+  if (absl::Status read = ReadListFlags(&flags); !read.ok()) return program.UsageError("", read);
   const SimulatorOptions& options = flags.sim;
   if (absl::Status valid = Validate(options); !valid.ok()) {
     return program.UsageError("", valid);
@@ -377,19 +397,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "cannot open --request-log %s\n", flags.request_log.c_str());
     return 1;
   }
-  {
-    // Before the loop threads start, so that they inherit the blocked signals. The watcher may
-    // still be inside this callback when the loops have stopped: it is joined at the end of this
-    // block, before the server is freed.
-    StopSignals signals([&http](int /*signal*/, int /*count*/) { (*http)->Stop(); });
-    (*http)->Start();
-    const std::string host(HostPartOf(flags.listen));
-    std::printf("listening on %s:%d\n", host.c_str(), (*http)->port());
-    std::fflush(stdout);
-    HB_LOG_INFO("hb-llm-sim listening on {}:{} threads={}", host, (*http)->port(),
-                (*http)->threads());
-    (*http)->Wait();
-  }
+  ServeUntilSignal(**http, flags.listen);
   http->reset();  // closes open connections while the simulator is alive
   HB_LOG_INFO("hb-llm-sim stopped");
   return 0;
