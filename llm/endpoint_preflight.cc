@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/base/host_port.h"
 #include "http/url_redaction.h"
 #include "rapidjson/document.h"
 #include "security/transport_security.h"
@@ -64,13 +65,7 @@ absl::Status ResolveHost(const std::string& host, absl::Duration timeout) {
 }
 
 std::string UrlHost(absl::string_view base_url) {
-  const std::string host_port = UrlHostPort(base_url);
-  absl::string_view host = host_port;
-  if (absl::StartsWith(host, "[")) {
-    const size_t end = host.find(']');
-    return std::string(host.substr(1, end == absl::string_view::npos ? end : end - 1));
-  }
-  return std::string(host.substr(0, host.find(':')));
+  return std::string(BareHostOf(UrlHostPort(base_url)));
 }
 
 bool EndpointNeedsApiKey(absl::string_view base_url) {

@@ -18,9 +18,7 @@ absl::string_view HostOf(absl::string_view address) {
   for (absl::string_view scheme : {"dns:///", "ipv4:", "ipv6:"}) {
     absl::ConsumePrefix(&address, scheme);
   }
-  absl::string_view host = HostPartOf(address);
-  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
-  return host;
+  return BareHostOf(address);
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {

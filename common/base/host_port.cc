@@ -100,4 +100,10 @@ absl::string_view HostPartOf(absl::string_view text) {
   return text.substr(0, colon);
 }
 
+absl::string_view BareHostOf(absl::string_view text) {
+  absl::string_view host = HostPartOf(text);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return host;
+}
+
 }  // namespace hb

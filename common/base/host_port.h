@@ -49,4 +49,8 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, const HostPortRul
 // port is returned whole. For messages about an address already accepted (never fails).
 absl::string_view HostPartOf(absl::string_view text);
 
+// The host of "HOST:PORT" (or of a HOST alone) without brackets ("[::1]:0" -> "::1"), for
+// comparing or resolving it; never fails.
+absl::string_view BareHostOf(absl::string_view text);
+
 }  // namespace hb

@@ -88,6 +88,10 @@ TEST(HostPortTest, HostPartKeepsBrackets) {
   EXPECT_EQ(HostPartOf("127.0.0.1:9"), "127.0.0.1");
   EXPECT_EQ(HostPartOf("[::1]"), "[::1]");
   EXPECT_EQ(HostPartOf("nocolon"), "nocolon");
+  EXPECT_EQ(BareHostOf("[::1]:0"), "::1");
+  EXPECT_EQ(BareHostOf("[fe80::1]"), "fe80::1");
+  EXPECT_EQ(BareHostOf("localhost:8080"), "localhost");
+  EXPECT_EQ(BareHostOf(""), "");
 }
 
 }  // namespace
