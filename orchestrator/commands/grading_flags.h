@@ -14,7 +14,7 @@
 #include "cli/grader_flags.h"
 #include "orchestrator/commands/command_inputs.h"
 #include "orchestrator/commands/policy_flags.h"
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 
 namespace hb::commands_internal {
 

@@ -19,8 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/healthbench/meta_eval_dataset.h"
+#include "orchestrator/commands/run_command.h"
 #include "orchestrator/report/meta_eval_report.h"
-#include "orchestrator/run/run_command.h"
 
 namespace hb {
 

@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "orchestrator/commands/meta_eval_command.h"
+#include "orchestrator/commands/run_command.h"
 #include "orchestrator/commands/sample_command.h"
-#include "orchestrator/run/run_command.h"
 
 namespace hb {
 

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 
 namespace hb {
 

@@ -2,14 +2,14 @@
 // responses files. Parsing and naming only: each joins the run's checkpoints as
 // `--responses NAME=RUN_DIR/NAME/responses.jsonl` (written by the run from its journaled
 // replies) and as a PolicySource (RunOptions::policies), which the run samples while it grades
-// (run_command.h).
+// (grading_job.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 
 namespace hb {
 

@@ -1,4 +1,4 @@
-// `run`'s grading (internal to run_command.cc): the plan of the rows still to grade after the
+// `run`'s grading (internal to grading_job.cc): the plan of the rows still to grade after the
 // journal, and their grading online (dispatcher.h, a probe row first, sampling the policies'
 // replies as it goes: policy_feed.h) or through the Batch API (batch_grader.h). SIGTERM/SIGINT
 // reach `stop` (stop_switch.h), which stops the active dispatcher or batch grader.
@@ -12,8 +12,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "grader_client/grader_connection.h"
+#include "orchestrator/run/grading_job.h"
 #include "orchestrator/run/row_plan.h"
-#include "orchestrator/run/run_command.h"
 #include "orchestrator/run/run_inputs.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 #include "orchestrator/run/stop_switch.h"

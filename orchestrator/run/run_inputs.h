@@ -1,8 +1,8 @@
-// `run`'s inputs (internal to run_command.cc and its rooms run_grading.cc, run_reports.cc):
+// `run`'s inputs (internal to grading_job.cc and its rooms run_grading.cc, run_reports.cc):
 // the dataset, the checkpoints' responses and the grader template loaded and checked, the
 // grader that grades them connected, the journal opened with the replies of policy
 // checkpoints journaled by earlier runs, and those replies written out as responses files once
-// the grading is done. Errors follow run's exit codes (run_command.h, ExitCodeFor): the
+// the grading is done. Errors follow run's exit codes (commands/run_command.h, ExitCodeFor): the
 // caller's input is kInvalidArgument or kFailedPrecondition (exit 2), our own faults kInternal
 // (exit 1).
 #pragma once
@@ -22,7 +22,7 @@
 #include "llm/token_prices.h"
 #include "orchestrator/policy/policy_feed.h"
 #include "orchestrator/policy/reply_journal.h"
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 #include "orchestrator/run/sqlite_verdict_store.h"
 
 namespace hb::run_internal {

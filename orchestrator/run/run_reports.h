@@ -1,4 +1,4 @@
-// `run`'s reports (internal to run_command.cc): each checkpoint's reports written from the
+// `run`'s reports (internal to grading_job.cc): each checkpoint's reports written from the
 // journal (checkpoint_report.h) and the comparison of two or more, then what the run prints at
 // its end (cost, the simulated banner, the most frequent failure reasons, what is left to do)
 // and its exit code.
@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "grader_client/grader_connection.h"
 #include "orchestrator/report/checkpoint_report.h"
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 #include "orchestrator/run/run_inputs.h"
 #include "orchestrator/run/verdict_store.h"
 

@@ -2,7 +2,7 @@
 // A training run writes DIR/<name>/responses.jsonl (or .gz) and then a ready marker
 // (DIR/<name>/DONE); each Pass() scans DIR and grades, one at a time in natural name order
 // (step-100 < step-200 < step-1000), every ready checkpoint version that is due, through an
-// injected GradeFunction (the binary passes run's grading core, run_command.h RunGrading).
+// injected GradeFunction (the binary passes run's grading core, run/grading_job.h RunGrading).
 //
 // Exactly once: a version is keyed by (responses sha256, dataset sha256, grader fingerprint);
 // its "started" and "graded" records go to OUT/watch.jsonl (watch_journal.h) before the next

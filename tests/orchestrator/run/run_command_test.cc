@@ -1,5 +1,3 @@
-#include "orchestrator/run/run_command.h"
-
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -8,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/commands/orchestrator_cli.h"
+#include "orchestrator/run/grading_job.h"
 #include "tests/testing/status_matchers.h"
 
 namespace hb {

@@ -1,15 +1,12 @@
-#include "orchestrator/run/run_command.h"
+#include "orchestrator/run/grading_job.h"
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "common/base/file.h"
 #include "common/base/logging.h"
-#include "common/base/process.h"
 #include "common/base/status_macros.h"
 #include "grader/grader_settings.h"
 #include "http/curl_http_client.h"
@@ -206,30 +203,8 @@ absl::StatusOr<int> RunGrading(const RunOptions& options, StopSwitch& stop,
   return run_internal::RunPhases(options, stop, results);
 }
 
-int RunWithOptions(const RunOptions& options) {
-  if (options.simulated_verdicts) run_internal::PrintSimulatedBanner(options, /*detected=*/false);
-  // Before any thread starts (the journal's writer, gRPC's pollers): a SIGTERM must reach the
-  // watcher, never a thread whose default action would kill the process.
-  StopSwitch stop;
-  StopSignals signals([&](int signal, int count) {
-    if (count == 1) {
-      HB_LOG_WARN("{} received: stopping (in-flight rows get {} to finish)", SignalName(signal),
-                  absl::FormatDuration(options.drain_timeout));
-      stop.Request();
-    } else {
-      HB_LOG_WARN("second signal: exiting at once (committed rows are kept in the journal)");
-      std::_Exit(kExitInterrupted);
-    }
-  });
-  const NewOutputDirs new_dirs(options.RunDir());
-  absl::StatusOr<int> code = run_internal::RunPhases(options, stop, nullptr);
-  if (!code.ok()) {
-    new_dirs.RemoveIfUnused();  // a run refused before writing anything leaves no folder
-    std::fprintf(stderr, "hb-orchestrator run: %s\n",
-                 absl::StrReplaceAll(code.status().message(), {{"\n", " "}}).c_str());
-    return ExitCodeFor(code.status());
-  }
-  return *code;
+void PrintDeclaredSimulatedBanner(const RunOptions& options) {
+  run_internal::PrintSimulatedBanner(options, /*detected=*/false);
 }
 
 }  // namespace hb

@@ -1,21 +1,11 @@
-// `hb-orchestrator run`: the grading job (one Kubernetes Job per checkpoint set). It plans the
-// rows (task x rubric item) of every checkpoint, skips rows the journal already holds as
-// graded, sends the rest to hb-grader replicas (or an in-process grader), journals every
-// verdict in OUT/journal.sqlite, and writes each checkpoint's reports to OUT/<checkpoint>/
-// (plus OUT/comparison.{json,html} for two or more checkpoints). Running it again with the same
-// inputs grades only the rows that failed or are missing.
-//
-// Exit codes (also in the usage text):
-//   0  every planned row was graded
-//   3  some rows failed after their attempts; their tasks are reported as not graded. Running
-//      again retries exactly those rows. Also: some tasks have no response (the reports are
-//      marked incomplete), unless allow_partial_responses.
-//   2  bad usage or bad input (flags, dataset, responses, template, a journal from another
-//      run, grader replicas that disagree on their settings): retrying cannot help, so a
-//      Kubernetes podFailurePolicy should not retry it.
-//   4  interrupted by SIGTERM/SIGINT: in-flight rows drained (up to --drain-timeout), the
-//      journal flushed, partial reports written and marked incomplete.
-//   1  internal error (journal write failure, grader could not start, ...).
+// `hb-orchestrator run`'s grading job (one Kubernetes Job per checkpoint set): RunOptions and
+// RunGrading. It plans the rows (task x rubric item) of every checkpoint, skips rows the journal
+// already holds as graded, sends the rest to hb-grader replicas (or an in-process grader),
+// journals every verdict in OUT/journal.sqlite, and writes each checkpoint's reports to
+// OUT/<checkpoint>/ (plus OUT/comparison.{json,html} for two or more checkpoints). Running it
+// again with the same inputs grades only the rows that failed or are missing. The `run`
+// command around it (signals, exit codes) is orchestrator/commands/run_command.h; `watch` and
+// `meta-eval` grade through it too.
 #pragma once
 
 #include <cstdint>
@@ -165,31 +155,30 @@ absl::Status ValidateBatchOptions(const RunOptions& options);
 std::vector<std::pair<std::string, int64_t>> TopFailureReasons(
     const std::vector<std::string>& errors, size_t n);
 
+// The banner of a run whose verdicts are declared simulated (options.simulated_verdicts, from
+// --simulated-verdicts), naming the endpoint it calls; `run` prints it first. (A run that finds
+// its verdicts came from hb-llm-sim prints its own banner at the end.)
+void PrintDeclaredSimulatedBanner(const RunOptions& options);
+
 // Runs `options` (valid) in phases: check before any request that the endpoints it will call
 // can be called (the embedded grader's upstream and each policy: an API key for a remote https
 // endpoint, a host that resolves; llm/endpoint_preflight.h) and that the output folder can be
-// written (exit 2 naming the flag and the fix), load inputs, connect the grader (grader_client/
-// grader_connection.h ConnectGrader: what it
-// grades with is what the journal and the reports record), open the journal, plan, grade,
-// write reports. With policies, grading and sampling overlap: the output folder is locked first,
-// each policy is probed (PolicyFeed), and every reply is journaled in OUT/journal.sqlite beside
-// the verdicts and its rows are dispatched at once; a resumed run samples only the tasks without
-// a journaled reply and grades the journaled replies' missing rows. Tasks a policy could not
-// answer are listed and graded as missing (exit code at least 3).
+// written (exit 2 naming the flag and the fix), lock the output folder, load inputs, connect the
+// grader (grader_client/grader_connection.h ConnectGrader: what it grades with is what the
+// journal and the reports record), open the journal, plan, grade, write reports. With policies,
+// grading and sampling overlap: each policy is probed (PolicyFeed), and every reply is journaled
+// in OUT/journal.sqlite beside the verdicts and its rows are dispatched at once; a resumed run
+// samples only the tasks without a journaled reply and grades the journaled replies' missing
+// rows. Tasks a policy could not answer are listed and graded as missing (exit code at least 3).
 // Grading sends the first planned row alone (the probe): when it fails with a final error that
-// every row would meet (kUnauthenticated, kPermissionDenied, kNotFound, kFailedPrecondition,
-// kInvalidArgument: a bad key, URL or model), the run stops with exit 2 ("the grader cannot
-// grade: ...") instead of failing every row. Returns the exit code above. Handles SIGTERM/SIGINT
-// for its duration (StopSignals): the first drains in-flight rows for drain_timeout, a second exits
-// at once.
-int RunWithOptions(const RunOptions& options);
-
-// RunWithOptions' grading without its signal handling and its last message: the same phases
-// (locked output folder, journal, plan, grade, reports) with `stop` as the way to stop it (a
-// request drains in-flight rows, writes the partial reports and returns kExitInterrupted).
-// Returns the exit code of a completed grading (0, 3 or 4) and, when `results` is not null,
-// each checkpoint's report in order; errors as RunWithOptions maps them to 1 or 2 (ExitCodeFor).
-// `watch` grades each checkpoint through it.
+// every row would meet (kUnauthenticated, kPermissionDenied, kNotFound, kFailedPrecondition: a
+// bad key, URL or model; not kInvalidArgument, which one oversized task also gets), the run stops
+// with exit 2 ("the grader cannot grade: ...") instead of failing every row. `stop` is the way to
+// stop it: a request drains in-flight rows (drain_timeout), writes the partial reports and returns
+// kExitInterrupted. Returns the exit code of a completed grading (0, 3 or 4:
+// commands/run_command.h) and, when `results` is not null, each checkpoint's report in order;
+// errors map to exit 1 or 2 by ExitCodeFor (kInvalidArgument and kFailedPrecondition are the
+// caller's).
 absl::StatusOr<int> RunGrading(const RunOptions& options, StopSwitch& stop,
                                std::vector<CheckpointResult>* results = nullptr);
 
