@@ -201,16 +201,8 @@ std::vector<UnscorableTask> ReadUnscorableTasks(const SummaryReader& reader) {
   return tasks;
 }
 
-}  // namespace
-
-absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) {
-  const std::string path = dir + "/summary.json";
-  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SummaryReader reader(path);
-  HB_RETURN_IF_ERROR(reader.Parse(text));
-  CheckpointSummary p;
-  p.dir = dir;
-  HB_ASSIGN_OR_RETURN(p.checkpoint, reader.String("checkpoint"));
+// provenance: the dataset, subset, selection, responses and grader template.
+absl::Status ReadInputs(const SummaryReader& reader, CheckpointSummary& p) {
   HB_ASSIGN_OR_RETURN(p.dataset_path, reader.String("provenance.dataset.path"));
   HB_ASSIGN_OR_RETURN(p.dataset_sha256, reader.String("provenance.dataset.sha256"));
   // Absent in summaries written before subsets existed.
@@ -224,6 +216,12 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(p.responses_path, reader.String("provenance.responses.path"));
   HB_ASSIGN_OR_RETURN(p.responses_sha256, reader.String("provenance.responses.sha256"));
   HB_ASSIGN_OR_RETURN(p.template_sha256, reader.String("provenance.grader_template_sha256"));
+  return absl::OkStatus();
+}
+
+// provenance: the grader (what its API sends), the length adjustment and the endpoint.
+absl::Status ReadGrader(const std::string& path, const SummaryReader& reader,
+                        CheckpointSummary& p) {
   HB_ASSIGN_OR_RETURN(p.grader.model, reader.String("provenance.grader.model"));
   HB_RETURN_IF_ERROR(ReadLaterGraderFields(path, reader, p.grader));
   // Only what the grader's API sends is recorded (SentOnApi): a Responses grader's summary has
@@ -252,6 +250,12 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
                       reader.OptionalString("provenance.grader.upstream_base_url"));
   HB_ASSIGN_OR_RETURN(p.grader_version, reader.OptionalString("provenance.grader.version"));
   HB_ASSIGN_OR_RETURN(p.grader_replicas, reader.OptionalStrings("provenance.grader.replicas"));
+  return absl::OkStatus();
+}
+
+// provenance: sharding, seed, checkpoint index, simulated, incomplete, unscorable tasks.
+absl::Status ReadRunFacts(const std::string& path, const SummaryReader& reader,
+                          CheckpointSummary& p) {
   // provenance.shard is null when no shard was recorded (`score`, `merge`): Get fails on it.
   HB_ASSIGN_OR_RETURN(const int64_t shard_index, reader.OptionalInt("provenance.shard.index", 0));
   HB_ASSIGN_OR_RETURN(const int64_t shard_count, reader.OptionalInt("provenance.shard.count", 0));
@@ -272,6 +276,11 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   }
   HB_ASSIGN_OR_RETURN(p.incomplete, reader.Bool("provenance.incomplete"));
   p.unscorable_tasks = ReadUnscorableTasks(reader);
+  return absl::OkStatus();
+}
+
+// The score (the reference's raw score), the counts and the metrics.
+absl::Status ReadScore(const SummaryReader& reader, CheckpointSummary& p) {
   // "raw_score" is the reference's score; "score" is the length-adjusted one when there is one
   // (summaries written before raw_score existed have the raw score there).
   HB_ASSIGN_OR_RETURN(const rapidjson::Value* score, reader.Get("score"));
@@ -283,6 +292,23 @@ absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) 
   HB_ASSIGN_OR_RETURN(p.graded, reader.Int("counts.graded"));
   HB_ASSIGN_OR_RETURN(p.not_graded, reader.Int("counts.not_graded"));
   HB_ASSIGN_OR_RETURN(p.metrics, ReadMetrics(reader, p.score));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointSummary> ReadCheckpointSummary(const std::string& dir) {
+  const std::string path = dir + "/summary.json";
+  HB_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SummaryReader reader(path);
+  HB_RETURN_IF_ERROR(reader.Parse(text));
+  CheckpointSummary p;
+  p.dir = dir;
+  HB_ASSIGN_OR_RETURN(p.checkpoint, reader.String("checkpoint"));
+  HB_RETURN_IF_ERROR(ReadInputs(reader, p));
+  HB_RETURN_IF_ERROR(ReadGrader(path, reader, p));
+  HB_RETURN_IF_ERROR(ReadRunFacts(path, reader, p));
+  HB_RETURN_IF_ERROR(ReadScore(reader, p));
   return p;
 }
 
