@@ -4,11 +4,14 @@
 # checkpoint each: the unit watch grades) on the same simulator.
 #
 #   bench/watch_checkpoints.sh [--tasks N] [--checkpoints K] [--land-every S] [--poll-interval D]
-#                              [--deadline S] [--order watch-run|run-watch] [ORCH_BINARY]
+#                              [--deadline S] [--order watch-run|run-watch|interleaved]
+#                              [ORCH_BINARY]
 #
 # Defaults: 5,000 tasks (58,697 rows), 20 checkpoints landing every 3 s, --poll-interval 1s, a
 # 900 s bound on the watch phase, the watch phase first (--order run-watch: the runs first, to
-# see how much the machine's load moving between the phases moves the ratio), ORCH_BINARY
+# see how much the machine's load moving between the phases moves the ratio; --order
+# interleaved: checkpoint i lands, watch grades it, then `run` grades it, so both see the same
+# load checkpoint by checkpoint; --land-every is then unused), ORCH_BINARY
 # build/orchestrator/hb-orchestrator. The workload cycles the real records (scripts/make_workload.py); every checkpoint DIR/step-<100 i>/ gets the
 # same responses.jsonl and then DONE (each folder is its own checkpoint: watch keys a version by
 # folder name and responses sha256). One hb-llm-sim at 0 ms with SIM_THREADS threads (default 2,
@@ -36,8 +39,8 @@ while [[ $# -gt 0 && $1 == --* ]]; do
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
-[[ $order == watch-run || $order == run-watch ]] ||
-  { echo "--order is watch-run or run-watch, not '$order'" >&2; exit 2; }
+[[ $order == watch-run || $order == run-watch || $order == interleaved ]] ||
+  { echo "--order is watch-run, run-watch or interleaved, not '$order'" >&2; exit 2; }
 orch=${1:-$root/build/orchestrator/hb-orchestrator}
 sim="$root/build/simulator/hb-llm-sim"
 shared=${HB_SHARED_DIR:-$root/../shared}  # the shared records and template, when data/ has none
@@ -82,9 +85,9 @@ echo "workload tasks=$tasks checkpoints=$checkpoints land_every_s=$land_every" \
   "poll_interval=$poll_interval sim=$addr threads=${SIM_THREADS:-2} latency_ms=0"
 echo "machine load (1/5/15 min) before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# ---- watch phase ----
-watch_phase() {
-  ckdir="$work/checkpoints" out="$work/watch-out" log="$work/watch.log"
+# ---- watch ----
+ckdir="$work/checkpoints" out="$work/watch-out" log="$work/watch.log"
+start_watch() {
   mkdir -p "$ckdir"
   # Each stderr line of watch, prefixed with the time it was read.
   stamp='import sys, time
@@ -95,7 +98,6 @@ for line in sys.stdin:
     2> >(/usr/bin/python3 -u -c "$stamp" >"$log") &
   watch_pid=$!
   pids+=("$watch_pid")
-
   # RSS of watch every 0.5 s while it lives: "time VmRSS_kB VmHWM_kB".
   ( while [[ -r /proc/$watch_pid/status ]]; do
       awk -v t="$(now)" '/^VmRSS/ {r=$2} /^VmHWM/ {h=$2} END {if (r) print t, r, h}' \
@@ -103,31 +105,29 @@ for line in sys.stdin:
       sleep 0.5
     done ) &
   pids+=("$!")
-
-  # The trainer: step-<100 i>/responses.jsonl, then DONE, every land_every seconds (pacing, not
-  # synchronisation: the wait below polls watch's journal).
-  ( for ((i = 1; i <= checkpoints; i++)); do
-      d="$ckdir/step-$((100 * i))"
-      mkdir -p "$d" && cp "$work/r.jsonl" "$d/responses.jsonl" && touch "$d/DONE"
-      echo "$(now) step-$((100 * i))" >>"$work/landed.txt"
-      sleep "$land_every"
-    done ) &
-  lander_pid=$!
-  pids+=("$lander_pid")
-
-  status_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$watch_pid/status"; }
-  count() {  # count TEXT FILE: lines of FILE holding TEXT (0 while FILE does not exist yet)
-    if [[ -f $2 ]]; then awk -v p="$1" 'index($0, p) {n++} END {print n + 0}' "$2"; else echo 0; fi
-  }
-  start=$(now) graded=0
+  watch_start=$(now) graded=0
   : >"$work/per_checkpoint_rss.txt"
-  while ((graded < checkpoints)) ||
-    (($(count "comparison over $checkpoints checkpoints" "$log") == 0 && checkpoints > 1)); do
+}
+
+land() {  # land I: the trainer writes step-<100 I>/responses.jsonl, then DONE
+  local d="$ckdir/step-$((100 * $1))"
+  mkdir -p "$d" && cp "$work/r.jsonl" "$d/responses.jsonl" && touch "$d/DONE"
+  echo "$(now) step-$((100 * $1))" >>"$work/landed.txt"
+}
+
+status_kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$watch_pid/status"; }
+count() {  # count TEXT FILE: lines of FILE holding TEXT (0 while FILE does not exist yet)
+  if [[ -f $2 ]]; then awk -v p="$1" 'index($0, p) {n++} END {print n + 0}' "$2"; else echo 0; fi
+}
+
+wait_watch() {  # wait_watch N: until N checkpoints are graded and the comparison over N written
+  local want=$1 n
+  while ((graded < want)) || (($(count "comparison over $want checkpoints" "$log") == 0 && want > 1)); do
     kill -0 "$watch_pid" 2>/dev/null || fail "watch exited early; its log: $(tail -5 "$log")"
     (($(count '"event":"failed"' "$out/watch.jsonl") == 0)) ||
       fail "a checkpoint failed: $(grep '"failed"' "$out/watch.jsonl" | head -3)"
-    awk -v s="$start" -v n="$(now)" -v d="$deadline" 'BEGIN {exit !(n - s > d)}' &&
-      fail "only $graded of $checkpoints checkpoints graded after ${deadline}s; log: $(tail -3 "$log")"
+    awk -v s="$watch_start" -v n="$(now)" -v d="$deadline" 'BEGIN {exit !(n - s > d)}' &&
+      fail "only $graded of $want checkpoints graded after ${deadline}s; log: $(tail -3 "$log")"
     n=$(count '"event":"graded"' "$out/watch.jsonl")
     if ((n > graded)); then
       graded=$n
@@ -135,13 +135,14 @@ for line in sys.stdin:
     fi
     sleep 0.2
   done
-  wait "$lander_pid"
+}
+
+stop_watch() {
   kill -TERM "$watch_pid"
   watch_status=0
   wait "$watch_pid" || watch_status=$?
   ((watch_status == 0)) || fail "watch exited $watch_status after SIGTERM; log: $(tail -5 "$log")"
   echo "machine load (1/5/15 min) after watch: $(cut -d' ' -f1-3 /proc/loadavg)"
-
   watch_rows=0
   for ((i = 1; i <= checkpoints; i++)); do
     j="$out/versions/step-$((100 * i))/v1/journal.sqlite"
@@ -152,25 +153,49 @@ for line in sys.stdin:
   done
 }
 
-# ---- run phase: the same K checkpoints, one `run` each, on the same simulator ----
+watch_phase() {  # the checkpoints land every land_every seconds while watch runs
+  start_watch
+  # Pacing, not synchronisation: wait_watch polls watch's journal.
+  ( for ((i = 1; i <= checkpoints; i++)); do land "$i"; sleep "$land_every"; done ) &
+  lander_pid=$!
+  pids+=("$lander_pid")
+  wait_watch "$checkpoints"
+  wait "$lander_pid"
+  stop_watch
+}
+
+# ---- run: the same K checkpoints, one `run` each, on the same simulator ----
+run_rows=0 run_wall=0
+run_one() {  # run_one I
+  local name="step-$((100 * $1))" status=0 wall maxrss_kb r
+  /usr/bin/time -f '%e %M' -o "$work/time.$1" "$orch" run --dataset "$work/w.jsonl" \
+    --responses "$name=$work/r.jsonl" --out "$work/run-out/$name" \
+    "${grading[@]}" >/dev/null 2>"$work/run.$1.err" || status=$?
+  ((status == 0)) || fail "run $name exited $status: $(tail -5 "$work/run.$1.err")"
+  read -r wall maxrss_kb < <(tail -1 "$work/time.$1")
+  r=$(sqlite3 "$work/run-out/$name/journal.sqlite" "select count(*) from rows where status='ok'")
+  echo "run $name rows=$r wall_s=$wall peak_rss_mb=$((maxrss_kb / 1024))"
+  run_rows=$((run_rows + r))
+  run_wall=$(awk -v a="$run_wall" -v b="$wall" 'BEGIN {print a + b}')
+}
 run_phase() {
-  run_rows=0 run_wall=0
-  for ((i = 1; i <= checkpoints; i++)); do
-    name="step-$((100 * i))" status=0
-    /usr/bin/time -f '%e %M' -o "$work/time.$i" "$orch" run --dataset "$work/w.jsonl" \
-      --responses "$name=$work/r.jsonl" --out "$work/run-out/$name" \
-      "${grading[@]}" >/dev/null 2>"$work/run.$i.err" || status=$?
-    ((status == 0)) || fail "run $name exited $status: $(tail -5 "$work/run.$i.err")"
-    read -r wall maxrss_kb < <(tail -1 "$work/time.$i")
-    r=$(sqlite3 "$work/run-out/$name/journal.sqlite" "select count(*) from rows where status='ok'")
-    echo "run $name rows=$r wall_s=$wall peak_rss_mb=$((maxrss_kb / 1024))"
-    run_rows=$((run_rows + r))
-    run_wall=$(awk -v a="$run_wall" -v b="$wall" 'BEGIN {print a + b}')
-  done
+  for ((i = 1; i <= checkpoints; i++)); do run_one "$i"; done
   echo "machine load (1/5/15 min) after run: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
-if [[ $order == run-watch ]]; then run_phase; watch_phase; else watch_phase; run_phase; fi
+# interleaved: checkpoint i lands, watch grades it (and rewrites the comparison), then `run`
+# grades the same checkpoint; the two see the same machine load, checkpoint by checkpoint.
+interleaved() {
+  start_watch
+  for ((i = 1; i <= checkpoints; i++)); do land "$i"; wait_watch "$i"; run_one "$i"; done
+  stop_watch
+}
+
+case $order in
+  run-watch) run_phase; watch_phase ;;
+  watch-run) watch_phase; run_phase ;;
+  interleaved) interleaved ;;
+esac
 ((run_rows == watch_rows)) || fail "watch graded $watch_rows rows, run $run_rows"
 
 # ---- report ----
