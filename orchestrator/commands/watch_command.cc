@@ -17,6 +17,8 @@
 #include "common/base/status_macros.h"
 #include "common/healthbench/prompts.h"
 #include "grader/grader_identity.h"
+#include "grader/grader_info.h"
+#include "grader_client/grpc_grader_client.h"
 #include "orchestrator/commands/offline_commands.h"
 #include "orchestrator/commands/orchestrator_metrics.h"
 #include "orchestrator/run/output_lock.h"
@@ -45,8 +47,20 @@ absl::Status IdentityOfGrading(const RunOptions& run, std::string& dataset_sha25
     return absl::InvalidArgumentError(
         absl::StrCat("--grader-template: ", grader_template.status().message()));
   }
-  grader_fingerprint =
-      IdentityFingerprint(GraderIdentity{run.grader_options.settings, grader_template->sha256()});
+  if (run.grader == kEmbeddedGrader) {
+    grader_fingerprint =
+        IdentityFingerprint(GraderIdentity{run.grader_options.settings, grader_template->sha256()});
+    return absl::OkStatus();
+  }
+  // A gRPC --grader grades with what its replicas say (GetInfo), whatever this command line's
+  // --llm-* flags are: the key names the grading that happened.
+  absl::StatusOr<std::vector<ReplicaInfo>> replicas =
+      AgreedReplicaInfos(run.grader, run.grader_security, run.grader_ready_timeout);
+  if (!replicas.ok()) {
+    return absl::Status(replicas.status().code(),
+                        absl::StrCat("--grader ", run.grader, ": ", replicas.status().message()));
+  }
+  grader_fingerprint = IdentityFingerprint(IdentityOf(replicas->front().info));
   return absl::OkStatus();
 }
 

@@ -322,6 +322,29 @@ absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags) {
   return sim;
 }
 
+absl::StatusOr<GraderReplica> StartGrader(const LlmSim& sim,
+                                          const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {BinaryDir() + "/grader_service/hb-grader",
+                                   "--listen=127.0.0.1:0",
+                                   "--metrics-listen=",
+                                   "--llm-base-url=" + sim.base_url,
+                                   "--grader-template=" + ReferenceTemplatePath(),
+                                   "--log-level=warn"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  GraderReplica grader;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> process = ChildProcess::Spawn(argv);
+  if (!process.ok()) return process.status();
+  grader.process = *std::move(process);
+  absl::StatusOr<std::string> line = grader.process->ReadFirstLine(absl::Seconds(30));
+  if (!line.ok()) return line.status();
+  if (!absl::StartsWith(*line, "listening on ") ||
+      !absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &grader.port)) {
+    return absl::InternalError("hb-grader printed: " + *line);
+  }
+  grader.target = absl::StrCat("ipv4:127.0.0.1:", grader.port);
+  return grader;
+}
+
 int64_t SimCounter(const LlmSim& sim, const std::string& name) {
   return MetricsValue(sim.port, name);
 }

@@ -136,6 +136,16 @@ struct LlmSim {
 };
 absl::StatusOr<LlmSim> StartLlmSim(const std::vector<std::string>& flags);
 
+// A running `hb-grader` replica (BinaryDir()/grader_service/hb-grader) on 127.0.0.1:0 against
+// `sim`, with the reference template, no metrics listener and `flags` added.
+struct GraderReplica {
+  std::unique_ptr<ChildProcess> process;
+  int port = 0;
+  // "ipv4:127.0.0.1:<port>", as --grader takes it.
+  std::string target;
+};
+absl::StatusOr<GraderReplica> StartGrader(const LlmSim& sim, const std::vector<std::string>& flags);
+
 // One counter of the simulator's GET /metrics ("hb_sim_requests_total": the grader and policy
 // requests it answered), -1 when unreadable.
 int64_t SimCounter(const LlmSim& sim, const std::string& name);

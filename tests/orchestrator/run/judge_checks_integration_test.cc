@@ -42,22 +42,10 @@ using ::testing::Not;
 absl::StatusOr<std::unique_ptr<ChildProcess>> StartGrader(const LlmSim& sim,
                                                           const std::vector<std::string>& flags,
                                                           int* port) {
-  std::vector<std::string> argv = {BinaryDir() + "/grader_service/hb-grader",
-                                   "--listen=127.0.0.1:0",
-                                   "--metrics-listen=",
-                                   "--llm-base-url=" + sim.base_url,
-                                   "--grader-template=" + ReferenceTemplatePath(),
-                                   "--log-level=warn"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(argv);
+  absl::StatusOr<hb::testing::GraderReplica> grader = hb::testing::StartGrader(sim, flags);
   if (!grader.ok()) return grader.status();
-  absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
-  if (!line.ok()) return line.status();
-  if (!absl::StartsWith(*line, "listening on ") ||
-      !absl::SimpleAtoi(line->substr(line->rfind(':') + 1), port)) {
-    return absl::InternalError("hb-grader printed: " + *line);
-  }
-  return grader;
+  *port = grader->port;
+  return std::move(grader->process);
 }
 
 class JudgeChecksTest : public ::testing::Test {

@@ -168,27 +168,16 @@ absl::StatusOr<std::unique_ptr<Cluster>> StartCluster(
   if (!sim.ok()) return sim.status();
   cluster->sim = *std::move(sim);
   for (int i = 0; i < replicas; ++i) {
-    std::vector<std::string> argv = {BinaryDir() + "/grader_service/hb-grader",
-                                     "--listen=127.0.0.1:0",
-                                     "--metrics-listen=",
-                                     "--llm-base-url=" + cluster->sim.base_url,
-                                     "--grader-template=" + ReferenceTemplatePath(),
-                                     "--log-level=warn"};
-    argv.insert(argv.end(), grader_flags.begin(), grader_flags.end());
+    std::vector<std::string> flags = grader_flags;
     if (static_cast<size_t>(i) < replica_flags.size()) {
-      argv.insert(argv.end(), replica_flags[i].begin(), replica_flags[i].end());
+      flags.insert(flags.end(), replica_flags[i].begin(), replica_flags[i].end());
     }
-    absl::StatusOr<std::unique_ptr<ChildProcess>> grader = ChildProcess::Spawn(argv);
+    absl::StatusOr<hb::testing::GraderReplica> grader =
+        hb::testing::StartGrader(cluster->sim, flags);
     if (!grader.ok()) return grader.status();
-    absl::StatusOr<std::string> line = (*grader)->ReadFirstLine(absl::Seconds(30));
-    if (!line.ok()) return line.status();
-    int port = 0;
-    if (!absl::StartsWith(*line, "listening on ") ||
-        !absl::SimpleAtoi(line->substr(line->rfind(':') + 1), &port)) {
-      return absl::InternalError("hb-grader printed: " + *line);
-    }
+    const int port = grader->port;
+    cluster->graders.push_back(std::move(grader->process));
     cluster->ports.push_back(port);
-    cluster->graders.push_back(*std::move(grader));
   }
   return cluster;
 }

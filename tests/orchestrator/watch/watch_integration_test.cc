@@ -274,6 +274,26 @@ TEST_F(WatchIntegrationTest, CountsGradedAndFailedCheckpointsOnItsMetricsEndpoin
   EXPECT_EQ(watch->Wait(), 0) << watch->Log();
 }
 
+// With a gRPC --grader, a checkpoint is keyed by what the replicas grade with (GetInfo), not by
+// watch's own --llm-* flags: replicas that grade otherwise grade it again as a new version.
+TEST_F(WatchIntegrationTest, ARemoteGraderIsKeyedByWhatItsReplicasGradeWith) {
+  StartSim({});
+  Land("step-1", "a");
+  absl::StatusOr<hb::testing::GraderReplica> a = hb::testing::StartGrader(sim_, {});
+  ASSERT_THAT(a.status(), IsOk());
+  ASSERT_EQ(Once({"--grader=" + a->target}), 0);
+  EXPECT_EQ(Graded("step-1"), 1);
+  absl::StatusOr<hb::testing::GraderReplica> b =
+      hb::testing::StartGrader(sim_, {"--llm-max-tokens=1024"});
+  ASSERT_THAT(b.status(), IsOk());
+  ASSERT_EQ(Once({"--grader=" + b->target}), 0);
+  EXPECT_EQ(Graded("step-1"), 2);
+  EXPECT_EQ(CountLines(Journal(), "\"version\":2"), 2);  // started and graded as version 2
+  // Back on the first grader: that grading is done already.
+  ASSERT_EQ(Once({"--grader=" + a->target}), 0);
+  EXPECT_EQ(Graded("step-1"), 2);
+}
+
 TEST_F(WatchIntegrationTest, GradesEachRowExactlyOnceAcrossSigtermSigkillAndRestarts) {
   const std::string requests = dir_ + "/requests.jsonl";
   StartSim({"--latency-ms=100", "--request-log=" + requests});
