@@ -11,6 +11,7 @@ namespace hb::testing {
 namespace {
 
 constexpr char kRedisServer[] = "/usr/bin/redis-server";
+constexpr char kSetpriv[] = "/usr/bin/setpriv";
 
 }  // namespace
 
@@ -37,10 +38,14 @@ absl::Status RedisServer::Launch() {
                                             " is missing: install redis-server "
                                             "(scripts/deps.txt, stage test)"));
   }
-  std::vector<std::string> argv = {
-      kRedisServer, "--port",    "0", "--unixsocket", socket_, "--unixsocketperm",
-      "700",        "--save",    "",  "--appendonly", "no",    "--dir",
-      dir_,         "--logfile", "",  "--daemonize",  "no"};
+  // Through setpriv (util-linux, Essential): redis-server gets SIGKILL when the thread that
+  // started it dies, so a test killed by ctest's timeout or a crash leaves no server behind.
+  std::vector<std::string> argv = {kSetpriv,     "--pdeathsig",      "KILL", "--",
+                                   kRedisServer, "--port",           "0",    "--unixsocket",
+                                   socket_,      "--unixsocketperm", "700",  "--save",
+                                   "",           "--appendonly",     "no",   "--dir",
+                                   dir_,         "--logfile",        "",     "--daemonize",
+                                   "no"};
   if (!password_.empty()) {
     argv.push_back("--requirepass");
     argv.push_back(password_);
