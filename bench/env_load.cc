@@ -1,20 +1,24 @@
 // hb-env-load: a load driver for hb-env. Sends --submissions replies with --in-flight
-// outstanding at once, cycling the first --tasks tasks of --split, over gRPC (--mode=grpc:
-// async Submit on --channels channels), over the Open Reward Standard HTTP API (--mode=ors:
-// one keep-alive connection and session per call in flight, POST /{env}/call), or over a
-// trainer route (--mode=get_reward|reward|verify: one sample per request in the trainer's shape,
-// one keep-alive connection per call in flight; see env_load_ors.h). Every reply is unique (graded)
-// unless --same-reply: then each task is graded once before the clock starts and every measured
-// call is a cache hit. --warmup calls are made (and not measured) first.
+// outstanding at once (or --rate calls per second, one at a time: a trainer's fixed pace),
+// cycling the first --tasks tasks of --split, over gRPC (--mode=grpc: async Submit on
+// --channels channels), over the Open Reward Standard HTTP API (--mode=ors: one keep-alive
+// connection and session per call in flight, POST /{env}/call), or over a trainer route
+// (--mode=get_reward|reward|verify: one sample per request in the trainer's shape, one
+// keep-alive connection per call in flight; see env_load_ors.h). Every reply is unique (graded;
+// --reply-tag makes them differ from another run's) unless --same-reply: then each task is
+// graded once before the clock starts and every measured call is a cache hit. --warmup calls
+// are made (and not measured) first.
 //
 // Prints calls/s, latency percentiles, the latency added over the judge's fixed
 // --judge-latency-ms (graded calls), CPU microseconds per call of the server (--server-pid,
 // from /proc), of the judge (--judge-pid) and of this driver, the server's peak RSS, and the
 // load average (the machine may be shared: CPU per call is the figure that load does not
-// inflate much, calls/s is not).
+// inflate much, calls/s is not). With --rate a call that starts late (the one before it was
+// still running) is timed from its own start, not from its scheduled one.
 //
 //   hb-env-load --target=127.0.0.1:50061 --split=test --in-flight=200 --submissions=2000
 //   hb-env-load --mode=ors --http-target=127.0.0.1:8080 --same-reply --submissions=30000
+//   hb-env-load --mode=get_reward --in-flight=1 --rate=2 --submissions=120 --reply-tag=" (b)"
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -47,8 +51,18 @@ ABSL_FLAG(std::string, split, "test", "Split whose tasks are submitted");
 ABSL_FLAG(int, tasks, 30, "Distinct tasks cycled (the split's first N)");
 ABSL_FLAG(int, in_flight, 200, "Calls kept in flight");
 ABSL_FLAG(int, submissions, 1000, "Calls measured in total");
+ABSL_FLAG(double, rate, 0,
+          "Calls started per second, one at a time (a trainer's fixed pace: call i starts at "
+          "i / rate s, or as soon as call i - 1 ends when that is later); 0: --in_flight kept "
+          "in flight");
+ABSL_FLAG(std::string, calls_out, "",
+          "With --rate: write one line per measured call there, \"INDEX TASK_ID MS\" (which "
+          "tasks were slow)");
 ABSL_FLAG(int, channels, 1, "gRPC channels (own connections) the calls are spread over");
 ABSL_FLAG(bool, same_reply, false, "Submit the same reply per task (cache hits after warm-up)");
+ABSL_FLAG(std::string, reply_tag, "",
+          "Added to every unique reply, so that another run against the same server (its "
+          "verdict cache) grades again instead of hitting the cache");
 ABSL_FLAG(int, warmup, 0,
           "Calls made (at --in-flight) before measuring: the server's connections to the judge "
           "and its heap reach their steady state (with --same-reply each task is graded once "
@@ -199,6 +213,25 @@ RunFn MakeDriver(const std::vector<std::string>& tasks) {
   };
 }
 
+// `count` calls of `run` one at a time, call i starting at i / `rate` seconds from now (later
+// only when call i - 1 ends after that), so that the pace is the trainer's and not the server's.
+// With --calls_out, each call's task and latency go to that file.
+void RunPaced(const RunFn& run, int count, double rate, const std::vector<std::string>& tasks,
+              const ReplyFn& reply, LoadRecorder& recorder) {
+  std::string lines;
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < count; ++i) {
+    absl::SleepFor(start + absl::Seconds(i / rate) - absl::Now());
+    const absl::Time begin = absl::Now();
+    run(1, 1, reply, recorder);
+    absl::StrAppend(&lines, i, " ", tasks[i % tasks.size()], " ",
+                    absl::ToDoubleMilliseconds(absl::Now() - begin), "\n");
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_calls_out); !path.empty()) {
+    std::ofstream(path) << lines;
+  }
+}
+
 // CPU seconds each process spent over the measured calls.
 struct CpuSpent {
   double server = 0, judge = 0, client = 0;
@@ -250,9 +283,10 @@ int main(int argc, char** argv) {
   RunFn run = MakeDriver(tasks);
   if (!run) return 1;
   const bool same = absl::GetFlag(FLAGS_same_reply);
-  const ReplyFn reply = [same](int64_t n) {
+  const std::string tag = absl::GetFlag(FLAGS_reply_tag);
+  const ReplyFn reply = [same, tag](int64_t n) {
     return same ? std::string("A steady bench reply.")
-                : absl::StrCat("Bench reply number ", n, ".");
+                : absl::StrCat("Bench reply number ", n, tag, ".");
   };
   LoadRecorder warm(0);
   if (same) {  // grade each task once, so that every measured call is a cache hit
@@ -269,7 +303,11 @@ int main(int argc, char** argv) {
   const double client_before = hb::bench::SelfCpuSeconds();
   LoadRecorder recorder(absl::GetFlag(FLAGS_judge_latency_ms));
   const absl::Time start = absl::Now();
-  run(absl::GetFlag(FLAGS_submissions), absl::GetFlag(FLAGS_in_flight), reply, recorder);
+  if (const double rate = absl::GetFlag(FLAGS_rate); rate > 0) {
+    RunPaced(run, absl::GetFlag(FLAGS_submissions), rate, tasks, reply, recorder);
+  } else {
+    run(absl::GetFlag(FLAGS_submissions), absl::GetFlag(FLAGS_in_flight), reply, recorder);
+  }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const hb::bench::ProcStats after = hb::bench::ReadProc(pid);
   const CpuSpent cpu{after.cpu_seconds - before.cpu_seconds,
