@@ -154,7 +154,7 @@ void AddQuotaFlags(Command& command, GraderFlags* flags) {
                "--llm-max-tokens, settled against its usage");
   command.Flag("quota-priority", &quota.priority, "interactive|batch",
                "interactive callers may use the whole budget; batch callers leave half of it "
-               "while interactive demand exists (an interactive call in the last 2 s)");
+               "while interactive demand exists (an interactive call in the last 10 minutes)");
   command.Flag("quota-fallback-share", &quota.fallback_share, "F",
                "while Redis is unavailable, this process alone uses this share of the known "
                "limits (degraded: hb_grader_quota_degraded 1), in (0, 1]");

@@ -11,7 +11,8 @@
 //   * a batch lease may not take a bucket below half its capacity while interactive demand
 //     exists (an interactive lease in the last `interactive_window`). Interactive callers thus
 //     always find half a second of the whole budget waiting, and batch callers get what
-//     interactive ones leave: the refill above the floor.
+//     interactive ones leave: the refill above the floor (all of it when interactive callers
+//     take nothing, so the floor costs a backfill only its half-second burst).
 // A dimension whose limit is unknown (0) is not limited.
 #pragma once
 
@@ -46,8 +47,11 @@ struct QuotaShape {
   absl::Duration burst = absl::Seconds(1);
   // Batch leases leave this share of each bucket's capacity while interactive demand exists.
   double interactive_reserve = 0.5;
-  // Interactive demand exists this long after an interactive lease.
-  absl::Duration interactive_window = absl::Seconds(2);
+  // Interactive demand exists this long after an interactive lease: longer than the pauses
+  // between a trainer's steps, so that the first rewards of a step find the floor too. (At 2 s
+  // a backfill emptied the bucket in each pause and those rewards waited for the refill:
+  // p99 3-4x its value without a backfill in bench/fleet_quota.sh --env.)
+  absl::Duration interactive_window = absl::Minutes(10);
 };
 
 struct LeaseRequest {

@@ -90,8 +90,13 @@ TEST(LocalQuotaStoreTest, BatchLeavesHalfTheBucketWhileInteractiveDemandExists) 
   // Interactive callers still find the reserve.
   interactive.requests = 1000;
   EXPECT_EQ(store.Lease(interactive)->requests, 48);
-  // Without interactive demand for 2 s, batch has the whole bucket again.
-  clock.Advance(absl::Seconds(3));
+  // A trainer's pause between steps keeps the floor: batch takes the refill above it, and the
+  // step's first reward finds half the bucket at once.
+  clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(store.Lease(batch)->requests, 47);
+  EXPECT_EQ(store.Lease(interactive)->requests, 48);
+  // Without interactive demand for 10 minutes, batch has the whole bucket again.
+  clock.Advance(absl::Minutes(10));
   EXPECT_EQ(store.Lease(batch)->requests, 95);
 }
 
