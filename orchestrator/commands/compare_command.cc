@@ -252,7 +252,6 @@ std::string CheckpointLine(const CheckpointResult& result) {
 
 // Keys are "<dir>|<stamp of its files>" (FolderStamp).
 struct CompareSession::State {
-  absl::flat_hash_map<std::string, CheckpointResult> light;  // by key
   std::string baseline_key;
   CheckpointResult baseline;                                   // with its per-task scores
   absl::flat_hash_map<std::string, HtmlComparisonPair> pairs;  // by key, to `baseline`
@@ -260,11 +259,11 @@ struct CompareSession::State {
   absl::flat_hash_set<std::string> common;                     // prompt_ids graded by all
 
   // Brings the state to `keys` (summaries' order) with `baseline_index`; reads a folder's
-  // tasks.jsonl only where its light result, its difference or its part of `common` is missing.
+  // tasks.jsonl only where its difference or its part of `common` is missing.
   absl::Status Update(const std::vector<CheckpointSummary>& summaries,
                       const std::vector<std::string>& keys, size_t baseline_index);
-  // Forgets what belongs to no key of `keys`.
-  void Prune(const std::vector<std::string>& keys);
+  // Forgets the differences of folders no longer in `now`.
+  void Prune(const absl::flat_hash_set<std::string>& now);
 };
 
 absl::Status CompareSession::State::Update(const std::vector<CheckpointSummary>& summaries,
@@ -286,14 +285,12 @@ absl::Status CompareSession::State::Update(const std::vector<CheckpointSummary>&
   for (size_t i = 0; i < summaries.size(); ++i) {
     const std::string& key = keys[i];
     const bool is_baseline = i == baseline_index;
-    if (light.contains(key) && (is_baseline || pairs.contains(key)) && common_over.contains(key))
-      continue;
+    if ((is_baseline || pairs.contains(key)) && common_over.contains(key)) continue;
     CheckpointResult loaded;
     if (!is_baseline) {
       HB_ASSIGN_OR_RETURN(loaded, LoadResult(summaries[i]));
     }
     const CheckpointResult& full = is_baseline ? baseline : loaded;
-    light[key] = SummaryResult(summaries[i]);
     if (!is_baseline) pairs[key] = ComparisonPairOf(baseline, full, seed);
     absl::flat_hash_set<std::string> graded = GradedPromptIds(full);
     if (common_over.empty()) {
@@ -303,13 +300,11 @@ absl::Status CompareSession::State::Update(const std::vector<CheckpointSummary>&
     }
     common_over.insert(key);
   }
-  Prune(keys);
+  Prune(now);
   return absl::OkStatus();
 }
 
-void CompareSession::State::Prune(const std::vector<std::string>& keys) {
-  const absl::flat_hash_set<std::string> now(keys.begin(), keys.end());
-  absl::erase_if(light, [&now](const auto& entry) { return !now.contains(entry.first); });
+void CompareSession::State::Prune(const absl::flat_hash_set<std::string>& now) {
   absl::erase_if(pairs, [&now](const auto& entry) { return !now.contains(entry.first); });
 }
 
@@ -335,7 +330,7 @@ absl::StatusOr<std::string> CompareSession::Run(const CompareOptions& options) {
   parts.common_tasks = static_cast<int64_t>(state_->common.size());
   std::string message;
   for (size_t i = 0; i < keys.size(); ++i) {
-    results.push_back(state_->light.at(keys[i]));
+    results.push_back(SummaryResult(summaries[i]));
     absl::StrAppend(&message, CheckpointLine(results.back()));
     if (i != baseline) parts.pairs.push_back(state_->pairs.at(keys[i]));
   }

@@ -213,6 +213,10 @@ absl::Status CheckComparable(const std::vector<CheckpointResult>& results, size_
   return absl::OkStatus();
 }
 
+absl::Status WriteCheckedComparison(const std::vector<CheckpointResult>& results,
+                                    const ComparisonParts& parts, uint32_t seed,
+                                    const std::string& out_dir, size_t baseline);
+
 }  // namespace
 
 HtmlComparisonPair ComparisonPairOf(const CheckpointResult& baseline, const CheckpointResult& other,
@@ -246,7 +250,7 @@ absl::Status WriteComparison(const std::vector<CheckpointResult>& results, uint3
     if (c == baseline) continue;
     parts.pairs.push_back(ComparisonPairOf(results[baseline], results[c], seed));
   }
-  return WriteComparisonOf(results, parts, seed, out_dir, baseline);
+  return WriteCheckedComparison(results, parts, seed, out_dir, baseline);
 }
 
 absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
@@ -258,6 +262,15 @@ absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
                                                    " checkpoints needs ", results.size() - 1,
                                                    " differences, got ", parts.pairs.size()));
   }
+  return WriteCheckedComparison(results, parts, seed, out_dir, baseline);
+}
+
+namespace {
+
+// WriteComparisonOf after its checks.
+absl::Status WriteCheckedComparison(const std::vector<CheckpointResult>& results,
+                                    const ComparisonParts& parts, uint32_t seed,
+                                    const std::string& out_dir, size_t baseline) {
   HtmlComparison page;
   page.baseline = results[baseline].checkpoint;
   page.common_tasks = parts.common_tasks;
@@ -294,5 +307,7 @@ absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
                                          std::string(buffer.GetString(), buffer.GetSize()) + "\n"));
   return WriteFileAtomically(out_dir + "/comparison.html", RenderComparisonHtml(page));
 }
+
+}  // namespace
 
 }  // namespace hb
