@@ -173,9 +173,9 @@ absl::StatusOr<std::string> RunCompare(const CompareOptions& options);
 // checkpoints only. A folder's tasks.jsonl is read once while its summary.json and tasks.jsonl
 // stay the same files (device, inode, size, modification time: `run` replaces them by rename);
 // each difference to the baseline is computed once per such pair of files. Kept in memory: the
-// baseline's per-task scores, the set of tasks graded by every checkpoint, and each checkpoint's
-// summary-sized result. A checkpoint that changed or left the list restarts the common set from
-// the folders (one read each). Not thread-safe.
+// baseline's per-task scores, each difference and the set of tasks graded by every checkpoint
+// (each checkpoint's summary.json is read again at every call). A checkpoint that changed or left
+// the list restarts the common set from the folders (one read each). Not thread-safe.
 class CompareSession {
  public:
   CompareSession();
