@@ -220,120 +220,81 @@ int ListenFailed(const char* flag, const std::string& address, const absl::Statu
   return status.code() == absl::StatusCode::kUnavailable ? hb::kExitUsage : hb::ExitCodeFor(status);
 }
 
-}  // namespace
+// Everything the command line resolves to, checked before any thread starts (exit 2 naming
+// the flag otherwise).
+struct Resolved {
+  std::vector<hb::env::SplitSpec> specs;
+  hb::HttpServerLimits http_limits;
+  ScoringOptions scoring;
+  hb::GraderStackOptions grader_options;
+  hb::ServerSecurityOptions security;
+  hb::GraderTarget target;
+};
 
-int main(int argc, char** argv) {
-  hb::TuneProcess();
-  Flags flags;
-  hb::cli::Program program("hb-env", kDescription, kFooter);
-  AddFlags(program.root(), &flags);
-  if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
-  hb::InitLogging(flags.server.log_level.c_str());
+absl::StatusOr<Resolved> ResolveFlags(hb::cli::Command& command, Flags& flags) {
+  Resolved resolved;
+  HB_ASSIGN_OR_RETURN(resolved.specs, SplitSpecs(flags.splits));
+  HB_RETURN_IF_ERROR(hb::cli::CheckServerFlags(flags.server));
+  HB_ASSIGN_OR_RETURN(resolved.http_limits, HttpLimits(flags));
+  HB_ASSIGN_OR_RETURN(resolved.scoring, ResolveScoring(command, flags, resolved.specs));
+  HB_ASSIGN_OR_RETURN(resolved.grader_options, hb::cli::ResolveGraderFlags(flags.grader_flags));
+  HB_RETURN_IF_ERROR(hb::cli::CheckUpstreamFlagsAreEmbedded(flags.grader, resolved.grader_options));
+  HB_ASSIGN_OR_RETURN(resolved.security, hb::cli::ResolveServerSecurity(flags.server.security));
+  HB_ASSIGN_OR_RETURN(resolved.target, hb::ParseGraderTarget(flags.grader));
+  return resolved;
+}
 
-  absl::StatusOr<std::vector<hb::env::SplitSpec>> specs = SplitSpecs(flags.splits);
-  if (!specs.ok()) return program.UsageError("", specs.status());
-  if (absl::Status server = hb::cli::CheckServerFlags(flags.server); !server.ok()) {
-    return program.UsageError("", server);
-  }
-  absl::StatusOr<hb::HttpServerLimits> http_limits = HttpLimits(flags);
-  if (!http_limits.ok()) return program.UsageError("", http_limits.status());
-  absl::StatusOr<ScoringOptions> scoring = ResolveScoring(program.root(), flags, *specs);
-  if (!scoring.ok()) return program.UsageError("", scoring.status());
-  absl::StatusOr<hb::GraderStackOptions> grader_options =
-      hb::cli::ResolveGraderFlags(flags.grader_flags);
-  if (!grader_options.ok()) return program.UsageError("", grader_options.status());
-  if (absl::Status cache = hb::cli::CheckUpstreamFlagsAreEmbedded(flags.grader, *grader_options);
-      !cache.ok()) {
-    return program.UsageError("", cache);
-  }
-  absl::StatusOr<hb::ServerSecurityOptions> security =
-      hb::cli::ResolveServerSecurity(flags.server.security);
-  if (!security.ok()) return program.UsageError("", security.status());
-  // Before any thread starts: the signals must reach the watcher only.
-  hb::StopSignals signals;
-  auto registry = std::make_shared<prometheus::Registry>();
-  grader_options->registry = registry;
+// An embedded grader whose upstream cannot be called (no key for a remote https endpoint, a
+// host that does not resolve) is refused within seconds, with the fix, before the splits are
+// read. hb-grader replicas check their own upstream. Runs a resolver thread: after StopSignals.
+absl::Status PreflightEmbeddedUpstream(const Resolved& resolved) {
+  if (!resolved.target.embedded()) return absl::OkStatus();
+  const hb::GraderStackOptions& options = resolved.grader_options;
+  return hb::PreflightEndpoint(hb::LlmEndpoint(options.llm, options.settings.headers));
+}
 
-  absl::StatusOr<hb::GraderTarget> target = hb::ParseGraderTarget(flags.grader);
-  if (!target.ok()) return program.UsageError("", target.status());
-  // Before the splits are read (after StopSignals: the resolver runs on a thread of its own):
-  // an embedded grader whose upstream cannot be called (no key for a remote https endpoint, a
-  // host that does not resolve) is refused within seconds, with the fix. hb-grader replicas
-  // check their own upstream.
-  if (target->embedded()) {
-    if (absl::Status upstream = hb::PreflightEndpoint(
-            hb::LlmEndpoint(grader_options->llm, grader_options->settings.headers));
-        !upstream.ok()) {
-      std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(upstream).c_str());
-      return hb::ExitCodeFor(upstream);
-    }
-  }
+// Replicas must grade with what this command line asked for (--professional, --llm-model, ...):
+// refused before any task is served (exit 2 naming the field).
+absl::Status CheckRemoteGrader(const hb::cli::Command& command, const Flags& flags,
+                               const Resolved& resolved,
+                               const healthbench::grader::v1::GraderInfo& grader_info) {
+  if (resolved.target.embedded()) return absl::OkStatus();
+  return hb::CheckGraderIsExpected(
+      hb::cli::ExpectedRemoteGrader(command, flags.professional, flags.grader_flags.api,
+                                    resolved.grader_options.settings),
+      grader_info, flags.grader);
+}
 
-  absl::StatusOr<std::vector<hb::env::Split>> splits = hb::env::LoadSplits(*specs);
-  if (!splits.ok()) return Fail(splits.status());
-
-  // The grader: in-process, or replicas over gRPC (checked to agree on what they grade with).
-  hb::GraderConnectOptions connect;
-  connect.target = *target;
-  connect.stack = *grader_options;
-  connect.security = flags.grader_security;
-  absl::StatusOr<std::unique_ptr<hb::GraderConnection>> grader = hb::ConnectGrader(connect);
-  // Replicas that cannot be reached (kInvalidArgument) or disagree (kFailedPrecondition) exit 2
-  // through ExitCodeFor, like every other bad input.
-  if (!grader.ok()) return Fail(grader.status());
-  const healthbench::grader::v1::GraderInfo& grader_info = (*grader)->info;
-  // Replicas must grade with what this command line asked for (--professional, --llm-model, ...):
-  // refused before any task is served (exit 2 naming the field).
-  if (!target->embedded()) {
-    if (absl::Status expected = hb::CheckGraderIsExpected(
-            hb::cli::ExpectedRemoteGrader(program.root(), flags.professional,
-                                          flags.grader_flags.api, grader_options->settings),
-            grader_info, flags.grader);
-        !expected.ok()) {
-      std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(expected).c_str());
-      return hb::ExitCodeFor(expected);
-    }
-  }
-  hb::GraderClient* client = &(*grader)->grader_client();
-  hb::Scheduler* scheduler = &(*grader)->scheduler();
-
-  hb::env::HealthBenchEnvironmentOptions env_options;
-  env_options.max_reply_bytes = static_cast<size_t>(flags.max_reply_bytes);
-  env_options.max_pending = flags.max_pending;
-  env_options.max_upstream_in_flight = grader_options->llm.max_upstream_in_flight;
-  env_options.cache_entries = static_cast<size_t>(flags.cache_entries);
+hb::env::HealthBenchEnvironmentOptions EnvOptions(
+    const Flags& flags, const Resolved& resolved,
+    const healthbench::grader::v1::GraderInfo& grader_info) {
+  hb::env::HealthBenchEnvironmentOptions options;
+  options.max_reply_bytes = static_cast<size_t>(flags.max_reply_bytes);
+  options.max_pending = flags.max_pending;
+  options.max_upstream_in_flight = resolved.grader_options.llm.max_upstream_in_flight;
+  options.cache_entries = static_cast<size_t>(flags.cache_entries);
+  options.length_adjustment = resolved.scoring.length_adjustment;
+  options.reward_length_adjusted = resolved.scoring.reward_length_adjusted;
   // Cached results are keyed by what the graders grade with, not by this process's flags.
-  env_options.length_adjustment = scoring->length_adjustment;
-  env_options.reward_length_adjusted = scoring->reward_length_adjusted;
-  env_options.grader_fingerprint = hb::env::ScoringFingerprint(
-      hb::IdentityFingerprint(hb::IdentityOf(grader_info)), env_options);
-  std::unique_ptr<hb::env::SqliteResultStore> cache_store;
-  if (const std::string& cache_db = flags.cache_db; !cache_db.empty()) {
-    absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =
-        hb::env::SqliteResultStore::Open(cache_db);
-    if (!opened.ok()) return Fail(opened.status());
-    cache_store = *std::move(opened);
-    env_options.cache_store = cache_store.get();
-  }
-  hb::env::EnvMetrics env_metrics(*registry);
-  hb::env::HealthBenchEnvironment env(*std::move(splits), *client, hb::Clock::Real(), *scheduler,
-                                      env_options, &env_metrics);
-  if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
+  options.grader_fingerprint =
+      hb::env::ScoringFingerprint(hb::IdentityFingerprint(hb::IdentityOf(grader_info)), options);
+  return options;
+}
 
-  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
-      hb::cli::ServeMetrics(flags.server.metrics_listen, registry, "hb-env");
-  if (!exposer.ok()) return Fail(exposer.status());
-
+// Serves `env` over gRPC (--listen) and HTTP (--http-listen), printing each bound address,
+// until SIGTERM or SIGINT; then drains both. The process's exit code.
+int Serve(hb::env::HealthBenchEnvironment& env, const hb::cli::Command& command, const Flags& flags,
+          const Resolved& resolved, hb::env::EnvMetrics* metrics, hb::StopSignals& signals) {
   const std::string& listen = flags.listen;
   hb::env::EnvServerOptions server_options;
   server_options.listen_address = listen;
-  server_options.security = *security;
+  server_options.security = resolved.security;
   server_options.reflection = flags.server.reflection;
   server_options.max_receive_message_bytes =
       hb::env::ReceiveLimitFor(static_cast<size_t>(flags.max_reply_bytes));
   server_options.service.max_concurrent_rpcs = flags.server.max_concurrent_rpcs;
   server_options.service.default_deadline = flags.server.default_deadline;
-  server_options.service.max_field_bytes = grader_options->limits.max_field_bytes;
+  server_options.service.max_field_bytes = resolved.grader_options.limits.max_field_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::EnvGrpcServer>> server =
       hb::env::EnvGrpcServer::Start(env, server_options);
   if (!server.ok()) return ListenFailed("--listen", listen, server.status());
@@ -342,12 +303,12 @@ int main(int argc, char** argv) {
   const std::string& http_listen = flags.http_listen;
   hb::env::OrsServerOptions ors_options;
   ors_options.listen = http_listen;
-  ors_options.tokens = security->tokens;
-  ors_options.allow_insecure = security->allow_insecure;
-  ors_options.trainer = TrainerOptions(program.root(), flags);
-  ors_options.metrics = &env_metrics;
-  ors_options.http_limits = *http_limits;
-  ors_options.max_body_bytes = http_limits->max_body_bytes;
+  ors_options.tokens = resolved.security.tokens;
+  ors_options.allow_insecure = resolved.security.allow_insecure;
+  ors_options.trainer = TrainerOptions(command, flags);
+  ors_options.metrics = metrics;
+  ors_options.http_limits = resolved.http_limits;
+  ors_options.max_body_bytes = resolved.http_limits.max_body_bytes;
   absl::StatusOr<std::unique_ptr<hb::env::OrsHttpServer>> http =
       hb::env::OrsHttpServer::Start(env, hb::Clock::Real(), ors_options);
   if (!http.ok()) return ListenFailed("--http-listen", http_listen, http.status());
@@ -361,4 +322,63 @@ int main(int argc, char** argv) {
   (*server)->Shutdown(flags.server.drain_timeout);
   server->reset();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hb::TuneProcess();
+  Flags flags;
+  hb::cli::Program program("hb-env", kDescription, kFooter);
+  AddFlags(program.root(), &flags);
+  if (std::optional<int> exit_code = program.ParseOrExit(argc, argv)) return *exit_code;
+  hb::InitLogging(flags.server.log_level.c_str());
+  absl::StatusOr<Resolved> resolved = ResolveFlags(program.root(), flags);
+  if (!resolved.ok()) return program.UsageError("", resolved.status());
+
+  // Before any thread starts: the signals must reach the watcher only.
+  hb::StopSignals signals;
+  auto registry = std::make_shared<prometheus::Registry>();
+  resolved->grader_options.registry = registry;
+  if (absl::Status upstream = PreflightEmbeddedUpstream(*resolved); !upstream.ok()) {
+    std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(upstream).c_str());
+    return hb::ExitCodeFor(upstream);
+  }
+  absl::StatusOr<std::vector<hb::env::Split>> splits = hb::env::LoadSplits(resolved->specs);
+  if (!splits.ok()) return Fail(splits.status());
+
+  // The grader: in-process, or replicas over gRPC (checked to agree on what they grade with).
+  // Replicas that cannot be reached (kInvalidArgument) or disagree (kFailedPrecondition) exit 2
+  // through ExitCodeFor, like every other bad input.
+  hb::GraderConnectOptions connect;
+  connect.target = resolved->target;
+  connect.stack = resolved->grader_options;
+  connect.security = flags.grader_security;
+  absl::StatusOr<std::unique_ptr<hb::GraderConnection>> grader = hb::ConnectGrader(connect);
+  if (!grader.ok()) return Fail(grader.status());
+  const healthbench::grader::v1::GraderInfo& grader_info = (*grader)->info;
+  if (absl::Status expected = CheckRemoteGrader(program.root(), flags, *resolved, grader_info);
+      !expected.ok()) {
+    std::fprintf(stderr, "hb-env: %s\n", hb::cli::OneLine(expected).c_str());
+    return hb::ExitCodeFor(expected);
+  }
+
+  hb::env::HealthBenchEnvironmentOptions env_options = EnvOptions(flags, *resolved, grader_info);
+  std::unique_ptr<hb::env::SqliteResultStore> cache_store;
+  if (!flags.cache_db.empty()) {
+    absl::StatusOr<std::unique_ptr<hb::env::SqliteResultStore>> opened =
+        hb::env::SqliteResultStore::Open(flags.cache_db);
+    if (!opened.ok()) return Fail(opened.status());
+    cache_store = *std::move(opened);
+    env_options.cache_store = cache_store.get();
+  }
+  hb::env::EnvMetrics env_metrics(*registry);
+  hb::env::HealthBenchEnvironment env(*std::move(splits), (*grader)->grader_client(),
+                                      hb::Clock::Real(), (*grader)->scheduler(), env_options,
+                                      &env_metrics);
+  if (absl::Status loaded = env.LoadCache(); !loaded.ok()) return Fail(loaded);
+  absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+      hb::cli::ServeMetrics(flags.server.metrics_listen, registry, "hb-env");
+  if (!exposer.ok()) return Fail(exposer.status());
+  return Serve(env, program.root(), flags, *resolved, &env_metrics, signals);
 }
