@@ -31,6 +31,31 @@ function(hb_link_allocator target)
   endif()
 endfunction()
 
+# The libraries' and binaries' precompiled header (HB_PCH, the optimized gcc tree): the standard
+# library and Abseil, which every object parses. Built without any target's definitions, so it
+# holds only headers no definition of ours or of a dependency changes (no RapidJSON, spdlog,
+# fmt: their macros differ between targets, and gcc refuses a header built without a macro it
+# reads). Targets under tests/ compile at -Og and use the tests' own (tests/testing).
+if(HB_PCH_ENABLED)
+  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/hb_library_pch.cc
+       CONTENT "// The object that builds the libraries' precompiled header.\n")
+  add_library(hb_library_pch OBJECT ${PROJECT_BINARY_DIR}/hb_library_pch.cc)
+  target_compile_options(hb_library_pch PRIVATE ${HB_WARNING_FLAGS})
+  target_precompile_headers(hb_library_pch PRIVATE
+    <algorithm> <atomic> <cmath> <cstdint> <cstdio> <functional> <map> <memory> <optional>
+    <string> <utility> <vector>
+    <absl/container/flat_hash_map.h> <absl/container/flat_hash_set.h> <absl/status/status.h>
+    <absl/status/statusor.h> <absl/strings/match.h> <absl/strings/str_cat.h>
+    <absl/strings/str_format.h> <absl/strings/str_split.h> <absl/strings/string_view.h>
+    <absl/synchronization/mutex.h> <absl/time/time.h>)
+endif()
+
+function(hb_reuse_library_pch target)
+  if(TARGET hb_library_pch AND NOT CMAKE_CURRENT_SOURCE_DIR MATCHES "^${PROJECT_SOURCE_DIR}/tests(/|$)")
+    target_precompile_headers(${target} REUSE_FROM hb_library_pch)
+  endif()
+endfunction()
+
 function(hb_cc_library)
   cmake_parse_arguments(HB "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
   set(target hb_${HB_NAME})
@@ -39,6 +64,7 @@ function(hb_cc_library)
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
     target_link_libraries(${target} PUBLIC ${HB_DEPS})
     target_compile_options(${target} PRIVATE ${HB_WARNING_FLAGS})
+    hb_reuse_library_pch(${target})
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
@@ -52,6 +78,7 @@ function(hb_cc_binary)
   add_executable(${HB_NAME} ${HB_SRCS})
   target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS})
   target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
+  hb_reuse_library_pch(${HB_NAME})
   hb_link_tsan_shim(${HB_NAME})
   hb_link_allocator(${HB_NAME})
 endfunction()
