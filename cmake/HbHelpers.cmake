@@ -31,17 +31,28 @@ function(hb_link_allocator target)
   endif()
 endfunction()
 
+# hb_cc_precompiled_header(NAME hb_test_pch HEADERS <string> ... DEPS hb::testing)
+#   -> object library NAME that only builds a precompiled header of HEADERS with DEPS' usage
+#      requirements; targets use it through target_precompile_headers(... REUSE_FROM NAME).
+#      gcc uses the header only in a file that defines every macro it was built with (and none
+#      it reads that it was built without): -Winvalid-pch, an error here, says when not.
+function(hb_cc_precompiled_header)
+  cmake_parse_arguments(HB "" "NAME" "HEADERS;DEPS" ${ARGN})
+  file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${HB_NAME}.cc
+       CONTENT "// The object that builds ${HB_NAME}, a precompiled header.\n")
+  add_library(${HB_NAME} OBJECT ${CMAKE_CURRENT_BINARY_DIR}/${HB_NAME}.cc)
+  target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS})
+  target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
+  target_precompile_headers(${HB_NAME} PRIVATE ${HB_HEADERS})
+endfunction()
+
 # The libraries' and binaries' precompiled header (HB_PCH, the optimized gcc tree): the standard
 # library and Abseil, which every object parses. Built without any target's definitions, so it
 # holds only headers no definition of ours or of a dependency changes (no RapidJSON, spdlog,
-# fmt: their macros differ between targets, and gcc refuses a header built without a macro it
-# reads). Targets under tests/ compile at -Og and use the tests' own (tests/testing).
+# fmt: their macros differ between targets). Libraries under tests/ (compiled at -Og) use none;
+# the tests use tests/testing's hb_test_pch.
 if(HB_PCH_ENABLED)
-  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/hb_library_pch.cc
-       CONTENT "// The object that builds the libraries' precompiled header.\n")
-  add_library(hb_library_pch OBJECT ${PROJECT_BINARY_DIR}/hb_library_pch.cc)
-  target_compile_options(hb_library_pch PRIVATE ${HB_WARNING_FLAGS})
-  target_precompile_headers(hb_library_pch PRIVATE
+  hb_cc_precompiled_header(NAME hb_library_pch HEADERS
     <algorithm> <atomic> <cmath> <cstdint> <cstdio> <functional> <map> <memory> <optional>
     <string> <utility> <vector>
     <absl/container/flat_hash_map.h> <absl/container/flat_hash_set.h> <absl/status/status.h>

@@ -213,9 +213,46 @@ absl::Status CheckComparable(const std::vector<CheckpointResult>& results, size_
   return absl::OkStatus();
 }
 
+// WriteComparisonOf after its checks.
 absl::Status WriteCheckedComparison(const std::vector<CheckpointResult>& results,
                                     const ComparisonParts& parts, uint32_t seed,
-                                    const std::string& out_dir, size_t baseline);
+                                    const std::string& out_dir, size_t baseline) {
+  HtmlComparison page;
+  page.baseline = results[baseline].checkpoint;
+  page.common_tasks = parts.common_tasks;
+  page.seed = seed;
+  page.bootstrap_samples = kBootstrapSamples;
+  page.pairs = parts.pairs;
+  rapidjson::StringBuffer buffer;
+  ComparisonWriter writer(buffer);
+  writer.SetIndent(' ', 2);
+  writer.StartObject();
+  writer.Key("baseline");
+  WriteJsonString(writer, page.baseline);
+  writer.Key("seed");
+  writer.Uint(seed);
+  writer.Key("bootstrap_samples");
+  writer.Int(kBootstrapSamples);
+  writer.Key("common_tasks");
+  writer.Int64(page.common_tasks);
+  writer.Key("checkpoints");
+  writer.StartArray();
+  for (const CheckpointResult& result : results) {
+    WriteCheckpointJson(writer, result);
+    page.checkpoints.push_back(CheckpointView(result, out_dir));
+  }
+  writer.EndArray();
+  writer.Key("differences");
+  writer.StartArray();
+  for (const HtmlComparisonPair& pair : parts.pairs) WriteDifferenceJson(writer, pair);
+  writer.EndArray();
+  writer.EndObject();
+
+  HB_RETURN_IF_ERROR(MakeDirs(out_dir));
+  HB_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/comparison.json",
+                                         std::string(buffer.GetString(), buffer.GetSize()) + "\n"));
+  return WriteFileAtomically(out_dir + "/comparison.html", RenderComparisonHtml(page));
+}
 
 }  // namespace
 
@@ -264,50 +301,5 @@ absl::Status WriteComparisonOf(const std::vector<CheckpointResult>& results,
   }
   return WriteCheckedComparison(results, parts, seed, out_dir, baseline);
 }
-
-namespace {
-
-// WriteComparisonOf after its checks.
-absl::Status WriteCheckedComparison(const std::vector<CheckpointResult>& results,
-                                    const ComparisonParts& parts, uint32_t seed,
-                                    const std::string& out_dir, size_t baseline) {
-  HtmlComparison page;
-  page.baseline = results[baseline].checkpoint;
-  page.common_tasks = parts.common_tasks;
-  page.seed = seed;
-  page.bootstrap_samples = kBootstrapSamples;
-  page.pairs = parts.pairs;
-  rapidjson::StringBuffer buffer;
-  ComparisonWriter writer(buffer);
-  writer.SetIndent(' ', 2);
-  writer.StartObject();
-  writer.Key("baseline");
-  WriteJsonString(writer, page.baseline);
-  writer.Key("seed");
-  writer.Uint(seed);
-  writer.Key("bootstrap_samples");
-  writer.Int(kBootstrapSamples);
-  writer.Key("common_tasks");
-  writer.Int64(page.common_tasks);
-  writer.Key("checkpoints");
-  writer.StartArray();
-  for (const CheckpointResult& result : results) {
-    WriteCheckpointJson(writer, result);
-    page.checkpoints.push_back(CheckpointView(result, out_dir));
-  }
-  writer.EndArray();
-  writer.Key("differences");
-  writer.StartArray();
-  for (const HtmlComparisonPair& pair : parts.pairs) WriteDifferenceJson(writer, pair);
-  writer.EndArray();
-  writer.EndObject();
-
-  HB_RETURN_IF_ERROR(MakeDirs(out_dir));
-  HB_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/comparison.json",
-                                         std::string(buffer.GetString(), buffer.GetSize()) + "\n"));
-  return WriteFileAtomically(out_dir + "/comparison.html", RenderComparisonHtml(page));
-}
-
-}  // namespace
 
 }  // namespace hb
