@@ -30,4 +30,4 @@ ci_check_tests_built "$dir"
 # links the absl::Mutex shim (tests/testing/tsan/absl_tsan_shim.cc).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 cd "$dir"
-ci_step "$kind tests" ctest --output-on-failure -j "$jobs" -L 'unit|integration' "$@"
+ci_step "$kind tests" ctest --output-on-failure --timeout "$test_timeout" -j "$jobs" -L 'unit|integration' "$@"

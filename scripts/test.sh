@@ -26,7 +26,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
 status=0
-(cd "$build_dir" && ctest --output-on-failure --no-tests=error -j "$(nproc)" "$@") 2>&1 |
+(cd "$build_dir" && ctest --output-on-failure --no-tests=error --timeout "$test_timeout" -j "$jobs" "$@") 2>&1 |
   tee "$log" || status=$?
 echo "== tests: $((SECONDS - start)) s"
 # ctest's own count: "97% tests passed, 3 tests failed out of 899".
