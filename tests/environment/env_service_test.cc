@@ -84,7 +84,7 @@ TEST_F(EnvServiceLimitsTest, RpcsPastTheCapAreResourceExhaustedWithARetryDelay) 
     held_status = s;
     held_done.Notify();
   });
-  env_.WaitForSubmissions(1);
+  EXPECT_TRUE(env_.WaitForSubmissions(1)) << env_.submissions() << " submitted";
   const absl::Status refused = Submit(Request("r2"));
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted,
                                 HasSubstr("RPCs in progress (--max-concurrent-rpcs)")));

@@ -78,7 +78,7 @@ TEST_F(TrainerApiTest, OpenRlhfGradesEverySampleConcurrentlyAndAnswersInOrder) {
         finished.Notify();
       });
   // All three are submitted before any is answered.
-  env_.WaitForSubmissions(3);
+  EXPECT_TRUE(env_.WaitForSubmissions(3)) << env_.submissions() << " submitted";
   EXPECT_FALSE(finished.HasBeenNotified());
   env_.HoldSubmissions(false);
   finished.WaitForNotification();

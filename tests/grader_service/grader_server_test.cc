@@ -446,8 +446,19 @@ TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
   EXPECT_THAT(metrics_text.str(), Not(HasSubstr("SECRET")));
 }
 
+// True once `n` upstream calls are in flight at the same time; false after 30 s (a guard
+// against a hung test: a missed moment must fail the test, never spin forever).
+bool AwaitUpstreamInFlight(GraderServer& server, int n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (server.metrics().UpstreamInFlight() < n) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
 TEST(GraderServerTest, HealthIsServingAndShutdownDrainsRpcsInFlight) {
-  LlmSim sim = Sim({"--latency-ms=300"});
+  LlmSim sim = Sim({"--latency-ms=3000"});
   auto server = StartServer(Options(sim.base_url));
   ASSERT_NE(server, nullptr);
   auto channel = ChannelTo(*server);
@@ -462,10 +473,11 @@ TEST(GraderServerTest, HealthIsServingAndShutdownDrainsRpcsInFlight) {
   std::vector<Row> rows(Sample::Get().rows.begin(), Sample::Get().rows.begin() + 5);
   std::vector<absl::StatusOr<v1::GradeItemResponse>> results;
   std::thread client([&] { results = GradeAll(*channel, rows); });
-  // Shut down while the five calls wait on the simulator's 300 ms latency.
-  while (server->metrics().UpstreamInFlight() < 5) std::this_thread::yield();
+  // Shut down while the five calls wait on the simulator's latency.
+  const bool all_in_flight = AwaitUpstreamInFlight(*server, 5);
   server->Shutdown(absl::Seconds(20));
   client.join();
+  ASSERT_TRUE(all_in_flight) << "the five upstream calls were never in flight together";
   for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.status();
 }
 
@@ -479,10 +491,11 @@ TEST(GraderServerTest, ShutdownWithoutDrainCancelsHangingUpstreamCalls) {
   std::vector<Row> rows(Sample::Get().rows.begin(), Sample::Get().rows.begin() + 3);
   std::vector<absl::StatusOr<v1::GradeItemResponse>> results;
   std::thread client([&] { results = GradeAll(*channel, rows); });
-  while (server->metrics().UpstreamInFlight() < 3) std::this_thread::yield();
+  const bool all_in_flight = AwaitUpstreamInFlight(*server, 3);
   const absl::Time start = absl::Now();
   server->Shutdown(absl::Milliseconds(100));
   client.join();
+  ASSERT_TRUE(all_in_flight) << "the three upstream calls were never in flight together";
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   for (const auto& r : results) EXPECT_FALSE(r.ok());
   // The cancelled upstream calls end on the HTTP loop's thread, possibly just after the RPCs.

@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,7 +31,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// The simulator as a child process; SIGTERM on destruction.
+// The simulator as a child process (hb::testing::ChildProcess: its first line is read, and
+// its exit awaited, within a deadline); SIGKILLed on destruction unless Terminate() ran.
 class SimProcess {
  public:
   explicit SimProcess(std::vector<std::string> flags) {
@@ -39,45 +40,29 @@ class SimProcess {
     std::vector<std::string> args = {binary, "--listen",    "127.0.0.1:0", "--threads",
                                      "2",    "--log-level", "warn"};
     args.insert(args.end(), flags.begin(), flags.end());
-    int out[2];
-    if (pipe(out) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
+    absl::StatusOr<std::unique_ptr<::hb::testing::ChildProcess>> process =
+        ::hb::testing::ChildProcess::Spawn(args);
+    if (!process.ok()) {
+      ADD_FAILURE() << process.status();
+      return;
     }
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
-    char line[256] = {0};
-    if (stdout_ != nullptr && std::fgets(line, sizeof(line), stdout_) != nullptr) {
-      first_line_ = std::string(absl::StripTrailingAsciiWhitespace(line));
-      const size_t colon = first_line_.rfind(':');
-      if (colon != std::string::npos) {
-        (void)absl::SimpleAtoi(first_line_.substr(colon + 1), &port_);
-      }
+    process_ = *std::move(process);
+    absl::StatusOr<std::string> line = process_->ReadFirstLine(absl::Seconds(20));
+    if (!line.ok()) {
+      ADD_FAILURE() << "hb-llm-sim printed no first line: " << line.status();
+      return;
     }
-  }
-  ~SimProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_ != nullptr) std::fclose(stdout_);
+    first_line_ = std::string(absl::StripTrailingAsciiWhitespace(*line));
+    const size_t colon = first_line_.rfind(':');
+    if (colon != std::string::npos) (void)absl::SimpleAtoi(first_line_.substr(colon + 1), &port_);
   }
 
-  // SIGTERM and wait; returns the exit status (or -1 on a signal death).
+  // SIGTERM and wait (at most 30 s, then SIGKILL); the exit status, or -1 on a signal death or
+  // when the simulator did not exit in time.
   int Terminate() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (process_ == nullptr) return -1;
+    const int status = process_->Stop(SIGTERM, absl::Seconds(30));
+    return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
   int port() const { return port_; }
@@ -87,9 +72,7 @@ class SimProcess {
   }
 
  private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::FILE* stdout_ = nullptr;
+  std::unique_ptr<::hb::testing::ChildProcess> process_;
   std::string first_line_;
   int port_ = 0;
 };

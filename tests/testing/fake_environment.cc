@@ -64,14 +64,15 @@ void FakeEnvironment::RejectUpFront(absl::Status status) {
   reject_ = std::move(status);
 }
 
-void FakeEnvironment::WaitForSubmissions(int n) {
+bool FakeEnvironment::WaitForSubmissions(int n, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   struct Arg {
     const std::vector<std::string>* replies;
     size_t n;
   } arg{&replies_, static_cast<size_t>(n)};
-  mu_.Await(absl::Condition(
-      +[](Arg* a) { return a->replies->size() >= a->n; }, &arg));
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](Arg* a) { return a->replies->size() >= a->n; }, &arg),
+                              timeout);
 }
 
 absl::Time FakeEnvironment::last_deadline() const {

@@ -5,7 +5,8 @@
 //
 //   FakeEnvironment env;
 //   env.AddTask("dev", {"p1", {"theme:x"}, "user: hi"});
-//   env.HoldSubmissions(true);  ... env.WaitForSubmissions(1); ... env.HoldSubmissions(false);
+//   env.HoldSubmissions(true);  ... EXPECT_TRUE(env.WaitForSubmissions(1));
+//   ... env.HoldSubmissions(false);
 //
 // Thread-safe. Errors follow the Environment contract (but a bare task id that several splits
 // hold is the first split's task, not refused): kNotFound for an unknown task id or split,
@@ -24,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "environment/environment.h"
 
 namespace hb::testing {
@@ -52,8 +54,9 @@ class FakeEnvironment final : public env::Environment {
   void HoldSubmissions(bool hold);
   // Submit answers `status` inline (OK clears it).
   void RejectUpFront(absl::Status status);
-  // Blocks until at least `n` submissions were accepted (not rejected up front).
-  void WaitForSubmissions(int n);
+  // Blocks until at least `n` submissions were accepted (not rejected up front): true then;
+  // false after `timeout` (a guard against a hung test, never a synchronisation point).
+  [[nodiscard]] bool WaitForSubmissions(int n, absl::Duration timeout = absl::Seconds(60));
   int submissions() const;
   // The deadline of the latest Submit.
   absl::Time last_deadline() const;

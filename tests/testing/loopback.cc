@@ -28,6 +28,7 @@
 #include "event2/thread.h"
 #include "gtest/gtest.h"
 #include "http/bounded_evhttp.h"
+#include "tests/testing/poll_until.h"
 #include "tests/testing/shared_data.h"
 
 extern char** environ;
@@ -167,7 +168,9 @@ absl::StatusOr<std::unique_ptr<LoopbackHttpServer>> LoopbackHttpServer::Start(Ha
 LoopbackHttpServer::~LoopbackHttpServer() {
   if (impl_ == nullptr) return;
   if (impl_->thread.joinable()) {
-    event_base_loopbreak(impl_->base);
+    // loopexit, not loopbreak: event_base_loop clears a break asked before it starts, and a
+    // server destroyed before its thread entered the loop would then never be joined.
+    event_base_loopexit(impl_->base, nullptr);
     impl_->thread.join();
   }
   if (impl_->http != nullptr) evhttp_free(impl_->http);
@@ -401,17 +404,24 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::vector
   }
   // The exit is waited for on a pidfd (readable when the process ends), with the timeout.
   // (glibc 2.36 declares pidfd_open without C linkage for C++: the system call directly.)
+  // Without a pidfd (an old kernel, a seccomp profile) the same bound by polling waitpid.
+  int status = 0;
+  bool reaped = false;
+  bool in_time = true;
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd >= 0) {
     pollfd exited{pidfd, POLLIN, 0};
-    if (poll(&exited, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) != 1) {
-      ADD_FAILURE() << argv[0] << " still running after " << absl::FormatDuration(timeout);
-      kill(pid, SIGKILL);
-    }
+    in_time = poll(&exited, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) == 1;
     close(pidfd);
+  } else {
+    reaped = in_time = PollUntil([&] { return waitpid(pid, &status, WNOHANG) == pid; }, timeout,
+                                 absl::Milliseconds(10));
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
+  if (!in_time) {
+    ADD_FAILURE() << argv[0] << " still running after " << absl::FormatDuration(timeout);
+    kill(pid, SIGKILL);
+  }
+  if (!reaped) waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   for (auto [path, text] : {std::pair{&out, &result.out}, std::pair{&err, &result.err}}) {
     absl::StatusOr<std::string> read = ReadFile(*path);

@@ -574,7 +574,7 @@ TEST_F(OrsHttpServerTest, ManyOpenCallsShareOneLoopThread) {
     conns.push_back(std::make_unique<Conn>(server_->port()));
     conns.back()->Send("POST", "/healthbench/call", AnswerBody(std::to_string(i)), sids[i]);
   }
-  env_.WaitForSubmissions(kCalls);
+  EXPECT_TRUE(env_.WaitForSubmissions(kCalls)) << env_.submissions() << " submitted";
   env_.HoldSubmissions(false);
   for (auto& conn : conns) {
     const std::vector<Event> events = Events(Parse(conn->ReadAll()).body);
@@ -807,7 +807,7 @@ TEST_F(OrsHttpServerTest, ATrainerClientThatHangsUpOrAShutdownWhileGradingIsHarm
   {
     Conn gone(server_->port());
     gone.Send("POST", "/reward", R"({"response":"a","label":"p0"})");
-    env_.WaitForSubmissions(1);
+    EXPECT_TRUE(env_.WaitForSubmissions(1)) << env_.submissions() << " submitted";
   }  // closed while its reply is graded
   env_.HoldSubmissions(false);
   // The late answer found its request detached (libevent frees it); the server serves on.
@@ -817,7 +817,7 @@ TEST_F(OrsHttpServerTest, ATrainerClientThatHangsUpOrAShutdownWhileGradingIsHarm
   env_.HoldSubmissions(true);
   Conn pending(server_->port());
   pending.Send("POST", "/get_reward", R"({"query":["a"],"prompts":[""],"labels":["p0"]})");
-  env_.WaitForSubmissions(4);
+  EXPECT_TRUE(env_.WaitForSubmissions(4)) << env_.submissions() << " submitted";
   server_->Shutdown();
   EXPECT_THAT(pending.ReadAll(), ::testing::Not(HasSubstr("200")));
   env_.HoldSubmissions(false);  // the late result finds no server and is dropped

@@ -236,7 +236,9 @@ TEST(SqliteVerdictStoreTest, CommittedRowsSurviveSigkill) {
                          if (status.ok() && ++committed == 50) all.Notify();
                        });
     }
-    all.WaitForNotification();
+    // Bounded: a child that never sees its 50 commits exits, which closes the pipe and fails
+    // the parent's read below instead of leaving it waiting forever.
+    if (!all.WaitForNotificationWithTimeout(absl::Seconds(60))) ::_exit(5);
     const char byte = 'x';
     if (::write(ready[1], &byte, 1) != 1) ::_exit(4);
     while (true) ::pause();
