@@ -9,6 +9,9 @@
 #include "common/base/host_port.h"
 #include "common/base/status_macros.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_context.h"
 
 namespace hb {
 namespace {
