@@ -8,8 +8,8 @@ export HB_SHARED_DIR=${HB_SHARED_DIR:-$root/../shared}
 jobs=$(nproc)
 build_jobs=${HB_BUILD_JOBS:-$((jobs + 2))}
 # Longest a single test may run (ctest --timeout; HB_TEST_TIMEOUT overrides). The slowest test
-# takes ~40 s under TSan (monitoring.e2e): a test that hangs fails here with its name and output instead of
-# holding CI until its own limit (a CI run once ended that way, the hung test unnamed).
+# takes ~40 s under TSan (monitoring.e2e): a test that hangs fails here with its name and
+# output instead of holding CI until its own limit (a CI run once ended that way, unnamed).
 test_timeout=${HB_TEST_TIMEOUT:-300}
 
 # ci_step NAME COMMAND...: runs COMMAND, prints how long it took, returns its exit status.

@@ -38,6 +38,7 @@
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/testing/loopback.h"
+#include "tests/testing/poll_until.h"
 #include "tests/testing/raw_grpc_call.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
@@ -446,15 +447,11 @@ TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
   EXPECT_THAT(metrics_text.str(), Not(HasSubstr("SECRET")));
 }
 
-// True once `n` upstream calls are in flight at the same time; false after 30 s (a guard
-// against a hung test: a missed moment must fail the test, never spin forever).
+// True once `n` upstream calls are in flight at the same time; false after 30 s (a missed
+// moment must fail the test, never spin forever).
 bool AwaitUpstreamInFlight(GraderServer& server, int n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (server.metrics().UpstreamInFlight() < n) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
+  return hb::testing::PollUntil([&] { return server.metrics().UpstreamInFlight() >= n; },
+                                absl::Seconds(30), absl::Milliseconds(1));
 }
 
 TEST(GraderServerTest, HealthIsServingAndShutdownDrainsRpcsInFlight) {
@@ -499,10 +496,8 @@ TEST(GraderServerTest, ShutdownWithoutDrainCancelsHangingUpstreamCalls) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   for (const auto& r : results) EXPECT_FALSE(r.ok());
   // The cancelled upstream calls end on the HTTP loop's thread, possibly just after the RPCs.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (server->metrics().UpstreamInFlight() > 0 && absl::Now() < deadline) {
-    std::this_thread::yield();
-  }
+  hb::testing::PollUntil([&] { return server->metrics().UpstreamInFlight() == 0; },
+                         absl::Seconds(10), absl::Milliseconds(1));
   EXPECT_EQ(server->metrics().UpstreamInFlight(), 0);
 }
 

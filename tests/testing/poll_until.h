@@ -1,7 +1,8 @@
 // PollUntil: for tests that watch another PROCESS change the world (a file appears, a journal
 // holds N rows, a log gains a line). It checks `condition` every `every` until it holds or
 // `timeout` passes; the timeout is a guard against a hung test, never a synchronisation point.
-// In-process code synchronises on its own events (absl::Notification, FakeClock), not this.
+// In-process code synchronises on its own events (absl::Notification, FakeClock), not this;
+// the exception is a value no event announces (a server's in-flight gauge).
 //
 //   ASSERT_TRUE(PollUntil([&] { return FileContains(out + "/watch.jsonl", "graded"); }));
 #pragma once
