@@ -4,7 +4,7 @@
 #   hb_cc_library(NAME dataset SRCS dataset.cc HDRS dataset.h DEPS hb::json absl::status)
 #     -> target hb_dataset, alias hb::dataset (INTERFACE when there are no SRCS)
 #   hb_cc_test(NAME dataset_test SRCS dataset_test.cc DEPS hb::dataset)
-#     -> one executable, registered with ctest through gtest_discover_tests
+#     -> its tests in ctest; one executable per test folder and label set (see hb_cc_test)
 
 # The TSan build (HB_SANITIZE=thread) links tests/testing/tsan/absl_tsan_shim.cc into every
 # binary and test: it makes Debian's uninstrumented absl::Mutex visible to TSan (see the file).
@@ -94,25 +94,89 @@ function(hb_cc_binary)
   hb_link_allocator(${HB_NAME})
 endfunction()
 
-function(hb_cc_test)
-  cmake_parse_arguments(HB "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
-  add_executable(${HB_NAME} ${HB_SRCS})
-  target_link_libraries(${HB_NAME} PRIVATE ${HB_DEPS} hb::testing GTest::gmock_main)
-  target_compile_options(${HB_NAME} PRIVATE ${HB_WARNING_FLAGS})
+# hb_cc_test(NAME dataset_test SRCS dataset_test.cc DEPS hb::dataset [LABELS integration]
+#             [NEEDS hb-llm-sim ...] [STANDALONE])
+#   -> the file's tests, registered with ctest one test per gtest test (gtest_discover_tests:
+#      ctest names are the gtest names, each run in a process of its own). LABELS (default unit)
+#      label them; NEEDS names the project binaries they start (built first).
+#   With HB_TEST_GROUPS (on by default), the hb_cc_test calls of one folder that share LABELS
+#   build one executable, <folder path>_test or <folder path>_<labels>_test (tests/http ->
+#   tests/http/http_test; tests/orchestrator/run's integration tests ->
+#   tests/orchestrator/run/orchestrator_run_integration_test), with the union of their DEPS; in
+#   the optimized gcc tree (HB_PCH) its files compile as one unity source, which halves the
+#   instantiations they share. STANDALONE keeps a file in an executable named NAME of its own
+#   (a test that replaces operator new). -DHB_TEST_GROUPS=OFF: one executable per NAME.
+option(HB_TEST_GROUPS "One test executable per test folder and label set" ON)
+
+# hb_add_test_executable(NAME SRCS DEPS LABELS NEEDS UNITY): the executable and its ctest tests.
+function(hb_add_test_executable name srcs deps labels needs unity)
+  add_executable(${name} ${srcs})
+  target_link_libraries(${name} PRIVATE ${deps} hb::testing GTest::gmock_main)
+  target_compile_options(${name} PRIVATE ${HB_WARNING_FLAGS})
   if(HB_PCH_ENABLED)
-    target_precompile_headers(${HB_NAME} REUSE_FROM hb_test_pch)
+    target_precompile_headers(${name} REUSE_FROM hb_test_pch)
   endif()
-  hb_link_tsan_shim(${HB_NAME})
-  if(NOT HB_LABELS)
-    set(HB_LABELS unit)
+  if(unity)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE BATCH
+                                             UNITY_BUILD_BATCH_SIZE 0)
   endif()
+  if(needs)
+    add_dependencies(${name} ${needs})
+  endif()
+  hb_link_tsan_shim(${name})
   # ENVIRONMENT holds one variable: gtest_discover_tests flattens a list there, so only the
   # first of "A=1;B=2" reached the tests (the TSan suppressions never did). The tests find
   # HB_SOURCE_DIR / HB_BINARY_DIR without it (tests/testing/shared_data.cc).
-  gtest_discover_tests(${HB_NAME}
+  gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${HB_LABELS}"
+    PROPERTIES LABELS "${labels}"
                ENVIRONMENT "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp:ignore_noninstrumented_modules=1")
+endfunction()
+
+function(hb_cc_test)
+  cmake_parse_arguments(HB "STANDALONE" "NAME" "SRCS;DEPS;LABELS;NEEDS" ${ARGN})
+  if(NOT HB_LABELS)
+    set(HB_LABELS unit)
+  endif()
+  if(HB_STANDALONE OR NOT HB_TEST_GROUPS)
+    hb_add_test_executable(${HB_NAME} "${HB_SRCS}" "${HB_DEPS}" "${HB_LABELS}" "${HB_NEEDS}" OFF)
+    return()
+  endif()
+  string(REPLACE ";" "_" key "${HB_LABELS}")
+  get_property(keys DIRECTORY PROPERTY HB_TEST_GROUP_KEYS)
+  if(NOT keys)
+    cmake_language(DEFER CALL hb_add_test_groups)
+  endif()
+  if(NOT key IN_LIST keys)
+    set_property(DIRECTORY APPEND PROPERTY HB_TEST_GROUP_KEYS ${key})
+    set_property(DIRECTORY PROPERTY HB_TEST_GROUP_${key}_LABELS ${HB_LABELS})
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY HB_TEST_GROUP_${key}_SRCS ${HB_SRCS})
+  set_property(DIRECTORY APPEND PROPERTY HB_TEST_GROUP_${key}_DEPS ${HB_DEPS})
+  set_property(DIRECTORY APPEND PROPERTY HB_TEST_GROUP_${key}_NEEDS ${HB_NEEDS})
+endfunction()
+
+# Deferred to the end of a folder's CMakeLists.txt by its first hb_cc_test: one executable per
+# label set of the folder (see hb_cc_test).
+function(hb_add_test_groups)
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR}/tests ${CMAKE_CURRENT_SOURCE_DIR})
+  string(REPLACE "/" "_" folder "${folder}")
+  get_property(keys DIRECTORY PROPERTY HB_TEST_GROUP_KEYS)
+  foreach(key IN LISTS keys)
+    get_property(srcs DIRECTORY PROPERTY HB_TEST_GROUP_${key}_SRCS)
+    get_property(deps DIRECTORY PROPERTY HB_TEST_GROUP_${key}_DEPS)
+    get_property(needs DIRECTORY PROPERTY HB_TEST_GROUP_${key}_NEEDS)
+    list(REMOVE_DUPLICATES deps)
+    if(needs)
+      list(REMOVE_DUPLICATES needs)
+    endif()
+    set(name ${folder}_test)
+    if(NOT key STREQUAL "unit")
+      set(name ${folder}_${key}_test)
+    endif()
+    get_property(labels DIRECTORY PROPERTY HB_TEST_GROUP_${key}_LABELS)
+    hb_add_test_executable(${name} "${srcs}" "${deps}" "${labels}" "${needs}" ${HB_PCH_ENABLED})
+  endforeach()
 endfunction()
 
 # hb_cc_fuzzer(NAME grader_reply_fuzzer SRCS grader_reply_fuzzer.cc DEPS hb::grader_reply)

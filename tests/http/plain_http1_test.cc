@@ -153,7 +153,7 @@ std::unique_ptr<CurlMultiHttpClient> MakeClient() {
   return *std::move(client);
 }
 
-HttpRequest Post(const std::string& url, std::string body = "{}") {
+HttpRequest JsonPost(const std::string& url, std::string body = "{}") {
   HttpRequest request;
   request.url = url;
   request.body = std::move(body);
@@ -183,7 +183,7 @@ TEST(PlainHttp1Test, AChunkedBodyIsJoinedAndItsConnectionKept) {
   });
   auto client = MakeClient();
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<HttpResponse> r = Send(*client, Post(server.url("/c")));
+    absl::StatusOr<HttpResponse> r = Send(*client, JsonPost(server.url("/c")));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->status_code, 200);
     EXPECT_EQ(r->body, "hello world");
@@ -201,7 +201,7 @@ TEST(PlainHttp1Test, InformationalResponsesAreSkipped) {
         "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nslow"};
   });
   auto client = MakeClient();
-  absl::StatusOr<HttpResponse> r = Send(*client, Post(server.url("/i")));
+  absl::StatusOr<HttpResponse> r = Send(*client, JsonPost(server.url("/i")));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status_code, 429);
   EXPECT_EQ(r->body, "slow");
@@ -217,7 +217,7 @@ TEST(PlainHttp1Test, ABodyWithoutLengthEndsWithTheConnection) {
   });
   auto client = MakeClient();
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<HttpResponse> r = Send(*client, Post(server.url("/u")));
+    absl::StatusOr<HttpResponse> r = Send(*client, JsonPost(server.url("/u")));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->body, "until close");
   }
@@ -233,7 +233,7 @@ TEST(PlainHttp1Test, ARequestOnAConnectionTheServerClosedIsSentOnceMoreOnANewOne
   });
   auto client = MakeClient();
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<HttpResponse> r = Send(*client, Post(server.url("/s"), absl::StrCat(i)));
+    absl::StatusOr<HttpResponse> r = Send(*client, JsonPost(server.url("/s"), absl::StrCat(i)));
     ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.status();
     EXPECT_EQ(r->body, "ok");
   }
@@ -246,7 +246,7 @@ TEST(PlainHttp1Test, ARequestOnAConnectionTheServerClosedIsSentOnceMoreOnANewOne
 TEST(PlainHttp1Test, AFreshConnectionClosedWithoutAnAnswerIsUnavailableAndNotResent) {
   ScriptedServer server([](int) { return ScriptedServer::Reply{"", /*close=*/true}; });
   auto client = MakeClient();
-  EXPECT_THAT(Send(*client, Post(server.url("/e"))),
+  EXPECT_THAT(Send(*client, JsonPost(server.url("/e"))),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("Empty reply")));
   EXPECT_EQ(server.heads().size(), 1u);
 }
@@ -256,14 +256,14 @@ TEST(PlainHttp1Test, AnAnswerCutShortIsUnavailable) {
     return ScriptedServer::Reply{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", true};
   });
   auto client = MakeClient();
-  EXPECT_THAT(Send(*client, Post(server.url("/cut"))),
+  EXPECT_THAT(Send(*client, JsonPost(server.url("/cut"))),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("before the response ended")));
 }
 
 TEST(PlainHttp1Test, AMalformedStatusLineIsUnavailable) {
   ScriptedServer server([](int) { return ScriptedServer::Reply{"HTTX/9 200\r\n\r\n", true}; });
   auto client = MakeClient();
-  EXPECT_THAT(Send(*client, Post(server.url("/m"))),
+  EXPECT_THAT(Send(*client, JsonPost(server.url("/m"))),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("status line")));
 }
 
@@ -272,7 +272,7 @@ TEST(PlainHttp1Test, ADeclaredLengthOverTheLimitFailsBeforeTheBodyIsRead) {
     return ScriptedServer::Reply{"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n", true};
   });
   auto client = MakeClient();
-  HttpRequest request = Post(server.url("/big"));
+  HttpRequest request = JsonPost(server.url("/big"));
   request.max_response_body_bytes = 1000;
   EXPECT_THAT(Send(*client, std::move(request)),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("1000-byte limit")));
@@ -281,7 +281,7 @@ TEST(PlainHttp1Test, ADeclaredLengthOverTheLimitFailsBeforeTheBodyIsRead) {
 TEST(PlainHttp1Test, WhatGoesOnTheWire) {
   ScriptedServer server([](int) { return ScriptedServer::Reply{kOk}; });
   auto client = MakeClient();
-  HttpRequest request = Post(server.url("/v1/chat/completions?x=1#fragment"), "{\"a\":1}");
+  HttpRequest request = JsonPost(server.url("/v1/chat/completions?x=1#fragment"), "{\"a\":1}");
   request.headers.push_back({"User-Agent", "mine/1"});
   request.headers.push_back({"X-Empty", ""});
   ASSERT_TRUE(Send(*client, std::move(request)).ok());
@@ -289,7 +289,7 @@ TEST(PlainHttp1Test, WhatGoesOnTheWire) {
   get.method = "GET";
   get.url = server.url("");
   ASSERT_TRUE(Send(*client, std::move(get)).ok());
-  HttpRequest empty = Post(server.url("/v1/batches/b/cancel"), "");  // no body at all
+  HttpRequest empty = JsonPost(server.url("/v1/batches/b/cancel"), "");  // no body at all
   empty.headers.clear();
   ASSERT_TRUE(Send(*client, std::move(empty)).ok());
   const std::vector<std::string> heads = server.heads();
@@ -312,7 +312,7 @@ TEST(PlainHttp1Test, WhatGoesOnTheWire) {
 TEST(PlainHttp1Test, AHeaderWithALineBreakIsRefusedAndNothingIsSent) {
   ScriptedServer server([](int) { return ScriptedServer::Reply{kOk}; });
   auto client = MakeClient();
-  HttpRequest request = Post(server.url("/h"));
+  HttpRequest request = JsonPost(server.url("/h"));
   request.headers.push_back({"X-Key", "a\r\nInjected: 1"});
   EXPECT_THAT(Send(*client, std::move(request)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("CR, LF")));
@@ -323,7 +323,7 @@ TEST(PlainHttp1Test, MalformedUrlsAreInvalidArguments) {
   auto client = MakeClient();
   for (const char* url :
        {"http://127.0.0.1:99999/x", "http:///x", "http://[::1/x", "http://127.0.0.1:80/a b"}) {
-    EXPECT_THAT(Send(*client, Post(url)),
+    EXPECT_THAT(Send(*client, JsonPost(url)),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("URL")))
         << url;
   }
@@ -338,12 +338,12 @@ TEST(PlainHttp1Test, AProxyInTheEnvironmentLeavesEveryRequestToLibcurl) {
   EXPECT_TRUE(PlainHttp1Pool::ProxyInEnvironment());
   auto proxied = CurlMultiHttpClient::Create(CurlHttpClientOptions{});
   ASSERT_TRUE(proxied.ok()) << proxied.status();
-  EXPECT_THAT(Send(**proxied, Post(server.url("/p"))),
+  EXPECT_THAT(Send(**proxied, JsonPost(server.url("/p"))),
               StatusIs(absl::StatusCode::kUnavailable, ::testing::_));
   ASSERT_EQ(unsetenv("http_proxy"), 0);
   EXPECT_TRUE(server.heads().empty());
   auto direct = MakeClient();
-  EXPECT_TRUE(Send(*direct, Post(server.url("/p"))).ok());
+  EXPECT_TRUE(Send(*direct, JsonPost(server.url("/p"))).ok());
   EXPECT_EQ(server.heads().size(), 1u);
 }
 

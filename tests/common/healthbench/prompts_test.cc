@@ -23,6 +23,8 @@
 namespace hb {
 namespace {
 
+using ::hb::testing::kPython;
+using ::hb::testing::RunOrFail;
 using ::hb::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -186,26 +188,11 @@ TEST(GraderTemplateTest, LoadErrorsNameThePath) {
 // ---- Golden prompts from the real records, cross-checked with an independent Python
 // rendering (scripts/reference/render_prompts.py). ----
 
-constexpr char kPython[] = "/usr/bin/python3";
 // A synthetic reply: non-ASCII, a blank line, and a literal <<rubric_item>> (quirk 11).
 constexpr char kReply[] =
     "Synthetic reply \xE2\x80\x94 see a clinician.\n\nCaf\xC3\xA9 \"quoted\" <<rubric_item>> end";
 constexpr char kSystem[] = "You are a helpful assistant.";
 constexpr int kSystemEvery = 3;
-
-std::string RunOrFail(const std::string& command) {
-  std::string output;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run " << command;
-    return output;
-  }
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  EXPECT_EQ(::pclose(pipe), 0) << command;
-  return output;
-}
 
 class GoldenPromptsTest : public ::testing::Test {
  protected:

@@ -18,9 +18,9 @@
 namespace hb {
 namespace {
 
+using ::hb::testing::kPython;
+using ::hb::testing::RunOrFail;
 using ::testing::ElementsAre;
-
-constexpr char kPython[] = "/usr/bin/python3";
 
 // Hard-coded values printed by CPython 3.11 (they hold without Python installed).
 TEST(PythonRandomTest, RawOutputsMatchCPython) {
@@ -48,22 +48,6 @@ TEST(PythonRandomTest, RandBelowAndSampleMatchCPython) {
   EXPECT_THAT(PythonRandom(0).SampleRange(uint64_t{1} << 40, 3),
               ElementsAre(849735321549ull, 87705687125ull, 1067347797602ull));
   EXPECT_TRUE(PythonRandom(0).SampleRange(10, 0).empty());
-}
-
-// Runs `command` and returns its standard output; fails the test on a non-zero exit.
-std::string RunOrFail(const std::string& command) {
-  std::string output;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run " << command;
-    return output;
-  }
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  int status = ::pclose(pipe);
-  EXPECT_EQ(status, 0) << command;
-  return output;
 }
 
 std::vector<size_t> ParseIndexList(const std::string& json) {

@@ -19,7 +19,7 @@ using ::hb::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
-constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+constexpr absl::StatusCode kInvalidArgument = absl::StatusCode::kInvalidArgument;
 
 class ResponsesTest : public ::testing::Test {
  protected:
@@ -76,7 +76,7 @@ TEST_F(ResponsesTest, MissingResponsesAreAllowed) {
 TEST_F(ResponsesTest, UnknownPromptId) {
   EXPECT_THAT(Load("{\"prompt_id\": \"a\", \"response\": \"r\"}\n"
                    "{\"prompt_id\": \"nope\", \"response\": \"r\"}\n"),
-              StatusIs(kInvalid, HasSubstr("responses.jsonl:2: unknown prompt_id 'nope'")));
+              StatusIs(kInvalidArgument, HasSubstr("responses.jsonl:2: unknown prompt_id 'nope'")));
 }
 
 TEST_F(ResponsesTest, ExtraResponsesAreCountedAndSkippedWhenAsked) {
@@ -91,24 +91,25 @@ TEST_F(ResponsesTest, ExtraResponsesAreCountedAndSkippedWhenAsked) {
   EXPECT_EQ(set.Find("x"), nullptr);
   // Without the option the first extra line is the error, and says how to skip it.
   EXPECT_THAT(LoadResponses(path, dataset_, {false}),
-              StatusIs(kInvalid, HasSubstr(":1: unknown prompt_id 'x' (not in ")));
+              StatusIs(kInvalidArgument, HasSubstr(":1: unknown prompt_id 'x' (not in ")));
   EXPECT_THAT(LoadResponses(path, dataset_, {false}),
-              StatusIs(kInvalid, HasSubstr("pass --ignore-extra-responses)")));
+              StatusIs(kInvalidArgument, HasSubstr("pass --ignore-extra-responses)")));
   // Extra lines are still checked: a duplicate among them is an error naming the first.
-  EXPECT_THAT(LoadResponses(Write("{\"prompt_id\": \"x\", \"response\": \"r\"}\n"
-                                  "{\"prompt_id\": \"x\", \"response\": \"s\"}\n"),
-                            dataset_, {true}),
-              StatusIs(kInvalid, HasSubstr(":2: duplicate prompt_id 'x' (first on line 1)")));
+  EXPECT_THAT(
+      LoadResponses(Write("{\"prompt_id\": \"x\", \"response\": \"r\"}\n"
+                          "{\"prompt_id\": \"x\", \"response\": \"s\"}\n"),
+                    dataset_, {true}),
+      StatusIs(kInvalidArgument, HasSubstr(":2: duplicate prompt_id 'x' (first on line 1)")));
   EXPECT_THAT(LoadResponses(Write("{\"prompt_id\": \"x\", \"response\": 3}\n"), dataset_, {true}),
-              StatusIs(kInvalid, HasSubstr(":1: field 'response'")));
+              StatusIs(kInvalidArgument, HasSubstr(":1: field 'response'")));
 }
 
 TEST_F(ResponsesTest, DuplicatePromptIdNamesTheFirstLine) {
   EXPECT_THAT(Load("{\"prompt_id\": \"a\", \"response\": \"r\"}\n"
                    "{\"prompt_id\": \"b\", \"response\": \"r\"}\n"
                    "{\"prompt_id\": \"a\", \"response\": \"r2\"}\n"),
-              StatusIs(kInvalid, HasSubstr("responses.jsonl:3: duplicate prompt_id 'a' "
-                                           "(first on line 1)")));
+              StatusIs(kInvalidArgument, HasSubstr("responses.jsonl:3: duplicate prompt_id 'a' "
+                                                   "(first on line 1)")));
 }
 
 TEST_F(ResponsesTest, MistypedAndMissingFields) {
@@ -127,13 +128,13 @@ TEST_F(ResponsesTest, MistypedAndMissingFields) {
            {R"(["a", "r"])", "responses.jsonl:1: expected a JSON object, got array"},
            {R"({"prompt_id": "a", "response": "r")", "responses.jsonl:1: invalid JSON: "},
        }) {
-    EXPECT_THAT(Load(c.line + "\n"), StatusIs(kInvalid, HasSubstr(c.message))) << c.line;
+    EXPECT_THAT(Load(c.line + "\n"), StatusIs(kInvalidArgument, HasSubstr(c.message))) << c.line;
   }
 }
 
 TEST_F(ResponsesTest, BlankLineIsAnError) {
   EXPECT_THAT(Load("{\"prompt_id\": \"a\", \"response\": \"r\"}\n\n"),
-              StatusIs(kInvalid, HasSubstr("responses.jsonl:2: blank line")));
+              StatusIs(kInvalidArgument, HasSubstr("responses.jsonl:2: blank line")));
 }
 
 TEST_F(ResponsesTest, ReadErrors) {

@@ -41,13 +41,14 @@ constexpr char kResponses[] =
     "{\"prompt_id\":\"t1\",\"response\":\"Since when?\"}\n"
     "{\"prompt_id\":\"t2\",\"response\":\"Keep it dry.\"}\n";
 
-std::string ReadText(const std::string& path) {
+std::string ReadTextOrEmpty(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   return text.ok() ? *text : "";
 }
 
 size_t CountLines(const std::string& path) {
-  return std::vector<std::string>(absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())).size();
+  return std::vector<std::string>(absl::StrSplit(ReadTextOrEmpty(path), '\n', absl::SkipEmpty()))
+      .size();
 }
 
 class RunOutcomeTest : public ::testing::Test {
@@ -141,7 +142,7 @@ TEST_F(RunOutcomeTest, TheLengthAdjustedScoreIsTheHeadline) {
                                          "--length-adjustment-penalty-per-500-chars=20"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   rapidjson::Document summary;
-  summary.Parse(ReadText(out + "/answers/summary.json").c_str());
+  summary.Parse(ReadTextOrEmpty(out + "/answers/summary.json").c_str());
   ASSERT_FALSE(summary.HasParseError());
   const rapidjson::Value& metrics = summary["metrics"];
   const double adjusted = metrics["overall_score_length_adjusted"].GetDouble();
@@ -156,7 +157,7 @@ TEST_F(RunOutcomeTest, TheLengthAdjustedScoreIsTheHeadline) {
                   "std %.4f) over 1 graded task(s)",
                   adjusted, metrics["overall_score_length_adjusted:bootstrap_std"].GetDouble(), raw,
                   metrics["score:bootstrap_std"].GetDouble())));
-  EXPECT_THAT(ReadText(out + "/answers/report.html"),
+  EXPECT_THAT(ReadTextOrEmpty(out + "/answers/report.html"),
               HasSubstr(absl::StrFormat("Score (length-adjusted): <b>%.3f</b>", adjusted)));
 }
 
@@ -178,7 +179,7 @@ TEST_F(RunOutcomeTest, SkipUnscorableTasksLeavesThemOutAndListsThem) {
                         "(line 2)\n"));
   EXPECT_EQ(CountLines(request_log_), 2u);  // t1's two rubric items only
   rapidjson::Document summary;
-  summary.Parse(ReadText(out + "/answers/summary.json").c_str());
+  summary.Parse(ReadTextOrEmpty(out + "/answers/summary.json").c_str());
   ASSERT_FALSE(summary.HasParseError());
   EXPECT_EQ(summary["counts"]["tasks"].GetInt(), 1);
   EXPECT_EQ(summary["counts"]["not_graded"].GetInt(), 0);
@@ -188,7 +189,7 @@ TEST_F(RunOutcomeTest, SkipUnscorableTasksLeavesThemOutAndListsThem) {
   EXPECT_STREQ(skipped[0]["prompt_id"].GetString(), "t2");
   EXPECT_EQ(skipped[0]["line"].GetInt(), 2);
   EXPECT_THAT(skipped[0]["reason"].GetString(), HasSubstr("no rubric item has positive points"));
-  EXPECT_THAT(ReadText(out + "/answers/report.html"),
+  EXPECT_THAT(ReadTextOrEmpty(out + "/answers/report.html"),
               HasSubstr("1 task(s) left out (--skip-unscorable-tasks): t2 (line 2)"));
 }
 
