@@ -5,12 +5,22 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
+#include "absl/base/const_init.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace hb::testing {
+namespace {
+
+// Guards every call's status and done flag (held only to write or wait for them).
+absl::Mutex& CallMutex() {
+  ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
+  return mu;
+}
+
+}  // namespace
 
 grpc::Status RawUnaryCall(grpc::Channel& channel, const std::string& method,
                           const std::string& request_bytes, std::string* response_bytes,
@@ -21,20 +31,22 @@ grpc::Status RawUnaryCall(grpc::Channel& channel, const std::string& method,
   if (!authorization.empty()) context.AddMetadata("authorization", authorization);
   grpc::Slice slice(request_bytes);
   grpc::ByteBuffer request(&slice, 1), response;
-  // The callback runs on a gRPC thread; gRPC's own hand-off of the call is invisible to TSan
-  // (Debian's libgrpc is not instrumented), so `status` is written and read under `mu`, and
-  // main's unlock after constructing it orders that before the callback's write.
-  absl::Mutex mu;
+  // The callback runs on a gRPC thread, and gRPC's own hand-off of the call is invisible to TSan
+  // (Debian's libgrpc is not instrumented). So the callback touches nothing this call
+  // constructs before main has released `CallMutex()`, which is constant-initialized (no
+  // constructor write for TSan to see racing with the callback's lock): main's unlock just
+  // below orders `status` and `done` before the callback's writes. A Mutex or Notification
+  // built here would race, in TSan's eyes, with the callback's first lock of it.
   grpc::Status status;
-  { absl::MutexLock publish(&mu); }
-  absl::Notification done;
+  bool done = false;
+  { absl::MutexLock publish(&CallMutex()); }
   stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-    absl::MutexLock lock(&mu);
+    absl::MutexLock lock(&CallMutex());
     status = std::move(s);
-    done.Notify();
+    done = true;
   });
-  done.WaitForNotification();
-  absl::MutexLock lock(&mu);
+  absl::MutexLock lock(&CallMutex());
+  CallMutex().Await(absl::Condition(&done));
   std::vector<grpc::Slice> slices;
   if (status.ok() && response.Dump(&slices).ok()) {
     for (const grpc::Slice& s : slices) {
