@@ -104,18 +104,4 @@ std::string MakeTempDir() {
   return pattern;
 }
 
-std::string RunOrFail(const std::string& command) {
-  std::string output;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run " << command;
-    return output;
-  }
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
-  EXPECT_EQ(::pclose(pipe), 0) << command;
-  return output;
-}
-
 }  // namespace hb::testing

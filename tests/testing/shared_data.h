@@ -32,9 +32,6 @@ void RemoveAtExit(const std::string& dir);
 // The reference Python (Debian's, with numpy) that the cross-check tests run
 // scripts/reference/*.py with.
 inline constexpr char kPython[] = "/usr/bin/python3";
-// Runs `command` through /bin/sh and returns its standard output; a non-zero exit status (or
-// a shell that cannot start) fails the current test.
-std::string RunOrFail(const std::string& command);
 
 inline constexpr char kMainHead30[] = "2025-05-07-06-14-12_oss_eval.head30.jsonl";
 inline constexpr char kHardHead4[] = "hard_2025-05-08-21-00-10.head4.jsonl";

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 
@@ -24,7 +24,6 @@ namespace hb {
 namespace {
 
 using ::hb::testing::kPython;
-using ::hb::testing::RunOrFail;
 using ::hb::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -220,12 +219,13 @@ TEST_F(GoldenPromptsTest, AllMainRowsMatchThePythonRendering) {
   const std::string dir = hb::testing::MakeTempDir();
   ASSERT_THAT(WriteFileAtomically(dir + "/reply.txt", kReply), hb::testing::IsOk());
   ASSERT_THAT(WriteFileAtomically(dir + "/system.txt", kSystem), hb::testing::IsOk());
-  const std::string command = absl::StrCat(
-      kPython, " ", hb::testing::SourceDir(), "/scripts/reference/render_prompts.py --data ",
-      hb::testing::SharedDataFile(hb::testing::kMainHead30), " --template ",
-      hb::testing::ReferenceTemplatePath(), " --reply-file ", dir, "/reply.txt --system-file ", dir,
-      "/system.txt --system-every ", kSystemEvery);
-  const std::string output = RunOrFail(command);
+  const hb::testing::ProcessResult python = hb::testing::RunProcess(
+      {kPython, hb::testing::SourceDir() + "/scripts/reference/render_prompts.py", "--data",
+       hb::testing::SharedDataFile(hb::testing::kMainHead30), "--template",
+       hb::testing::ReferenceTemplatePath(), "--reply-file", dir + "/reply.txt", "--system-file",
+       dir + "/system.txt", "--system-every", absl::StrCat(kSystemEvery)});
+  ASSERT_EQ(python.exit_code, 0) << python.err;
+  const std::string& output = python.out;
 
   // One JSON line per rubric row, in file order.
   std::vector<std::string> lines = absl::StrSplit(output, '\n', absl::SkipEmpty());

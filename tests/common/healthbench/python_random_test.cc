@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -13,13 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tests/testing/loopback.h"
 #include "tests/testing/shared_data.h"
 
 namespace hb {
 namespace {
 
 using ::hb::testing::kPython;
-using ::hb::testing::RunOrFail;
 using ::testing::ElementsAre;
 
 // Hard-coded values printed by CPython 3.11 (they hold without Python installed).
@@ -78,9 +77,11 @@ TEST(PythonRandomTest, SampleIndicesMatchesLiveCPython) {
       {1000, 100, 0},       {5000, 100, 12345}, {29511, 1000, 0},  {3671, 3670, 0},
       {2, 1, 4294967296ul}, {1, 0, 0},          {1u << 20, 3, 99},
   };
-  std::string command = absl::StrCat(kPython, " ", script);
-  for (const Case& c : cases) absl::StrAppend(&command, " ", c.n, ",", c.k, ",", c.seed);
-  std::vector<std::string> lines = absl::StrSplit(RunOrFail(command), '\n', absl::SkipEmpty());
+  std::vector<std::string> argv = {kPython, script};
+  for (const Case& c : cases) argv.push_back(absl::StrCat(c.n, ",", c.k, ",", c.seed));
+  const hb::testing::ProcessResult python = hb::testing::RunProcess(argv);
+  ASSERT_EQ(python.exit_code, 0) << python.err;
+  std::vector<std::string> lines = absl::StrSplit(python.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
