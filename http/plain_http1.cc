@@ -26,14 +26,9 @@
 
 namespace hb {
 
-namespace {
-
-constexpr size_t kReadBytes = 64 << 10;
-constexpr auto kAddressTtl = std::chrono::seconds(60);
-
-absl::Status Unavailable(absl::string_view what, absl::string_view origin) {
-  return absl::UnavailableError(absl::StrCat("HTTP transport: ", what, " (", origin, ")"));
-}
+// Named (not file-local): PlainHttp1Pool::Conn holds an Exchange, and a type with linkage must
+// not hold one from an anonymous namespace (gcc's -Wsubobject-linkage in a unity source).
+namespace plain_http1_internal {
 
 // Where an http:// URL points.
 struct Target {
@@ -43,6 +38,32 @@ struct Target {
   std::string host_header;  // host, or host:port when the port is not 80
   std::string path;         // path and query, starting with '/'
 };
+
+// What one request needs wherever it is sent (moved to a new connection on a retry).
+struct Exchange {
+  uint64_t id = 0;
+  const HttpRequest* request = nullptr;
+  Target target;
+  std::string head;
+  PlainHttp1Pool::SteadyTime deadline{};
+  int opened = 0;
+  std::vector<iovec> iov;  // [0] the head, then the body; what is left to send
+  size_t iov_next = 0;
+};
+
+}  // namespace plain_http1_internal
+
+using plain_http1_internal::Exchange;
+using plain_http1_internal::Target;
+
+namespace {
+
+constexpr size_t kReadBytes = 64 << 10;
+constexpr auto kAddressTtl = std::chrono::seconds(60);
+
+absl::Status Unavailable(absl::string_view what, absl::string_view origin) {
+  return absl::UnavailableError(absl::StrCat("HTTP transport: ", what, " (", origin, ")"));
+}
 
 absl::StatusOr<Target> ParseTarget(absl::string_view url) {
   auto malformed = [](absl::string_view why) {
@@ -152,18 +173,6 @@ absl::StatusOr<std::string> Inflate(const std::string& in, size_t limit, bool ra
 }
 
 }  // namespace
-
-// What one request needs wherever it is sent (moved to a new connection on a retry).
-struct Exchange {
-  uint64_t id = 0;
-  const HttpRequest* request = nullptr;
-  Target target;
-  std::string head;
-  PlainHttp1Pool::SteadyTime deadline{};
-  int opened = 0;
-  std::vector<iovec> iov;  // [0] the head, then the body; what is left to send
-  size_t iov_next = 0;
-};
 
 struct PlainHttp1Pool::Conn {
   int fd = -1;

@@ -16,7 +16,6 @@
 namespace hb::sim {
 namespace {
 
-constexpr char kJsonType[] = "application/json";
 constexpr uint64_t kFailedStream = 200;
 constexpr uint64_t kExpiredStream = 201;
 

@@ -27,7 +27,6 @@ std::string MissingBodyKey(absl::string_view body, const std::vector<std::string
 }
 
 constexpr uint64_t kJitterStream = 100;
-constexpr char kJsonType[] = "application/json";
 
 // Every kind but kNone: the labels of hb_sim_faults_total.
 std::vector<std::string> InjectedFaultKinds() {

@@ -76,6 +76,9 @@ struct SimHttpRequest {
   std::vector<std::pair<absl::string_view, absl::string_view>> headers;
 };
 
+// The Content-Type of the simulator's JSON replies.
+inline constexpr char kJsonType[] = "application/json";
+
 // What the server must do.
 struct SimAction {
   enum class Kind { kReply, kHang, kReset };
