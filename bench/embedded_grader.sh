@@ -24,6 +24,9 @@ while [[ $# -gt 0 && $1 == --* ]]; do
 done
 [[ $# -gt 0 ]] || { echo "usage: $0 [--tasks N] [--runs K] LABEL=ORCH ..." >&2; exit 2; }
 sim="$root/build/simulator/hb-llm-sim"
+# The benchmark binaries are not in `all`: build what this script runs (a no-op when current).
+source "$root/scripts/ci_lib.sh"
+ci_build "$root/build" hb-workload-stats
 template="$root/data/grader_template.txt"
 dataset="$root/data/healthbench/2025-05-07-06-14-12_oss_eval.jsonl"
 [[ -f $dataset ]] || dataset="$root/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl"

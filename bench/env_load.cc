@@ -102,11 +102,12 @@ class GrpcDriver {
     }
     for (int i = 0; i < in_flight; ++i) Launch();
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](GrpcDriver* d) { return d->finished_ == d->stop_; }, this));
+    mu_.Await(absl::Condition(this, &GrpcDriver::AllFinished));
   }
 
  private:
+  bool AllFinished() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ == stop_; }
+
   struct Call {
     grpc::ClientContext context;
     env_v1::SubmitRequest request;

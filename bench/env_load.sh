@@ -17,6 +17,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${HB_BUILD_DIR:-$root/build}
+# The benchmark binaries are not in `all`: build what this script runs (a no-op when current).
+source "$root/scripts/ci_lib.sh"
+ci_build "$build" hb-env-load
 shared=${HB_SHARED_DIR:-$root/../shared}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT

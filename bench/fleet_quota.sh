@@ -53,6 +53,9 @@ dataset="$root/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl"
 [[ -f $dataset ]] || dataset="$shared/data/healthbench/2025-05-07-06-14-12_oss_eval.head30.jsonl"
 build="$root/build"
 sim="$build/simulator/hb-llm-sim" orch="$build/orchestrator/hb-orchestrator"
+# The benchmark binaries are not in `all`: build what this script runs (a no-op when current).
+source "$root/scripts/ci_lib.sh"
+ci_build "$build" hb-env-load
 work=$(mktemp -d)
 cleanup() {
   [[ -f $work/redis.pid ]] && kill -CONT "$(cat "$work/redis.pid")" 2>/dev/null
