@@ -4,7 +4,8 @@
 # not be reposted.
 #
 # Sources, in order:
-#   1. a local mirror folder: $HB_REFERENCE_DIR, else ../shared beside the checkout, laid out as
+#   1. a local mirror folder: $HB_REFERENCE_DIR, else $HB_SHARED_DIR (the tests' variable for the
+#      same folder), else ../shared beside the checkout, laid out as
 #        <mirror>/reference/grader_template.txt
 #        <mirror>/data/healthbench/*.jsonl[.gz]
 #      (our machines have no internet and keep them there);
@@ -32,12 +33,12 @@ while [ $# -gt 0 ]; do
     --dest) dest=$2; shift 2 ;;
     --template-only) template_only=1; shift ;;
     --offline) offline=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "fetch_data: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
-mirror=${HB_REFERENCE_DIR:-$root/../shared}
+mirror=${HB_REFERENCE_DIR:-${HB_SHARED_DIR:-$root/../shared}}
 if [ -d "$mirror/reference" ] || [ -d "$mirror/data/healthbench" ]; then
   offline=1
   echo "fetch_data: using the local mirror $mirror (no downloads)"
