@@ -1,12 +1,10 @@
 #include "common/base/logging.h"
 
-#include <memory>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "spdlog/sinks/ostream_sink.h"
+#include "tests/testing/captured_log.h"
 
 namespace {
 
@@ -27,27 +25,9 @@ struct fmt::formatter<Counted> : fmt::formatter<int> {
 namespace hb {
 namespace {
 
+using ::hb::testing::CapturedLog;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-// Makes a logger that writes "<level> <message>" lines into a string the default one while it
-// lives; restores the previous default logger after.
-class CapturedLog {
- public:
-  explicit CapturedLog(spdlog::level::level_enum level) : previous_(spdlog::default_logger()) {
-    auto logger = std::make_shared<spdlog::logger>(
-        "captured", std::make_shared<spdlog::sinks::ostream_sink_st>(text_));
-    logger->set_pattern("%l %v");
-    logger->set_level(level);
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 TEST(LoggingTest, FormatsTheArgumentsAtTheMacrosLevel) {
   CapturedLog log(spdlog::level::debug);

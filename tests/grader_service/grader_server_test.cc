@@ -35,8 +35,7 @@
 #include "healthbench/grader/v1/grader.grpc.pb.h"
 #include "prometheus/text_serializer.h"
 #include "simulator/sim_verdict.h"
-#include "spdlog/sinks/ostream_sink.h"
-#include "spdlog/spdlog.h"
+#include "tests/testing/captured_log.h"
 #include "tests/testing/loopback.h"
 #include "tests/testing/poll_until.h"
 #include "tests/testing/raw_grpc_call.h"
@@ -412,13 +411,7 @@ TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
   });
   ASSERT_TRUE(loopback.ok()) << loopback.status();
   // Capture every log line, debug included.
-  std::ostringstream log_text;
-  auto previous = spdlog::default_logger();
-  auto capture = std::make_shared<spdlog::logger>(
-      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
-  capture->set_level(spdlog::level::trace);
-  spdlog::set_default_logger(capture);
-  spdlog::set_level(spdlog::level::trace);
+  hb::testing::CapturedLog log(spdlog::level::trace);
 
   GraderServerOptions options = Options((*loopback)->base_url() + "/v1");
   options.llm.api_key = kKey;
@@ -431,8 +424,6 @@ TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
   prometheus::TextSerializer().Serialize(metrics_text, server->registry().Collect());
   server->Shutdown(absl::ZeroDuration());
   server.reset();
-  spdlog::set_default_logger(previous);
-  spdlog::set_level(spdlog::level::info);
 
   ASSERT_FALSE((*loopback)->requests().empty());
   EXPECT_EQ((*loopback)->requests()[0].Header("Authorization"), absl::StrCat("Bearer ", kKey));
@@ -441,8 +432,8 @@ TEST(GraderServerTest, TheApiKeyNeverLeaksIntoStatusesLogsOrMetrics) {
     EXPECT_THAT(std::string(r.status().message()), Not(HasSubstr(kKey)));
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("Incorrect API key provided"));
   }
-  EXPECT_THAT(log_text.str(), HasSubstr("grader"));  // the capture did see log lines
-  EXPECT_THAT(log_text.str(), Not(HasSubstr("SECRET")));
+  EXPECT_THAT(log.text(), HasSubstr("grader"));  // the capture did see log lines
+  EXPECT_THAT(log.text(), Not(HasSubstr("SECRET")));
   EXPECT_THAT(metrics_text.str(), HasSubstr("hb_grader_upstream_calls_total"));
   EXPECT_THAT(metrics_text.str(), Not(HasSubstr("SECRET")));
 }
